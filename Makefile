@@ -1,0 +1,42 @@
+# Two commands a new user needs: `make demo` and `make test`. Both install what they need first.
+SHELL := /bin/bash
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+CDK := node_modules/.bin/cdk
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# jsii (the bridge under aws-cdk-lib) prints a large banner on every start under Node 20.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export CDK_DISABLE_VERSION_CHECK := 1
+
+.PHONY: setup demo test synth lint deploy clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+demo: setup
+	$(PYTHON) -m emulator demo
+
+test: setup
+	$(PYTHON) -m pytest
+
+synth: setup
+	$(CDK) synth --quiet
+
+lint: synth
+	$(VENV)/bin/cfn-lint cdk.out/*.template.json
+	$(PYTHON) -m pytest -q tests/test_definitions.py tests/test_app_infrastructure.py
+
+deploy: setup
+	$(CDK) deploy --all
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache

@@ -1,0 +1,15 @@
+#!/usr/bin/env python3
+"""CDK entry point: reads context once and builds the four stacks of the Step Functions patterns."""
+
+import os
+
+from aws_cdk import App, Environment
+
+from stacks.composition import add_stacks
+from stacks.config import AppConfig
+
+app = App()
+config = AppConfig.from_context(app.node.try_get_context)
+account, region = os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
+add_stacks(app, config, env=Environment(account=account, region=region) if account else None)
+app.synth()

@@ -1,0 +1,1 @@
+"""Code shared by the app's Lambda functions, shipped as one layer (python/patterns_common)."""

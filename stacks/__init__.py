@@ -1,0 +1,1 @@
+"""CDK stacks of the Step Functions patterns app: one stack per pattern plus monitoring."""

@@ -1,0 +1,1 @@
+"""alert notification pattern: construct and stack."""

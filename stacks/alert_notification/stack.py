@@ -1,0 +1,25 @@
+"""AlertNotificationStack: composes the alert notification pattern and publishes its outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from stacks.alert_notification.construct import AlertNotification
+from stacks.config import AppConfig
+
+
+class AlertNotificationStack(Stack):
+    def __init__(self, scope: Construct, id_: str, *, config: AppConfig, **kwargs: Any) -> None:
+        super().__init__(scope, id_, description="Alert notification nested-loop state machine", **kwargs)
+        pattern = AlertNotification(
+            self,
+            "AlertNotification",
+            slack_webhook_secret_name=config.slack_webhook_secret_name,
+            schedule=config.alert_schedule,
+        )
+        self.table = pattern.table
+        self.state_machines = pattern.state_machines
+        CfnOutput(self, "AlertTableName", value=pattern.table.table_name)

@@ -1,0 +1,107 @@
+"""A Python Lambda function the way every pattern wants it: small asset, Powertools, logs, tracing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from stacks.common.nag import acknowledge
+from constructs import Construct
+
+LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+# Version of the AWS-managed "Powertools for AWS Lambda (Python) V3" layer; referenced by ARN so
+# synthesis needs no network. Keep it in step with aws-lambda-powertools in requirements-dev.txt.
+POWERTOOLS_LAYER_VERSION = 27
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+
+
+def powertools_layer_arn() -> str:
+    return (
+        f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:017000801446:layer:"
+        f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}"
+    )
+
+
+def _stack_layers(stack: Stack) -> list[lambda_.ILayerVersion]:
+    """One Powertools reference and one shared-code layer per stack, created on first use."""
+    holder = stack.node.try_find_child("LambdaLayers")
+    if holder is None:
+        holder = Construct(stack, "LambdaLayers")
+        lambda_.LayerVersion.from_layer_version_arn(holder, "Powertools", powertools_layer_arn())
+        lambda_.LayerVersion(
+            holder,
+            "Shared",
+            code=lambda_.Code.from_asset(str(LAMBDAS_DIR / "shared_layer")),
+            compatible_runtimes=[RUNTIME],
+            description="Helpers shared by this app's functions (patterns_common package)",
+        )
+    return [holder.node.find_child("Powertools"), holder.node.find_child("Shared")]
+
+
+class PythonFunction(Construct):
+    """A function whose code is ``lambdas/<source>/`` with its handler in ``handler.lambda_handler``.
+
+    The role is created here with only what the function needs: writing to its own log group and
+    X-Ray. Callers add their grants to ``self.function``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        source: str,
+        description: str,
+        timeout: Duration,
+        environment: Mapping[str, str] | None = None,
+        memory_size: int = 256,
+    ) -> None:
+        super().__init__(scope, id_)
+        asset_dir = LAMBDAS_DIR / source
+        if not (asset_dir / "handler.py").is_file():
+            raise ValueError(f"{asset_dir} has no handler.py")
+
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Execution role of the {source} function",
+        )
+        self.log_group.grant_write(self.role)
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=RUNTIME,
+            code=lambda_.Code.from_asset(str(asset_dir), exclude=["__pycache__", "*.pyc"]),
+            handler="handler.lambda_handler",
+            description=description,
+            timeout=timeout,
+            memory_size=memory_size,
+            role=self.role,
+            log_group=self.log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            layers=_stack_layers(Stack.of(self)),
+            environment={
+                "POWERTOOLS_SERVICE_NAME": source,
+                "POWERTOOLS_METRICS_NAMESPACE": "StepFunctionsPatterns",
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+                **(environment or {}),
+            },
+        )
+        acknowledge(
+            self,
+            {
+                "AwsSolutions::AwsSolutions-IAM5[Resource::*]": "X-Ray PutTraceSegments and "
+                "PutTelemetryRecords support no resource-level permissions (AWS documents '*').",
+                "AwsSolutions::AwsSolutions-L1": "Python 3.13 is the runtime this app targets; the "
+                "Powertools layer it references is built for 3.13.",
+            },
+        )

@@ -1,0 +1,42 @@
+"""Settings of the app, read once from CDK context in app.py and passed down as props."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+DEFAULT_MONITORED_STATUSES = ("FAILED", "TIMED_OUT", "ABORTED")
+VALID_STATUSES = {"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PENDING_REDRIVE"}
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    slack_webhook_secret_name: str = "alert-notifier/slack-webhook"
+    alert_schedule: str = "rate(1 hour)"
+    alert_email: str | None = None
+    monitored_statuses: tuple[str, ...] = field(default=DEFAULT_MONITORED_STATUSES)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.monitored_statuses) - VALID_STATUSES
+        if not self.monitored_statuses or unknown:
+            raise ValueError(
+                f"monitoredStatuses must be a non-empty list of {sorted(VALID_STATUSES)}; "
+                f"got {list(self.monitored_statuses)}"
+            )
+        if not (self.alert_schedule.startswith("rate(") or self.alert_schedule.startswith("cron(")):
+            raise ValueError(f"alertSchedule must be rate(...) or cron(...); got {self.alert_schedule!r}")
+
+    @classmethod
+    def from_context(cls, get: Callable[[str], Any]) -> "AppConfig":
+        """Build from a context getter such as ``app.node.try_get_context``."""
+        statuses = get("monitoredStatuses")
+        if isinstance(statuses, str):  # `cdk -c monitoredStatuses='["FAILED"]'` arrives as text
+            statuses = json.loads(statuses)
+        values: dict[str, Any] = {
+            "slack_webhook_secret_name": get("slackWebhookSecretName"),
+            "alert_schedule": get("alertSchedule"),
+            "alert_email": get("alertEmail") or None,
+            "monitored_statuses": tuple(statuses) if statuses else None,
+        }
+        return cls(**{k: v for k, v in values.items() if v is not None})

@@ -1,0 +1,1 @@
+"""job poller pattern: construct and stack."""

@@ -1,0 +1,1 @@
+"""map retry pattern: construct and stack."""

@@ -1,0 +1,17 @@
+"""MapRetryStack: composes the Map retry-failed pattern and publishes its outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Stack
+from constructs import Construct
+
+from stacks.map_retry.construct import MapRetry
+
+
+class MapRetryStack(Stack):
+    def __init__(self, scope: Construct, id_: str, **kwargs: Any) -> None:
+        super().__init__(scope, id_, description="Map state machine that retries only failed items", **kwargs)
+        pattern = MapRetry(self, "MapRetry")
+        self.state_machines = pattern.state_machines

@@ -1,0 +1,1 @@
+"""monitoring pattern: construct and stack."""

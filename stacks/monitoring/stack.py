@@ -1,0 +1,33 @@
+"""MonitoringStack: watches every state machine of the app and publishes the topic's ARN."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from stacks.config import AppConfig
+from stacks.monitoring.construct import ExecutionMonitoring
+
+
+class MonitoringStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        config: AppConfig,
+        state_machines: Sequence[sfn.IStateMachine],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id_, description="Execution status events, alarms and dashboard", **kwargs)
+        monitoring = ExecutionMonitoring(
+            self,
+            "ExecutionMonitoring",
+            state_machines=state_machines,
+            statuses=config.monitored_statuses,
+            alert_email=config.alert_email,
+        )
+        CfnOutput(self, "StatusTopicArn", value=monitoring.topic.topic_arn)

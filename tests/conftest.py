@@ -1,0 +1,68 @@
+"""Test-session set-up shared by every tier: import paths and an AWS environment that is never real."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for path in (ROOT, ROOT / "lambdas" / "shared_layer" / "python"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+# Nothing a test does may reach a real AWS account.
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "StepFunctionsPatterns",
+        "POWERTOOLS_SERVICE_NAME": "tests",
+    }
+)
+os.environ.pop("AWS_PROFILE", None)
+os.environ.pop("AWS_ENDPOINT_URL", None)
+
+
+import json  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@dataclass(frozen=True)
+class SynthesizedApp:
+    outdir: Path
+    stacks: object  # stacks.composition.AppStacks
+    templates: dict[str, dict]
+
+    def template_path(self, stack: str) -> Path:
+        return self.outdir / f"{stack}.template.json"
+
+
+@pytest.fixture(scope="session")
+def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
+    """The whole app synthesized once, in-process, with cdk-nag as a validation plugin.
+
+    ``app.synth()`` raises when cdk-nag reports an unacknowledged finding, so every test that
+    uses this fixture also proves the app is nag-clean.
+    """
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    from aws_cdk import App
+
+    from stacks.composition import add_stacks
+    from stacks.config import AppConfig
+
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app = App(outdir=str(outdir))
+    stacks = add_stacks(app, AppConfig())
+    app.synth()
+    templates = {
+        name: json.loads((outdir / f"{name}.template.json").read_text())
+        for name in ("AlertNotificationStack", "JobPollerStack", "MapRetryStack", "MonitoringStack")
+    }
+    return SynthesizedApp(outdir=outdir, stacks=stacks, templates=templates)

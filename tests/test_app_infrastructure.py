@@ -1,0 +1,109 @@
+"""The app as a whole: four stacks, their interface outputs, lint and nag clean, stable ids."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stacks.config import AppConfig
+
+STACKS = ("AlertNotificationStack", "JobPollerStack", "MapRetryStack", "MonitoringStack")
+
+
+def test_app_has_the_four_stacks_users_deploy_by_name(synthesized_app):
+    # Then
+    assert set(synthesized_app.templates) == set(STACKS)
+
+
+@pytest.mark.parametrize(
+    "stack, outputs",
+    [
+        ("AlertNotificationStack", {"AlertTableName"}),
+        ("JobPollerStack", {"JobBucketName"}),
+        ("MonitoringStack", {"StatusTopicArn"}),
+    ],
+)
+def test_stack_publishes_its_interface_outputs(synthesized_app, stack, outputs):
+    # Then: CfnOutput keys are what `aws cloudformation describe-stacks` shows users
+    assert outputs <= set(synthesized_app.templates[stack].get("Outputs", {}))
+
+
+@pytest.mark.parametrize(
+    "stack, logical_id, resource_type",
+    [
+        ("AlertNotificationStack", "AlertTable", "AWS::DynamoDB::Table"),
+        ("JobPollerStack", "JobBucket", "AWS::S3::Bucket"),
+    ],
+)
+def test_stateful_resources_keep_stable_logical_ids(synthesized_app, stack, logical_id, resource_type):
+    # Then: renaming these would make CloudFormation replace (and lose) the data
+    assert synthesized_app.templates[stack]["Resources"][logical_id]["Type"] == resource_type
+
+
+def test_every_template_passes_cfn_lint(synthesized_app):
+    # When
+    paths = [str(synthesized_app.template_path(s)) for s in STACKS if synthesized_app.templates[s].get("Resources")]
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *paths],
+        capture_output=True,
+        text=True,
+    )
+    # Then: cfn-lint exits 2 on errors, 4 on warnings, 0 when clean (see .cfnlintrc for ignores)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_lambda_runs_python_313_with_powertools_and_tracing(synthesized_app):
+    functions = [
+        resource
+        for template in synthesized_app.templates.values()
+        for resource in template.get("Resources", {}).values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    ]
+    for function in functions:
+        props = function["Properties"]
+        assert props["Runtime"] == "python3.13"
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        layers = json.dumps(props["Layers"])
+        assert "AWSLambdaPowertoolsPythonV3-python313-x86_64" in layers
+
+
+def test_every_state_machine_is_standard_with_inline_definition_logs_and_xray(synthesized_app):
+    machines = [
+        resource["Properties"]
+        for template in synthesized_app.templates.values()
+        for resource in template.get("Resources", {}).values()
+        if resource["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    for props in machines:
+        # Inline DefinitionString: the local emulator ignores DefinitionS3Location/Substitutions
+        assert "DefinitionString" in props and "DefinitionSubstitutions" not in props
+        assert props.get("StateMachineType", "STANDARD") == "STANDARD"
+        assert props["TracingConfiguration"] == {"Enabled": True}
+        assert props["LoggingConfiguration"]["Level"] == "ALL"
+
+
+def test_every_log_group_has_retention(synthesized_app):
+    for template in synthesized_app.templates.values():
+        for logical_id, resource in template.get("Resources", {}).items():
+            if resource["Type"] == "AWS::Logs::LogGroup":
+                assert resource["Properties"].get("RetentionInDays"), logical_id
+
+
+def test_config_rejects_unknown_monitored_status():
+    with pytest.raises(ValueError, match="monitoredStatuses"):
+        AppConfig(monitored_statuses=("FAILED", "EXPLODED"))
+
+
+def test_config_reads_context_including_json_text_from_the_command_line():
+    # Given: `cdk -c monitoredStatuses='["FAILED"]'` passes text, cdk.json passes a list
+    context = {"monitoredStatuses": '["FAILED"]', "alertEmail": "ops@example.com"}
+    # When
+    config = AppConfig.from_context(context.get)
+    # Then
+    assert config.monitored_statuses == ("FAILED",)
+    assert config.alert_email == "ops@example.com"
+    assert config.slack_webhook_secret_name == "alert-notifier/slack-webhook"

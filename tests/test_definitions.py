@@ -1,0 +1,68 @@
+"""Every statemachines/*.asl.json: valid ASL (asl-validator) once its placeholders are filled."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from stacks.common.definitions import STATEMACHINES_DIR, load_definition, placeholders
+
+ROOT = Path(__file__).resolve().parents[1]
+ASL_VALIDATOR = ROOT / "node_modules" / ".bin" / "asl-validator"
+MACHINES = sorted(p.name.removesuffix(".asl.json") for p in STATEMACHINES_DIR.glob("*.asl.json"))
+
+
+def sample_value(name: str) -> str:
+    """A realistic stand-in for a deploy-time value, so ARN checks apply to the filled file."""
+    region_account = "us-east-1:123456789012"
+    if name.endswith("FunctionArn"):
+        return f"arn:aws:lambda:{region_account}:function:{name}"
+    if name.endswith("StateMachineArn"):
+        return f"arn:aws:states:{region_account}:stateMachine:{name}"
+    if name.endswith("TopicArn"):
+        return f"arn:aws:sns:{region_account}:{name}"
+    if name.endswith("QueueUrl"):
+        return f"https://sqs.us-east-1.amazonaws.com/123456789012/{name}"
+    if name.endswith("Arn"):
+        return f"arn:aws:dynamodb:{region_account}:table/{name}"
+    return f"sample-{name.lower()}"
+
+
+def filled(machine: str) -> str:
+    text = (STATEMACHINES_DIR / f"{machine}.asl.json").read_text()
+    return load_definition(machine, {name: sample_value(name) for name in placeholders(text)})
+
+
+def test_there_are_definitions_to_check():
+    assert MACHINES, "statemachines/ holds no *.asl.json"
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_definition_passes_asl_validator(machine, tmp_path):
+    # Given
+    path = tmp_path / f"{machine}.json"
+    path.write_text(filled(machine))
+    # When
+    result = subprocess.run([str(ASL_VALIDATOR), "--json-path", str(path)], capture_output=True, text=True)
+    # Then
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_definition_is_jsonpath_with_a_machine_timeout(machine):
+    definition = json.loads(filled(machine))
+    assert definition.get("QueryLanguage", "JSONPath") == "JSONPath"
+    assert isinstance(definition["TimeoutSeconds"], int) and definition["TimeoutSeconds"] > 0
+
+
+def test_load_definition_refuses_missing_and_unused_substitutions(tmp_path, monkeypatch):
+    # Given
+    monkeypatch.setattr("stacks.common.definitions.STATEMACHINES_DIR", tmp_path)
+    (tmp_path / "m.asl.json").write_text('{"StartAt": "A", "Comment": "${One} ${Two}"}')
+    # Then
+    with pytest.raises(ValueError, match=r"missing \['Two'\], unused \['Three'\]"):
+        load_definition("m", {"One": "1", "Three": "3"})
+    assert load_definition("m", {"One": "1", "Two": "2"}) == '{"StartAt": "A", "Comment": "1 2"}'
