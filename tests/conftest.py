@@ -66,3 +66,23 @@ def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
         for name in ("AlertNotificationStack", "JobPollerStack", "MapRetryStack", "MonitoringStack")
     }
     return SynthesizedApp(outdir=outdir, stacks=stacks, templates=templates)
+
+
+@pytest.fixture(scope="session")
+def deployment(tmp_path_factory: pytest.TempPathFactory):
+    """The whole app deployed once per session into the local emulator with the real `cdk` CLI.
+
+    Tests that use it run after every other test (see ``pytest_collection_modifyitems``):
+    moto's ``mock_aws``, used by the handler tests, resets moto's backends whenever it starts.
+    """
+    from emulator.session import deployed
+
+    with deployed(tmp_path_factory.mktemp("local-aws")) as deployment:
+        yield deployment
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    emulator_items = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
+    for item in emulator_items:
+        item.add_marker(pytest.mark.emulator)
+    items[:] = [item for item in items if item not in emulator_items] + emulator_items

@@ -22,4 +22,5 @@ class AlertNotificationStack(Stack):
         )
         self.table = pattern.table
         self.state_machines = pattern.state_machines
+        CfnOutput(self, "StateMachineArn", value=pattern.state_machine.state_machine_arn)
         CfnOutput(self, "AlertTableName", value=pattern.table.table_name)

@@ -4,15 +4,93 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from aws_cdk import RemovalPolicy
+import jsii
+from aws_cdk import Arn, ArnFormat, Duration, Names, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.common.nag import acknowledge
+
+STATUS_CHANGE = "Step Functions Execution Status Change"
+# EventBridge's own maxima: a notification that cannot be published yet is retried for a day.
+RETRY_ATTEMPTS = 185
+MAX_EVENT_AGE = Duration.hours(24)
+PERIOD = Duration.minutes(5)
+# The seed's seven per-machine metrics (AWS/States, dimension StateMachineArn), one graph each.
+DASHBOARD_GRAPHS = (
+    ("Executions started", "metric_started"),
+    ("Executions succeeded", "metric_succeeded"),
+    ("Executions failed", "metric_failed"),
+    ("Executions aborted", "metric_aborted"),
+    ("Executions timed out", "metric_timed_out"),
+    ("Executions throttled", "metric_throttled"),
+    ("Execution time (ms, average)", "metric_time"),
+)
+
+
+def _field(path: str) -> str:
+    return events.EventField.from_path(path)
+
+
+# The SNS message, one JSON object. Values that may hold quotes or newlines (error, cause) or that
+# are numbers/null (dates) stand alone, so EventBridge writes them as JSON values; only strings
+# that cannot contain a quote (names, ARNs, status, region) are spliced into longer strings.
+MESSAGE = events.RuleTargetInput.from_object(
+    {
+        "summary": f"Step Functions execution {_field('$.detail.name')} {_field('$.detail.status')}",
+        "consoleUrl": (
+            f"https://{_field('$.region')}.console.aws.amazon.com/states/home?region={_field('$.region')}"
+            f"#/v2/executions/details/{_field('$.detail.executionArn')}"
+        ),
+        "status": _field("$.detail.status"),
+        "stateMachineArn": _field("$.detail.stateMachineArn"),
+        "execution": _field("$.detail.name"),
+        "executionArn": _field("$.detail.executionArn"),
+        "error": _field("$.detail.error"),
+        "cause": _field("$.detail.cause"),
+        "startDate": _field("$.detail.startDate"),
+        "stopDate": _field("$.detail.stopDate"),
+        "time": _field("$.time"),
+    }
+)
+
+
+@jsii.implements(events.IRuleTarget)
+class _TopicTarget:
+    """The topic as a rule target with a DLQ and retries.
+
+    ``aws_events_targets.SnsTopic`` would also grant events.amazonaws.com publish and key use with
+    no condition; ExecutionMonitoring grants both itself, limited to this rule and this topic.
+    """
+
+    def __init__(self, topic: sns.ITopic, dead_letter_queue: sqs.IQueue) -> None:
+        self._topic = topic
+        self._dead_letter_queue = dead_letter_queue
+
+    def bind(self, _rule: events.IRuleRef, _id: str | None = None) -> events.RuleTargetConfig:
+        return events.RuleTargetConfig(
+            arn=self._topic.topic_arn,
+            input=MESSAGE,
+            dead_letter_config=events.CfnRule.DeadLetterConfigProperty(arn=self._dead_letter_queue.queue_arn),
+            retry_policy=events.CfnRule.RetryPolicyProperty(
+                maximum_retry_attempts=RETRY_ATTEMPTS,
+                maximum_event_age_in_seconds=int(MAX_EVENT_AGE.to_seconds()),
+            ),
+            target_resource=self._topic,
+        )
+
 
 class ExecutionMonitoring(Construct):
+    """Watches ``state_machines``: one status-change rule, three alarms each, one dashboard, one topic."""
+
     def __init__(
         self,
         scope: Construct,
@@ -23,6 +101,7 @@ class ExecutionMonitoring(Construct):
         alert_email: str | None,
     ) -> None:
         super().__init__(scope, id_)
+        stack = Stack.of(self)
         self.key = kms.Key(
             self,
             "TopicKey",
@@ -30,8 +109,190 @@ class ExecutionMonitoring(Construct):
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.DESTROY,
         )
-        for service in ("events.amazonaws.com", "cloudwatch.amazonaws.com"):
-            self.key.grant(iam.ServicePrincipal(service), "kms:Decrypt", "kms:GenerateDataKey*")
+        # Named so the key policy can name the topic: with a generated name the key and the
+        # topic would reference each other.
+        topic_name = f"{stack.stack_name}-execution-status"
         self.topic = sns.Topic(
-            self, "StatusTopic", display_name="Step Functions execution status", master_key=self.key, enforce_ssl=True
+            self,
+            "StatusTopic",
+            topic_name=topic_name,
+            display_name="Step Functions execution status",
+            master_key=self.key,
+            enforce_ssl=True,
         )
+        # SNS calls KMS for its publishers with the topic ARN as encryption context, so this
+        # condition limits both services to this topic. aws:SourceArn/aws:SourceAccount are not
+        # dependable in the KMS request EventBridge makes through SNS (a miss would drop every
+        # notification silently); the topic policy's publish statements carry them instead.
+        topic_arn = stack.format_arn(
+            service="sns", resource=topic_name, arn_format=ArnFormat.NO_RESOURCE_NAME
+        )
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="PublishersEncryptForTheStatusTopicOnly",
+                principals=[
+                    iam.ServicePrincipal("events.amazonaws.com"),
+                    iam.ServicePrincipal("cloudwatch.amazonaws.com"),
+                ],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={"StringEquals": {"kms:EncryptionContext:aws:sns:topicArn": topic_arn}},
+            )
+        )
+        if alert_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(alert_email))
+        # Until the patterns add their machines there is nothing to watch (and EventBridge
+        # rejects an empty ARN list in a pattern).
+        if not state_machines:
+            return
+
+        self.dead_letter_queue = self._dead_letter_queue()
+        self.rule = self._status_rule(state_machines, statuses)
+        self.alarms = [
+            *(alarm for machine in state_machines for alarm in self._machine_alarms(machine)),
+            self._dead_letter_alarm(),
+        ]
+        action = cw_actions.SnsAction(self.topic)
+        for alarm in self.alarms:
+            alarm.add_alarm_action(action)
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "ArnEquals": {"aws:SourceArn": [alarm.alarm_arn for alarm in self.alarms]},
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                },
+            )
+        )
+        self.dashboard = self._dashboard(state_machines)
+
+    def _dead_letter_queue(self) -> sqs.Queue:
+        queue = sqs.Queue(
+            self,
+            "NotificationDeadLetterQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        acknowledge(
+            queue,
+            {
+                "AwsSolutions::AwsSolutions-SQS3": "This queue is the dead-letter queue of the "
+                "status rule's target (EventBridge DeadLetterConfig), not a queue needing its own.",
+            },
+        )
+        return queue
+
+    def _status_rule(self, machines: Sequence[sfn.IStateMachine], statuses: Sequence[str]) -> events.Rule:
+        rule = events.Rule(
+            self,
+            "StatusChangeRule",
+            description="Step Functions execution status changes of the app's machines to the status topic",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=[STATUS_CHANGE],
+                detail={
+                    "status": list(statuses),
+                    "stateMachineArn": [machine.state_machine_arn for machine in machines],
+                },
+            ),
+        )
+        rule.add_target(_TopicTarget(self.topic, self.dead_letter_queue))
+        from_this_rule = {"ArnEquals": {"aws:SourceArn": rule.rule_arn}}
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="StatusRulePublishes",
+                principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions=from_this_rule,
+            )
+        )
+        self.dead_letter_queue.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="StatusRuleDeadLetters",
+                principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                actions=["sqs:SendMessage"],
+                resources=[self.dead_letter_queue.queue_arn],
+                conditions=from_this_rule,
+            )
+        )
+        return rule
+
+    def _machine_alarms(self, machine: sfn.IStateMachine) -> list[cloudwatch.Alarm]:
+        name = _machine_name(machine)
+        scope = Construct(self, Names.node_unique_id(machine.node))
+        return [
+            _alarm(
+                scope,
+                metric.metric_name,
+                metric,
+                f"{Stack.of(self).stack_name}-{name}-{metric.metric_name}",
+                f"{metric.metric_name} >= 1 in 5 minutes for state machine {name}. The status topic "
+                "carries each execution's error, cause and console link.",
+            )
+            for metric in (
+                machine.metric_failed(period=PERIOD),
+                machine.metric_timed_out(period=PERIOD),
+                machine.metric_throttled(period=PERIOD),
+            )
+        ]
+
+    def _dead_letter_alarm(self) -> cloudwatch.Alarm:
+        # A dead-lettered notification is one nobody received: say so through the alarm path,
+        # which does not depend on the rule's permission to publish.
+        return _alarm(
+            self,
+            "NotificationsDeadLettered",
+            self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=PERIOD, statistic="Maximum"
+            ),
+            f"{Stack.of(self).stack_name}-StatusNotificationsDeadLettered",
+            "Execution status notifications could not be published to the status topic; they wait "
+            "in the dead-letter queue (14 days).",
+        )
+
+    def _dashboard(self, machines: Sequence[sfn.IStateMachine]) -> cloudwatch.Dashboard:
+        dashboard = cloudwatch.Dashboard(
+            self, "Dashboard", dashboard_name=f"{Stack.of(self).stack_name}-executions"
+        )
+        dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=24))
+        dashboard.add_widgets(
+            *(
+                cloudwatch.GraphWidget(
+                    title=title,
+                    width=12,
+                    left=[
+                        getattr(machine, method)(period=PERIOD, label=_machine_name(machine))
+                        for machine in machines
+                    ],
+                )
+                for title, method in DASHBOARD_GRAPHS
+            )
+        )
+        return dashboard
+
+
+def _alarm(
+    scope: Construct, id_: str, metric: cloudwatch.Metric, name: str, description: str
+) -> cloudwatch.Alarm:
+    """Alarm as soon as one datapoint reaches 1; no data is the healthy state."""
+    return metric.create_alarm(
+        scope,
+        id_,
+        alarm_name=name,
+        alarm_description=description,
+        threshold=1,
+        evaluation_periods=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+    )
+
+
+def _machine_name(machine: sfn.IStateMachine) -> str:
+    """The machine's name taken from its ARN, which is all another stack exports."""
+    return Arn.split(machine.state_machine_arn, ArnFormat.COLON_RESOURCE_NAME).resource_name

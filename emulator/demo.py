@@ -1,0 +1,122 @@
+"""`make demo`: deploy the app locally and run each machine's sample scenarios, with timelines."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Callable, TextIO
+
+from emulator.follow import ExecutionResult
+from emulator.session import Deployment, deployed
+
+Scenario = Callable[[Deployment, TextIO], None]
+
+
+def _title(out: TextIO, text: str) -> None:
+    print(f"\n{'=' * 100}\n{text}\n{'=' * 100}", file=out, flush=True)
+
+
+def _run(deployment: Deployment, out: TextIO, machine: str, title: str, payload: Any) -> ExecutionResult:
+    print(f"\n--- {title}\n    input: {json.dumps(payload)}", file=out, flush=True)
+    result = deployment.run(machine, payload, out=out)
+    print("  summary:", file=out)
+    for line in result.summary_lines():
+        print(line, file=out)
+    return result
+
+
+def alert_scenario(deployment: Deployment, out: TextIO) -> None:
+    _title(out, "Alert notification: 3 users x 3 rounds, 5 minutes apart (seeds 000/001, repaired)")
+    table = deployment.output("AlertNotificationStack", "AlertTableName")
+    alert = {
+        "alert_id": {"S": "disk-full-web-1"},
+        "notification_count": {"N": "3"},
+        "user_accounts": {"L": [{"S": u} for u in ("foo@example.com", "bar@example.com", "baz@example.com")]},
+        "status": {"S": "active"},
+        "interval_seconds": {"N": "300"},
+        "message": {"S": "Disk above 90% on web-1"},
+    }
+    deployment.client("dynamodb").put_item(TableName=table, Item=alert)
+    before = len(deployment.slack.posts)
+    _run(deployment, out, "alert", "Notify every user each round until the count is reached", {"alert_id": "disk-full-web-1"})
+    print("  Slack webhook POSTs received by the stand-in:", file=out)
+    for post in deployment.slack.posts[before:]:
+        print(f"    #{post.seq} {post.status}  {post.body.get('text') if isinstance(post.body, dict) else post.body}", file=out)
+
+
+def poller_scenario(deployment: Deployment, out: TextIO) -> None:
+    _title(out, "Job poller: a 15-minute job, S3-backed polling vs. callback (seed 004)")
+    job = {"duration_seconds": 900}
+    polled = _run(deployment, out, "poller", "Poll every 60 s after a 10-minute initial wait",
+                  {"job": job, "timeout_seconds": 1800, "initial_wait_seconds": 600, "poll_interval_seconds": 60})
+    callback = None
+    if deployment.has_machine("callback"):
+        callback = _run(deployment, out, "callback", "Callback variant: the runner reports back with the task token",
+                        {"job": job, "timeout_seconds": 1800})
+    print("\n  transitions per execution:", file=out)
+    print(f"    S3-backed poller   {polled.transitions:4d}   ${polled.cost_usd * 1e6:,.2f} per million executions", file=out)
+    if callback is not None:
+        print(f"    callback variant   {callback.transitions:4d}   ${callback.cost_usd * 1e6:,.2f} per million executions", file=out)
+    if deployment.has_machine("export-poller"):
+        _run(deployment, out, "export-poller", "SDK-integration variant: export the alert table to S3, poll describeExport", {})
+
+
+def map_retry_scenario(deployment: Deployment, out: TextIO) -> None:
+    _title(out, "Map retry-failed: one item fails once, only that item is retried (seed 002, pattern 2)")
+    items = [{"id": "A-123"}, {"id": "B-456", "fail_attempts": 1}, {"id": "C-789"}]
+    result = _run(deployment, out, "map-retry", "Three items, B-456 fails its first attempt", {"items": items, "max_attempts": 3})
+    if isinstance(result.output, dict):
+        print(f"  attempts per item: {json.dumps(result.output.get('attempts'))}", file=out)
+
+
+def monitoring_scenario(deployment: Deployment, out: TextIO) -> None:
+    _title(out, "Monitoring: a failed execution announces itself on the status topic (seed 003)")
+    topic = deployment.output("MonitoringStack", "StatusTopicArn")
+    sqs = deployment.client("sqs")
+    queue_url = sqs.create_queue(QueueName="demo-status-inbox")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    deployment.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn,
+                                       Attributes={"RawMessageDelivery": "true"})
+    _run(deployment, out, "poller", "A job that fails", {"job": {"duration_seconds": 30, "fail": True, "error_message": "disk quota exceeded"},
+                                                          "timeout_seconds": 300, "poll_interval_seconds": 10})
+    deadline = time.monotonic() + 10
+    messages: list[dict] = []
+    while not messages and time.monotonic() < deadline:
+        messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
+        time.sleep(0.1)
+    print("  notification delivered to the status topic:", file=out)
+    for message in messages:
+        body = message["Body"]
+        try:
+            body = json.dumps(json.loads(body), indent=4)
+        except ValueError:
+            pass
+        print("    " + body.replace("\n", "\n    "), file=out)
+    if not messages:
+        print("    (none arrived)", file=out)
+
+
+SCENARIOS: list[tuple[str, Scenario]] = [
+    ("alert", alert_scenario),
+    ("poller", poller_scenario),
+    ("map-retry", map_retry_scenario),
+    ("poller", monitoring_scenario),
+]
+
+
+def main(out: TextIO = sys.stdout) -> int:
+    started = time.monotonic()
+    print("Deploying the app into the local emulator with the real cdk CLI...", file=out, flush=True)
+    with deployed() as deployment:
+        print(f"Deployed in {deployment.aws.deploy_seconds:.1f} s at {deployment.aws.endpoint_url}", file=out)
+        for stack, outputs in deployment.outputs.items():
+            for key, value in outputs.items():
+                print(f"  {stack}.{key} = {value}", file=out)
+        for machine, scenario in SCENARIOS:
+            if not deployment.has_machine(machine):
+                print(f"\n(skipping {scenario.__name__}: no {machine} machine deployed yet)", file=out)
+                continue
+            scenario(deployment, out)
+    print(f"\nDemo finished in {time.monotonic() - started:.1f} s of wall time.", file=out)
+    return 0

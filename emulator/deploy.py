@@ -1,0 +1,56 @@
+"""Deploys the app into a LocalAws with the real, pinned `cdk` CLI (bootstrap, then deploy --all)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from emulator.server import ACCOUNT_ID, REGION, LocalAws
+
+ROOT = Path(__file__).resolve().parents[1]
+CDK = ROOT / "node_modules" / ".bin" / "cdk"
+
+
+class DeployError(RuntimeError):
+    pass
+
+
+def cdk_environment(aws: LocalAws) -> dict[str, str]:
+    return {
+        **os.environ,
+        **aws.environment,
+        # The app is synthesized by this interpreter (the project's venv).
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+        "CDK_DISABLE_VERSION_CHECK": "1",
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+    }
+
+
+def _run(args: list[str], env: dict[str, str], log: Path, cwd: Path) -> None:
+    with open(log, "ab") as out:
+        result = subprocess.run(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        tail = log.read_text(errors="replace")[-4000:]
+        raise DeployError(f"{' '.join(args[:3])} failed (exit {result.returncode}); last output:\n{tail}")
+
+
+def deploy_app(aws: LocalAws, context: dict[str, str] | None = None, app_dir: Path = ROOT) -> dict[str, dict[str, str]]:
+    """Bootstrap and deploy every stack of the CDK app in ``app_dir``; returns outputs by stack."""
+    if not CDK.exists():
+        raise DeployError(f"{CDK} is missing: run `make setup` (npm ci) first")
+    env = cdk_environment(aws)
+    log = aws.workdir / "cdk.log"
+    outdir = aws.workdir / "cdk.out"
+    common = ["--no-notices", "--output", str(outdir), "--app", f"{sys.executable} app.py"]
+    for key, value in (context or {}).items():
+        common += ["--context", f"{key}={value}"]
+    started = time.monotonic()
+    _run([str(CDK), "bootstrap", f"aws://{ACCOUNT_ID}/{REGION}", *common ], env, log, app_dir)
+    _run([str(CDK), "deploy", "--all", "--require-approval", "never", *common ], env, log, app_dir)
+    aws.deploy_seconds = time.monotonic() - started
+    return aws.stack_outputs()

@@ -1,0 +1,282 @@
+"""EventBridge as the app needs it: execution status-change events, rule targets, schedules.
+
+moto's Step Functions emits no events and moto's EventBridge delivers to neither SNS, Lambda nor
+Step Functions targets. This module builds the documented "Step Functions Execution Status
+Change" event when an execution starts or ends, matches it with moto's own pattern matcher
+against every rule of the default bus, renders input transformers and delivers to the targets.
+Scheduled rules fire on demand, and by the simulated clock.
+"""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import json
+import re
+import threading
+import uuid
+from typing import Any
+
+from emulator.clock import SimClock
+
+STATUS_CHANGE = "Step Functions Execution Status Change"
+_PLACEHOLDER = re.compile(r"<([A-Za-z0-9_.\-]+)>")
+_RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
+_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+def _iso(epoch: float) -> str:
+    return _datetime.datetime.fromtimestamp(epoch, _datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _millis(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, _datetime.datetime):
+        return int(value.timestamp() * 1000)
+    return int(float(value) * 1000)
+
+
+def status_change_event(execution: Any, now: float) -> dict:
+    """The event AWS sends for ``execution`` (a moto parser Execution) in its current status."""
+    status = execution.exec_status.value if hasattr(execution.exec_status, "value") else str(execution.exec_status)
+    account, region = execution.account_id, execution.region_name
+    output = None
+    if status == "SUCCEEDED":
+        output = json.dumps(execution.output, separators=(",", ":"))
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": STATUS_CHANGE,
+        "source": "aws.states",
+        "account": account,
+        "time": _iso(now),
+        "region": region,
+        "resources": [execution.exec_arn],
+        "detail": {
+            "executionArn": execution.exec_arn,
+            "stateMachineArn": execution.state_machine_arn,
+            "name": execution.name,
+            "status": status,
+            "startDate": _millis(execution.start_date),
+            "stopDate": _millis(execution.stop_date) if status != "RUNNING" else None,
+            "input": json.dumps(execution.input_data, separators=(",", ":")),
+            "output": output,
+            "inputDetails": {"included": True},
+            "outputDetails": {"included": True} if output is not None else None,
+            "error": execution.error,
+            "cause": execution.cause,
+        },
+    }
+
+
+def _lookup(event: dict, path: str) -> tuple[bool, Any]:
+    """Resolve an EventBridge InputPath ($.a.b, $.list[0]) against ``event``."""
+    node: Any = event
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path.removeprefix("$").lstrip(".")):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            if not isinstance(node, list) or index >= len(node):
+                return False, None
+            node = node[index]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return False, None
+    return True, node
+
+
+def render_input_transformer(transformer: dict, event: dict) -> Any:
+    """Render an InputTransformer the way EventBridge does.
+
+    In a JSON template, a placeholder outside quotes becomes the JSON value (a string gets
+    quoted, a missing path null); inside a quoted string it is spliced in as escaped text (a
+    missing path as nothing). A template that is plain text gets the raw values.
+    """
+    paths = transformer.get("InputPathsMap", {})
+    template = transformer["InputTemplate"]
+    values = {name: _lookup(event, path) for name, path in paths.items()}
+    values["aws.events.event.json"] = (True, event)
+    json_template = template.lstrip()[:1] in ("{", "[")
+
+    def substitute(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in values:
+            return match.group(0)
+        found, value = values[name]
+        if not json_template:
+            return "" if not found or value is None else (value if isinstance(value, str) else json.dumps(value))
+        if _inside_json_string(template, match.start()):
+            if not found or value is None:
+                return ""
+            return json.dumps(value if isinstance(value, str) else json.dumps(value))[1:-1]
+        return json.dumps(value) if found else "null"
+
+    rendered = _PLACEHOLDER.sub(substitute, template)
+    try:
+        return json.loads(rendered)
+    except ValueError:
+        return rendered
+
+
+def _inside_json_string(text: str, index: int) -> bool:
+    quotes = 0
+    escaped = False
+    for char in text[:index]:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            quotes += 1
+    return quotes % 2 == 1
+
+
+class EventRouter:
+    """Delivers events to the targets of matching rules on the default bus."""
+
+    def __init__(self, clock: SimClock, account_id: str, region: str, auto_schedules: bool = False) -> None:
+        self.clock = clock
+        self.account_id = account_id
+        self.region = region
+        self.delivered: list[dict] = []  # {"rule", "target", "event"} for summaries and tests
+        self._schedule_next: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if auto_schedules:  # off by default: tests and demos fire schedules when they mean to
+            threading.Thread(target=self._run_schedules, name="schedules", daemon=True).start()
+
+    # -- status changes -------------------------------------------------------------------------
+    def on_execution_status(self, execution: Any) -> None:
+        self.put(status_change_event(execution, self.clock.now()), account_id=execution.account_id, region=execution.region_name)
+
+    # -- delivery -------------------------------------------------------------------------------
+    def _backend(self, account_id: str | None = None, region: str | None = None) -> Any:
+        from moto.events.models import events_backends
+
+        return events_backends[account_id or self.account_id][region or self.region]
+
+    def put(self, event: dict, account_id: str | None = None, region: str | None = None) -> int:
+        """Send ``event`` to every matching enabled rule of the default bus; returns deliveries."""
+        backend = self._backend(account_id, region)
+        bus = backend.describe_event_bus("default")
+        count = 0
+        for rule in list(bus.rules.values()):
+            if rule.state != "ENABLED" or rule.scheduled_expression:
+                continue
+            if not rule.event_pattern.matches_event(event):
+                continue
+            count += self._deliver(rule, event)
+        return count
+
+    def _deliver(self, rule: Any, event: dict) -> int:
+        count = 0
+        for target in rule.targets:
+            payload = self._target_input(target, event)
+            service = target["Arn"].split(":")[2]
+            self.delivered.append({"rule": rule.name, "target": target["Arn"], "event": event, "input": payload})
+            text = payload if isinstance(payload, str) else json.dumps(payload)
+            if service == "sns":
+                self._publish_sns(target["Arn"], text)
+            elif service == "lambda":
+                self._invoke_lambda(target["Arn"], text)
+            elif service == "states":
+                self._start_execution(target["Arn"], text)
+            elif service == "sqs":
+                self._send_sqs(target["Arn"], text)
+            else:
+                raise NotImplementedError(f"The emulator does not deliver to {target['Arn']}")
+            count += 1
+        return count
+
+    @staticmethod
+    def _target_input(target: dict, event: dict) -> Any:
+        if "Input" in target:
+            return json.loads(target["Input"])
+        if "InputPath" in target:
+            return _lookup(event, target["InputPath"])[1]
+        if "InputTransformer" in target:
+            return render_input_transformer(target["InputTransformer"], event)
+        return event
+
+    @staticmethod
+    def _parts(arn: str) -> tuple[str, str]:
+        pieces = arn.split(":")
+        return pieces[4], pieces[3]
+
+    def _publish_sns(self, arn: str, message: str) -> None:
+        from moto.sns.models import sns_backends
+
+        account, region = self._parts(arn)
+        sns_backends[account][region].publish(message, arn=arn)
+
+    def _invoke_lambda(self, arn: str, message: str) -> None:
+        from moto.awslambda.models import lambda_backends
+
+        account, region = self._parts(arn)
+        function = lambda_backends[account][region].get_function(arn)
+        function.invoke(message, {"x-amz-invocation-type": "Event"}, {})
+
+    def _start_execution(self, arn: str, message: str) -> None:
+        from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+        account, region = self._parts(arn)
+        stepfunctions_parser_backends[account][region].start_execution(arn, None, message)
+
+    def _send_sqs(self, arn: str, message: str) -> None:
+        from moto.sqs.models import sqs_backends
+
+        account, region = self._parts(arn)
+        sqs_backends[account][region].send_message(arn.split(":")[5], message)
+
+    # -- schedules ------------------------------------------------------------------------------
+    def scheduled_rules(self) -> list[Any]:
+        bus = self._backend().describe_event_bus("default")
+        return [rule for rule in bus.rules.values() if rule.scheduled_expression]
+
+    def fire_schedule(self, rule_name: str) -> int:
+        """Fire a scheduled rule now, as EventBridge does at its scheduled time."""
+        rule = next((r for r in self.scheduled_rules() if r.name == rule_name), None)
+        if rule is None:
+            raise KeyError(f"No scheduled rule named {rule_name}")
+        event = {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": rule.account_id,
+            "time": _iso(self.clock.now()),
+            "region": rule.region_name,
+            "resources": [rule.arn],
+            "detail": {},
+        }
+        return self._deliver(rule, event)
+
+    def _run_schedules(self) -> None:
+        while not self._stop.wait(0.05):
+            try:
+                rules = self.scheduled_rules()
+            except Exception:  # noqa: BLE001 - the backend may be mid-reset between runs
+                continue
+            now = self.clock.now()
+            for rule in rules:
+                period = _period(rule.scheduled_expression)
+                if period is None or rule.state != "ENABLED":
+                    continue
+                with self._lock:
+                    due = self._schedule_next.setdefault(rule.arn, now + period)
+                    if now < due:
+                        continue
+                    self._schedule_next[rule.arn] = due + period * max(1, int((now - due) // period) + 1)
+                with self.clock.busy():
+                    self.fire_schedule(rule.name)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _period(expression: str) -> float | None:
+    match = _RATE.match(expression.strip())
+    if not match:
+        return None  # cron(...) schedules fire only on demand in the emulator
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2).rstrip("s")]
+

@@ -1,0 +1,388 @@
+"""Changes to moto that make the deployed app behave as it does on AWS, each with the reason.
+
+Every patch here corrects a difference between moto 5.2.5 and documented AWS behaviour that the
+app depends on (see ../shared/notes/moto-engine.md); tests/test_emulator_fidelity.py states the
+AWS behaviour each one restores.
+"""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import importlib
+import json
+import pkgutil
+import threading
+import time as _time
+import types
+import uuid
+from typing import Any, Callable
+
+from emulator.clock import SimClock, SimEvent
+
+MOTO_VERSION = "5.2.5"
+
+
+# ------------------------------------------------------------------------------------------------
+# Simulated time inside the Step Functions engine
+# ------------------------------------------------------------------------------------------------
+class _ClockModule(types.SimpleNamespace):
+    """Stands in for a module (``time``/``datetime``/``threading``) in one engine module."""
+
+    def __init__(self, real: types.ModuleType, **overrides: Any) -> None:
+        super().__init__(**overrides)
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _sim_datetime_class(clock: SimClock) -> type:
+    class SimDateTime(_datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):  # noqa: ANN001
+            return _datetime.datetime.fromtimestamp(clock.now(), tz)
+
+        @classmethod
+        def utcnow(cls):
+            return _datetime.datetime.fromtimestamp(clock.now(), _datetime.timezone.utc).replace(tzinfo=None)
+
+    return SimDateTime
+
+
+def install_engine_clock(clock: SimClock) -> None:
+    """Route every clock read, sleep and timed wait of the engine through ``clock``.
+
+    Covers Wait states (Seconds/Timestamp and their paths), Retry back-off, task and heartbeat
+    timeouts, callback waits, the machine's TimeoutSeconds, and all history/describe timestamps.
+    """
+    import moto.stepfunctions.parser as parser_pkg
+
+    SimEvent.clock = clock
+    sim_datetime = _sim_datetime_class(clock)
+    time_shim = _ClockModule(_time, time=clock.now, sleep=clock.sleep)
+    datetime_shim = _ClockModule(_datetime, datetime=sim_datetime)
+    threading_shim = _ClockModule(threading, Event=SimEvent)
+    modules = [importlib.import_module("moto.stepfunctions.models"), importlib.import_module("moto.stepfunctions.responses")]
+    for info in pkgutil.walk_packages(parser_pkg.__path__, parser_pkg.__name__ + "."):
+        if ".antlr." in info.name or info.name.endswith(".antlr"):
+            continue
+        try:
+            modules.append(importlib.import_module(info.name))
+        except ImportError:  # a few vendored LocalStack modules import things moto does not ship
+            continue
+    for module in modules:
+        for name, value in list(vars(module).items()):
+            if value is _time:
+                setattr(module, name, time_shim)
+            elif value is _datetime:
+                setattr(module, name, datetime_shim)
+            elif value is _datetime.datetime:
+                setattr(module, name, sim_datetime)
+            elif value is threading:
+                setattr(module, name, threading_shim)
+            elif value is threading.Event:
+                setattr(module, name, SimEvent)
+
+    _patch_program_timeout(clock)
+    _patch_wait_timestamp_utc(clock)
+    _patch_progress_reports(clock)
+
+
+def _patch_program_timeout(clock: SimClock) -> None:
+    """The machine-level TimeoutSeconds: moto joins the worker thread with a real-time timeout."""
+    from moto.stepfunctions.parser.asl.component.program import program as program_module
+    from moto.stepfunctions.parser.asl.component.program.program import Program
+
+    parent_eval = Program.__mro__[1].eval
+
+    def eval_(self: Program, env: Any) -> None:
+        timeout = self.timeout_seconds.timeout_seconds if self.timeout_seconds else None
+        env.next_state_name = self.start_at.start_at_name
+        finished = SimEvent()
+
+        def run() -> None:
+            try:
+                parent_eval(self, env)
+            finally:
+                finished.set()
+
+        worker = threading.Thread(target=run, daemon=True)
+        program_module.TMP_THREADS.append(worker)
+        worker.start()
+        if not clock.wait(finished, timeout):
+            env.set_timed_out()
+
+    Program.eval = eval_
+
+
+def _patch_wait_timestamp_utc(clock: SimClock) -> None:
+    """AWS reads a Wait Timestamp as UTC ('Z'); moto subtracts a naive local now()."""
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function import timestamp as ts_module
+
+    def get_wait_seconds(self: Any, env: Any) -> int:
+        self.string.eval(env=env)
+        timestamp_str: str = env.stack.pop()
+        timestamp = self._from_timestamp_string(timestamp=timestamp_str)
+        if timestamp is None:
+            raise ts_module.FailureEventException(self._create_failure_event(env, timestamp_str))
+        target = timestamp.replace(tzinfo=_datetime.timezone.utc).timestamp()
+        return int(target - clock.now())
+
+    ts_module.Timestamp._get_wait_seconds = get_wait_seconds
+
+
+def _patch_progress_reports(clock: SimClock) -> None:
+    """Each history event is engine progress: the clock waits for quiet before it jumps."""
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+
+    original = EventManager.add_event
+
+    def add_event(self: Any, *args: Any, **kwargs: Any) -> int:
+        clock.touch()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            clock.touch()
+
+    EventManager.add_event = add_event
+
+
+# ------------------------------------------------------------------------------------------------
+# Step Functions fidelity
+# ------------------------------------------------------------------------------------------------
+def install_stepfunctions_fidelity(on_status_change: Callable[[Any], None]) -> None:
+    from moto.stepfunctions import models as sfn_models
+    from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.parser.asl.utils import json_path
+    from moto.stepfunctions.parser.backend import execution as execution_module
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend, stepfunctions_parser_backends
+
+    # CloudFormation creates state machines in moto's plain backend, which never executes them.
+    sfn_models.stepfunctions_backends = stepfunctions_parser_backends
+
+    # AWS: a JSONPath filter that matches nothing yields []; moto raises States.Runtime.
+    original_extract = json_path.extract_json
+
+    def extract_json(path: str, data: Any) -> Any:
+        try:
+            return original_extract(path, data)
+        except json_path.NoSuchJsonPathError:
+            if "[?(" in path:
+                return []
+            raise
+
+    json_path.extract_json = extract_json
+    for module_name in _modules_importing(json_path, "extract_json", original_extract):
+        setattr(importlib.import_module(module_name), "extract_json", extract_json)
+
+    # AWS: StartExecution without a name gets a UUID; moto names every one "None" and collides.
+    original_start = StepFunctionsParserBackend.start_execution
+
+    def start_execution(self: Any, state_machine_arn: str, name: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+
+    StepFunctionsParserBackend.start_execution = start_execution
+
+    # AWS: DescribeExecution output is always a JSON text (a string output is quoted; null is
+    # "null"), and TIMED_OUT executions have a stopDate too.
+    def describe_execution(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        execution = self.stepfunction_backend.describe_execution(arn)
+        response = {
+            "executionArn": arn,
+            "input": execution.execution_input,
+            "name": execution.name,
+            "startDate": execution.start_date,
+            "stateMachineArn": execution.state_machine_arn,
+            "status": execution.status,
+        }
+        if execution.status != "RUNNING" and execution.stop_date is not None:
+            response["stopDate"] = execution.stop_date
+        if execution.status == "SUCCEEDED":
+            response["output"] = json.dumps(execution.output, separators=(",", ":"))
+            response["outputDetails"] = execution.output_details
+        if execution.error is not None:
+            response["error"] = execution.error
+        if execution.cause is not None:
+            response["cause"] = execution.cause
+        return sfn_responses.ActionResult(response)
+
+    sfn_responses.StepFunctionResponse.describe_execution = describe_execution
+
+    # AWS emits "Step Functions Execution Status Change" events on start and on every end.
+    comm = execution_module.BaseExecutionWorkerCommunication
+    original_terminated = comm.terminated
+
+    def terminated(self: Any) -> None:
+        original_terminated(self)
+        on_status_change(self.execution)
+
+    comm.terminated = terminated
+    original_exec_start = execution_module.Execution.start
+
+    def exec_start(self: Any) -> None:
+        original_exec_start(self)
+        on_status_change(self)
+
+    execution_module.Execution.start = exec_start
+
+
+def _modules_importing(module: types.ModuleType, name: str, value: Any) -> list[str]:
+    import sys
+
+    return [
+        mod_name
+        for mod_name, mod in list(sys.modules.items())
+        if mod_name.startswith("moto.stepfunctions") and mod is not module and getattr(mod, name, None) is value
+    ]
+
+
+# ------------------------------------------------------------------------------------------------
+# Lambda
+# ------------------------------------------------------------------------------------------------
+class _ManagedLayer:
+    """An AWS-managed layer (Powertools): known by ARN, its packages installed beside the emulator."""
+
+    def __init__(self, arn: str) -> None:
+        self.arn = arn
+        self.code_size = 0
+        self.code_bytes = b""
+
+
+def _header(headers: Any, name: str) -> str | None:
+    if not headers:
+        return None
+    value = headers.get(name) if hasattr(headers, "get") else None
+    if value is None:
+        for key, candidate in dict(headers).items():
+            if key.lower() == name:
+                return candidate
+    return value
+
+
+def install_lambda_runtime(runtime: Any) -> None:
+    from moto.awslambda.models import LambdaBackend, LambdaFunction
+
+    original_layer_lookup = LambdaBackend.layers_versions_by_arn
+
+    def layers_versions_by_arn(self: Any, arn: str) -> Any:
+        found = original_layer_lookup(self, arn)
+        if found is None and ":017000801446:layer:AWSLambdaPowertoolsPython" in arn:
+            return _ManagedLayer(arn)
+        return found
+
+    LambdaBackend.layers_versions_by_arn = layers_versions_by_arn
+
+    def invoke(self: Any, body: Any, request_headers: Any, response_headers: dict) -> bytes:
+        invocation_type = _header(request_headers, "x-amz-invocation-type") or "RequestResponse"
+        if invocation_type == "DryRun":
+            return b""
+        payload = body.encode() if isinstance(body, str) else (body or b"{}")
+        result = runtime.invoke(self, payload, asynchronous=invocation_type == "Event")
+        if result is None:
+            return b""
+        if result.errored:
+            response_headers["x-amz-function-error"] = "Unhandled"
+        return result.payload
+
+    LambdaFunction.invoke = invoke
+
+
+def install_lambda_invocation_type() -> None:
+    """AWS honours InvocationType in the lambda:invoke integration; moto filters it out.
+
+    An ``Event`` invocation (as with ``.waitForTaskToken``) must return at once so the task waits
+    for its callback while the function runs.
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_lambda,
+    )
+
+    state_task_service_lambda._SUPPORTED_API_PARAM_BINDINGS["invoke"].add("InvocationType")
+
+
+# ------------------------------------------------------------------------------------------------
+# CloudFormation (what `cdk deploy` needs)
+# ------------------------------------------------------------------------------------------------
+def install_cloudformation_fidelity() -> None:
+    from moto.cloudformation import responses as cfn_responses
+    from moto.cloudformation.models import CloudFormationBackend
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.table import Table
+
+    # `cdk deploy` passes a TemplateURL on the endpoint (http://127.0.0.1:PORT/bucket/key); moto
+    # reads path-style URLs only for "localhost".
+    original_from_url = cfn_responses.get_stack_from_s3_url
+
+    def get_stack_from_s3_url(template_url: str, account_id: str, partition: str) -> str:
+        return original_from_url(template_url.replace("://127.0.0.1:", "://localhost:", 1), account_id, partition)
+
+    cfn_responses.get_stack_from_s3_url = get_stack_from_s3_url
+
+    # `cdk deploy` uses change sets; moto's change-set path never publishes Outputs or Exports,
+    # and resolves Fn::ImportValue against an empty export list.
+    original_create_change_set = CloudFormationBackend.create_change_set
+
+    def create_change_set(self: Any, *args: Any, **kwargs: Any) -> Any:
+        change_set_id, stack_id = original_create_change_set(self, *args, **kwargs)
+        stack = self.stacks[stack_id]
+        stack.cross_stack_resources = self.exports
+        stack.resource_map.cross_stack_resources = self.exports
+        return change_set_id, stack_id
+
+    CloudFormationBackend.create_change_set = create_change_set
+    original_execute = CloudFormationBackend.execute_change_set
+
+    def execute_change_set(self: Any, change_set_name: str, stack_name: str | None = None) -> None:
+        # `cdk deploy` names every stack's change set alike; moto picks one by name alone.
+        change_set = self.change_sets.get(change_set_name) or next(
+            (
+                cs
+                for cs in reversed(list(self.change_sets.values()))
+                if cs.change_set_name == change_set_name and stack_name in (None, cs.stack_name, cs.stack_id)
+            ),
+            None,
+        )
+        if change_set is None:
+            return original_execute(self, change_set_name, stack_name)
+        original_execute(self, change_set.change_set_id, stack_name)
+        stack = self.stacks[change_set.stack_id]
+        for export in stack.exports:
+            self.exports.pop(export.name, None)
+        stack._parse_template()
+        stack.description = stack.template_dict.get("Description")
+        stack.output_map = stack._create_output_map()
+        self._validate_export_uniqueness(stack)
+        for export in stack.exports:
+            self.exports[export.name] = export
+
+    CloudFormationBackend.execute_change_set = execute_change_set
+
+    # AWS::DynamoDB::Table PointInTimeRecoverySpecification is ignored by moto's CloudFormation.
+    original_table_create = Table.create_from_cloudformation_json.__func__
+
+    def table_create(cls: Any, resource_name: str, cloudformation_json: dict, account_id: str, region_name: str, **kwargs: Any) -> Any:
+        table = original_table_create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+        spec = cloudformation_json.get("Properties", {}).get("PointInTimeRecoverySpecification") or {}
+        if str(spec.get("PointInTimeRecoveryEnabled")).lower() == "true":
+            dynamodb_backends[account_id][region_name].update_continuous_backups(
+                table.name, {"PointInTimeRecoveryEnabled": True}
+            )
+        return table
+
+    Table.create_from_cloudformation_json = classmethod(table_create)
+
+    # AWS::KMS::Key Tags are {Key, Value} in CloudFormation; moto hands them to KMS's tagger,
+    # which expects {TagKey, TagValue}, and the whole stack fails.
+    from moto.kms.models import Key
+
+    original_key_create = Key.create_from_cloudformation_json.__func__
+
+    def key_create(cls: Any, resource_name: str, cloudformation_json: dict, *args: Any, **kwargs: Any) -> Any:
+        properties = cloudformation_json.get("Properties", {})
+        if properties.get("Tags"):
+            properties = {**properties, "Tags": [{"TagKey": t["Key"], "TagValue": t["Value"]} for t in properties["Tags"]]}
+            cloudformation_json = {**cloudformation_json, "Properties": properties}
+        return original_key_create(cls, resource_name, cloudformation_json, *args, **kwargs)
+
+    Key.create_from_cloudformation_json = classmethod(key_create)

@@ -1,0 +1,195 @@
+"""LocalAws: moto as an HTTP endpoint on 127.0.0.1, with the project's fixes, Lambda runtime and clock."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from emulator import patches
+from emulator.clock import SimClock
+from emulator.events import EventRouter
+from emulator.lambda_runtime import LambdaRuntime
+
+ACCOUNT_ID = "123456789012"
+REGION = "us-east-1"
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "emulator",
+    "AWS_SECRET_ACCESS_KEY": "emulator",
+    "AWS_SESSION_TOKEN": "emulator",
+}
+
+
+class _Current:
+    """What the process-wide moto patches call into: the running LocalAws's parts."""
+
+    runtime: LambdaRuntime | None = None
+    router: EventRouter | None = None
+
+    def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> Any:
+        if self.runtime is None:
+            raise RuntimeError("No LocalAws is running in this process")
+        return self.runtime.invoke(fn, payload, asynchronous)
+
+    def status_changed(self, execution: Any) -> None:
+        if self.router is not None:
+            self.router.on_execution_status(execution)
+
+
+_current = _Current()
+_install_lock = threading.Lock()
+_clock: SimClock | None = None
+
+
+def _install_patches_once() -> SimClock:
+    global _clock
+    with _install_lock:
+        if _clock is None:
+            clock = SimClock()
+            patches.install_engine_clock(clock)
+            patches.install_stepfunctions_fidelity(_current.status_changed)
+            patches.install_lambda_runtime(_current)
+            patches.install_lambda_invocation_type()
+            patches.install_cloudformation_fidelity()
+            _clock = clock
+        return _clock
+
+
+class LocalAws:
+    """A local AWS endpoint. Use as a context manager, or call ``start()`` and ``stop()``."""
+
+    def __init__(self, workdir: Path | None = None, auto_schedules: bool = False) -> None:
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="local-aws-"))
+        self.auto_schedules = auto_schedules
+        self.endpoint_url = ""
+        self.clock: SimClock
+        self.runtime: LambdaRuntime
+        self.router: EventRouter
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> "LocalAws":
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.core.config import default_user_config
+        from moto.core.models import botocore_stubber
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+        from werkzeug.serving import make_server
+
+        if botocore_stubber.enabled:
+            raise RuntimeError("moto's mock_aws is active in this process; LocalAws needs real HTTP clients")
+        if DEFAULT_ACCOUNT_ID != ACCOUNT_ID:
+            raise RuntimeError(f"moto's default account is {DEFAULT_ACCOUNT_ID}, expected {ACCOUNT_ID}")
+        if _current.runtime is not None:
+            raise RuntimeError("Another LocalAws is already running in this process")
+        default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
+        self.clock = _install_patches_once()
+
+        moto_app = DomainDispatcherApplication(create_backend_app)
+        clock = self.clock
+
+        def app(environ: dict, start_response: Any) -> list[bytes]:
+            # A request being served is work: the simulated clock does not jump meanwhile.
+            with clock.busy():
+                return list(moto_app(environ, start_response))
+
+        self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+        port = self._server.server_address[1]
+        self.endpoint_url = f"http://127.0.0.1:{port}"
+        # moto's Step Functions engine calls services through this port.
+        os.environ["MOTO_PORT"] = str(port)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
+        self._thread.start()
+
+        self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer)
+        self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
+        _current.runtime, _current.router = self.runtime, self.router
+        return self
+
+    def stop(self) -> None:
+        self.abort_running_executions()
+        _current.runtime, _current.router = None, None
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if hasattr(self, "router"):
+            self.router.stop()
+        if hasattr(self, "runtime"):
+            self.runtime.close()
+        from moto.core.base_backend import BackendDict
+
+        BackendDict.reset()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> "LocalAws":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def abort_running_executions(self) -> int:
+        """Stop executions still running, so none outlives the endpoint it calls."""
+        from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+        sfn = self.client("stepfunctions")
+        stopped = 0
+        for machine in stepfunctions_parser_backends[ACCOUNT_ID][REGION].state_machines:
+            for execution in list(machine.executions):
+                if execution.status == "RUNNING":
+                    sfn.stop_execution(executionArn=execution.execution_arn, cause="Local AWS shutting down")
+                    stopped += 1
+        return stopped
+
+    # -- clients ----------------------------------------------------------------------------------
+    @property
+    def environment(self) -> dict[str, str]:
+        """Environment for a process (AWS CLI, cdk, boto3) that should talk to this endpoint."""
+        return {
+            **CREDENTIALS,
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
+            "CDK_DEFAULT_ACCOUNT": ACCOUNT_ID,
+            "CDK_DEFAULT_REGION": REGION,
+        }
+
+    def client(self, service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint_url,
+            region_name=REGION,
+            aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=CREDENTIALS["AWS_SESSION_TOKEN"],
+            config=Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=900),
+        )
+
+    def stack_outputs(self) -> dict[str, dict[str, str]]:
+        cfn = self.client("cloudformation")
+        result: dict[str, dict[str, str]] = {}
+        for stack in cfn.describe_stacks()["Stacks"]:
+            if stack["StackName"] == "CDKToolkit":
+                continue
+            result[stack["StackName"]] = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        return result
+
+    # -- internals --------------------------------------------------------------------------------
+    @staticmethod
+    def _resolve_layer(layer_arn: str) -> Any:
+        from moto.awslambda.models import lambda_backends
+
+        parts = layer_arn.split(":")
+        return lambda_backends[parts[4]][parts[3]].layers_versions_by_arn(layer_arn)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str)

@@ -1,0 +1,349 @@
+"""AlertNotificationStack template: outputs, machine, least-privilege grants, schedule, idempotency table."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+
+import pytest
+from aws_cdk import App, Validations
+from aws_cdk.assertions import Match, Template
+from cdk_nag import AwsSolutionsChecks
+
+from stacks.alert_notification.stack import AlertNotificationStack
+from stacks.common.definitions import definition_path
+from stacks.config import AppConfig
+
+ASL = json.loads(definition_path("alert_notification").read_text())
+STATES = ASL["States"]
+LAMBDA_SERVICE_ERRORS = {
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+}
+
+
+def synthesize(config: AppConfig) -> Template:
+    """Only this stack, in a fresh app, with cdk-nag: synth() raises on any unacknowledged finding."""
+    app = App()
+    stack = AlertNotificationStack(app, "AlertNotificationStack", config=config)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    return Template.from_stack(stack)
+
+
+@pytest.fixture(scope="module")
+def template() -> Template:
+    return synthesize(AppConfig())
+
+
+def logical_id(template: Template, resource_type: str, id_contains: str) -> str:
+    [found] = [key for key in template.find_resources(resource_type) if id_contains in key]
+    return found
+
+
+def function_id(template: Template, name: str) -> str:
+    return logical_id(template, "AWS::Lambda::Function", name)
+
+
+def policy_statements(template: Template, role_contains: str) -> list[dict]:
+    policy_id = logical_id(template, "AWS::IAM::Policy", role_contains)
+    return template.to_json()["Resources"][policy_id]["Properties"]["PolicyDocument"]["Statement"]
+
+
+def statements_for(template: Template, role_contains: str) -> dict[str, object]:
+    """action -> resource, for every statement of a role except its log and X-Ray writes."""
+    granted = {}
+    for statement in policy_statements(template, role_contains):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        for action in actions:
+            if action.split(":")[0] not in ("logs", "xray"):
+                granted[action] = statement["Resource"]
+    return granted
+
+
+# -- interface -------------------------------------------------------------------------------------
+
+
+def test_stack_publishes_the_machine_arn_and_the_table_name(template):
+    machine = logical_id(template, "AWS::StepFunctions::StateMachine", "Machine")
+    template.has_output("StateMachineArn", {"Value": {"Ref": machine}})
+    template.has_output("AlertTableName", {"Value": {"Ref": "AlertTable"}})
+
+
+def test_alert_table_keeps_its_logical_id_key_and_is_retained(template):
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "Properties": Match.object_like({"KeySchema": [{"AttributeName": "alert_id", "KeyType": "HASH"}]}),
+            "DeletionPolicy": "Retain",
+        },
+    )
+    assert "AlertTable" in template.find_resources("AWS::DynamoDB::Table")
+
+
+def test_construct_exposes_its_machine_for_monitoring():
+    app = App()
+    stack = AlertNotificationStack(app, "AlertNotificationStack", config=AppConfig())
+    assert len(stack.state_machines) == 1
+    assert stack.state_machines[0].node.path.startswith("AlertNotificationStack/AlertNotification/")
+
+
+# -- machine ---------------------------------------------------------------------------------------
+
+
+def test_machine_definition_is_the_asl_file_with_every_placeholder_filled(template):
+    # Given: an inline DefinitionString, Fn::Join of text and deploy-time references
+    [machine] = template.find_resources("AWS::StepFunctions::StateMachine").values()
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    text = "".join(part for part in parts if isinstance(part, str))
+    references = [part for part in parts if not isinstance(part, str)]
+    # Then
+    assert "${" not in text
+    assert '"StartAt": "Fetch Alert Config"' in text
+    assert {"Fn::GetAtt": [function_id(template, "FetchAlertConfig"), "Arn"]} in references
+    assert {"Fn::GetAtt": [function_id(template, "NotifyUser"), "Arn"]} in references
+    assert {"Ref": "AlertTable"} in references
+
+
+def test_state_names_read_as_sentences():
+    assert ASL["StartAt"] == "Fetch Alert Config"
+    assert {
+        "Fetch Alert Config",
+        "Read Alert Status",
+        "Alert Still Active?",
+        "More Users To Notify?",
+        "Notify Next User",
+        "Finish Round",
+        "More Rounds To Send?",
+        "Wait Before Next Round",
+        "Did Every Notification Fail?",
+        "Report Notification Summary",
+    } <= set(STATES)
+    for name, state in STATES.items():
+        assert name[0].isupper() and " " in name, name
+        assert name.endswith("?") == (state["Type"] == "Choice"), name
+
+
+def targets(state: dict) -> set[str]:
+    found = {state.get("Next"), state.get("Default")}
+    found |= {choice["Next"] for choice in state.get("Choices", [])}
+    found |= {catch["Next"] for catch in state.get("Catch", [])}
+    return found - {None}
+
+
+def test_every_transition_targets_an_existing_state_and_every_state_is_reachable():
+    # Then: the seed pointed at a state "NotifyOverflow" that did not exist
+    for name, state in STATES.items():
+        assert targets(state) <= set(STATES), (name, targets(state) - set(STATES))
+    reached, queue = set(), deque([ASL["StartAt"]])
+    while queue:
+        name = queue.popleft()
+        if name not in reached:
+            reached.add(name)
+            queue.extend(targets(STATES[name]))
+    assert reached == set(STATES)
+
+
+def test_the_two_loops_are_choice_loops_with_intrinsic_counters():
+    # Inner loop: users; outer loop: rounds. Both compare a counter kept by Pass states.
+    assert targets(STATES["More Users To Notify?"]) == {"Notify Next User", "Finish Round"}
+    assert STATES["Count Notification As Sent"]["Next"] == "More Users To Notify?"
+    assert STATES["Count Notification As Failed"]["Next"] == "More Users To Notify?"
+    assert targets(STATES["More Rounds To Send?"]) == {"Wait Before Next Round", "All Rounds Sent"}
+    assert STATES["Wait Before Next Round"]["Next"] == "Read Alert Status"
+    text = json.dumps(ASL)
+    assert "States.MathAdd" in text and "States.ArrayGetItem" in text
+    pass_states = [s for s in STATES.values() if s["Type"] == "Pass" and "Parameters" in s]
+    assert all("Resource" not in s for s in pass_states)
+
+
+def test_the_wait_comes_only_between_rounds_and_uses_the_configured_interval():
+    wait = STATES["Wait Before Next Round"]
+    assert wait == {"Type": "Wait", "SecondsPath": "$.config.interval_seconds", "Next": "Read Alert Status"}
+    # Only reachable after a round has finished, so never before round 1
+    predecessors = {name for name, state in STATES.items() if "Wait Before Next Round" in targets(state)}
+    assert predecessors == {"More Rounds To Send?"}
+    assert {name for name, s in STATES.items() if "More Rounds To Send?" in targets(s)} == {"Finish Round"}
+
+
+def test_the_status_is_reread_with_the_direct_dynamodb_integration():
+    read = STATES["Read Alert Status"]
+    assert read["Resource"] == "arn:aws:states:::dynamodb:getItem"
+    assert read["Parameters"]["ConsistentRead"] is True
+    assert read["Next"] == "Alert Still Active?"
+
+
+def test_every_lambda_task_has_a_timeout_and_retries_lambda_service_errors():
+    lambda_tasks = {n: s for n, s in STATES.items() if s.get("Resource") == "arn:aws:states:::lambda:invoke"}
+    assert set(lambda_tasks) == {"Fetch Alert Config", "Notify Next User"}
+    for name, task in lambda_tasks.items():
+        assert isinstance(task.get("TimeoutSeconds"), int), name
+        retried = {error for retrier in task["Retry"] for error in retrier["ErrorEquals"]}
+        assert LAMBDA_SERVICE_ERRORS <= retried, name
+
+
+def test_notifications_retry_transient_slack_errors_with_backoff_then_catch_and_go_on():
+    notify = STATES["Notify Next User"]
+    [slack_retry] = [r for r in notify["Retry"] if "SlackTransientError" in r["ErrorEquals"]]
+    assert slack_retry["BackoffRate"] > 1 and slack_retry["MaxAttempts"] >= 2
+    [catch] = notify["Catch"]
+    assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == "Note Which Notification Failed"
+    assert notify["Parameters"]["Payload"]["execution_id.$"] == "$$.Execution.Id"
+
+
+@pytest.mark.parametrize(
+    "state, error", [("Notification Delivery Failed", "NotificationDeliveryFailed"), ("Alert Was Deleted", "AlertNotFound")]
+)
+def test_machine_ends_with_searchable_error_names(state, error):
+    assert STATES[state]["Type"] == "Fail" and STATES[state]["Error"] == error
+
+
+def test_output_has_exactly_the_interface_fields():
+    output = STATES["Report Notification Summary"]["Parameters"]
+    assert {key.removesuffix(".$") for key in output} == {
+        "alert_id",
+        "rounds_completed",
+        "notifications_sent",
+        "notifications_failed",
+        "stopped_reason",
+    }
+
+
+# -- functions and grants --------------------------------------------------------------------------
+
+
+def test_machine_invokes_exactly_its_two_functions_and_reads_only_the_alert_table(template):
+    granted = statements_for(template, "MachineStateMachineRole")
+    assert granted == {
+        "lambda:InvokeFunction": [
+            {"Fn::GetAtt": [function_id(template, "FetchAlertConfig"), "Arn"]},
+            {"Fn::GetAtt": [function_id(template, "NotifyUser"), "Arn"]},
+        ],
+        "dynamodb:GetItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
+    }
+
+
+def test_fetch_function_only_reads_the_alert_table(template):
+    assert statements_for(template, "FetchAlertConfigRole") == {"dynamodb:GetItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}]}
+
+
+def test_notifier_reads_only_the_named_secret_and_writes_only_the_idempotency_table(template):
+    # Given
+    idempotency = logical_id(template, "AWS::DynamoDB::Table", "IdempotencyTable")
+    secret_arn = {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":secretsmanager:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                # A secret's ARN ends in "-" and six random characters
+                ":secret:alert-notifier/slack-webhook-??????",
+            ],
+        ]
+    }
+    # Then
+    assert statements_for(template, "NotifyUserRole") == {
+        "secretsmanager:GetSecretValue": secret_arn,
+        "secretsmanager:DescribeSecret": secret_arn,
+        **{
+            f"dynamodb:{action}": [{"Fn::GetAtt": [idempotency, "Arn"]}]
+            for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem")
+        },
+    }
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Environment": {
+                "Variables": Match.object_like(
+                    {"SLACK_WEBHOOK_SECRET_NAME": "alert-notifier/slack-webhook", "IDEMPOTENCY_TABLE_NAME": {"Ref": idempotency}}
+                )
+            }
+        },
+    )
+
+
+def test_no_secret_is_created_by_the_stack(template):
+    template.resource_count_is("AWS::SecretsManager::Secret", 0)
+
+
+def test_secret_name_comes_from_config():
+    custom = synthesize(AppConfig(slack_webhook_secret_name="team-x/webhook", alert_schedule="rate(5 minutes)"))
+    policies = json.dumps(custom.find_resources("AWS::IAM::Policy"))
+    assert ":secret:team-x/webhook-??????" in policies and "alert-notifier" not in policies
+    custom.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(5 minutes)"})
+
+
+def test_idempotency_table_is_encrypted_expires_records_and_is_keyed_on_id(template):
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "Properties": Match.object_like(
+                {
+                    "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+                    "SSESpecification": {"SSEEnabled": True},
+                    "TimeToLiveSpecification": {"AttributeName": "expiration", "Enabled": True},
+                    "BillingMode": "PAY_PER_REQUEST",
+                }
+            ),
+            "DeletionPolicy": "Delete",
+        },
+    )
+
+
+def test_notifier_waits_for_slack_less_than_its_task_timeout(template):
+    notifier = template.to_json()["Resources"][function_id(template, "NotifyUser")]["Properties"]
+    assert notifier["Timeout"] < STATES["Notify Next User"]["TimeoutSeconds"]
+    fetch = template.to_json()["Resources"][function_id(template, "FetchAlertConfig")]["Properties"]
+    assert fetch["Timeout"] < STATES["Fetch Alert Config"]["TimeoutSeconds"]
+
+
+# -- schedule and dispatcher -----------------------------------------------------------------------
+
+
+def test_an_eventbridge_rule_runs_the_dispatcher_on_the_default_schedule(template):
+    template.resource_count_is("AWS::Scheduler::Schedule", 0)
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(1 hour)",
+            "State": "ENABLED",
+            "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [function_id(template, "DispatchAlerts"), "Arn"]}})],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Permission",
+        {
+            "Action": "lambda:InvokeFunction",
+            "Principal": "events.amazonaws.com",
+            "FunctionName": {"Fn::GetAtt": [function_id(template, "DispatchAlerts"), "Arn"]},
+        },
+    )
+
+
+def test_dispatcher_may_start_and_list_only_this_machine_and_scan_only_the_alert_table(template):
+    machine = logical_id(template, "AWS::StepFunctions::StateMachine", "Machine")
+    granted = statements_for(template, "DispatchAlertsRole")
+    assert granted.pop("dynamodb:Scan") == [{"Fn::GetAtt": ["AlertTable", "Arn"]}]
+    assert granted.pop("states:StartExecution") == {"Ref": machine}
+    assert granted.pop("states:ListExecutions") == {"Ref": machine}
+    describe = json.dumps(granted.pop("states:DescribeExecution"))
+    assert f'":execution:", {{"Fn::GetAtt": ["{machine}", "Name"]}}, ":*"' in describe
+    assert granted == {}
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": Match.object_like({"STATE_MACHINE_ARN": {"Ref": machine}})}},
+    )
+
+
+def test_only_log_and_xray_actions_use_a_wildcard_resource(template):
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Resource"] == "*":
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                assert all(action.split(":")[0] in ("logs", "xray") for action in actions), actions

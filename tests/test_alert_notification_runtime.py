@@ -1,0 +1,581 @@
+"""Alert notification functions: config validation, Slack posting, dispatch planning, and their handlers."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal
+from types import ModuleType
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from moto import mock_aws
+
+from emulator.slack import SlackStandIn
+from stacks.common.definitions import definition_path
+from tests.lambda_loader import load_lambda_module
+
+ASL = json.loads(definition_path("alert_notification").read_text())
+WEBHOOK_SECRET = "alert-notifier/slack-webhook"
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "alert-function"
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:alert-function"
+    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 20_000
+
+
+def alert_item(**overrides):
+    """An alert item as boto3's resource API reads it from DynamoDB (numbers are Decimal)."""
+    item = {
+        "alert_id": "disk-full-web-1",
+        "notification_count": Decimal(3),
+        "user_accounts": ["foo@example.com", "bar@example.com", "baz@example.com"],
+        "status": "active",
+        "interval_seconds": Decimal(300),
+        "message": "Disk above 90% on web-1",
+    }
+    item.update(overrides)
+    return {key: value for key, value in item.items() if value is not None}
+
+
+def retry_attempts(state: str) -> int:
+    """Most attempts a task can make: the first plus every retrier's MaxAttempts."""
+    return 1 + sum(retrier.get("MaxAttempts", 3) for retrier in ASL["States"][state].get("Retry", []))
+
+
+# --------------------------------------------------------------------------------------------------
+# Fetch Alert Config: validation (pure)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def config_logic() -> ModuleType:
+    return load_lambda_module("alert_config", "logic")
+
+
+def test_config_of_a_complete_item_is_what_the_machine_loops_on(config_logic):
+    # When
+    config = config_logic.parse_alert_config(alert_item())
+    # Then
+    assert config.to_state() == {
+        "alert_id": "disk-full-web-1",
+        "message": "Disk above 90% on web-1",
+        "users": ["foo@example.com", "bar@example.com", "baz@example.com"],
+        "user_count": 3,
+        "rounds": 3,
+        "interval_seconds": 300,
+    }
+    assert all(type(value) is int for value in (config.rounds, config.interval_seconds, config.user_count))
+
+
+def test_config_defaults_interval_message_and_status(config_logic):
+    # Given: only the required attributes
+    item = alert_item(interval_seconds=None, message=None, status=None)
+    # When
+    config = config_logic.parse_alert_config(item)
+    # Then
+    assert config.interval_seconds == 300
+    assert config.message == "Alert disk-full-web-1 is active"
+
+
+def test_map_form_user_accounts_are_notified_in_numeric_key_order(config_logic):
+    # Given: the seed's map form; "10" sorts before "2" as text but not as a number
+    accounts = {"10": "j@example.com", "2": "b@example.com", "1": "a@example.com", "backup": "z@example.com"}
+    # When
+    config = config_logic.parse_alert_config(alert_item(user_accounts=accounts))
+    # Then: numbers in numeric order, then any other keys
+    assert config.users == ["a@example.com", "b@example.com", "j@example.com", "z@example.com"]
+    assert config.user_count == 4
+
+
+@pytest.mark.parametrize(
+    "overrides, field, problem",
+    [
+        ({"user_accounts": None}, "user_accounts", "is required"),
+        ({"user_accounts": []}, "user_accounts", "at least one user"),
+        ({"user_accounts": {}}, "user_accounts", "at least one user"),
+        ({"user_accounts": "foo@example.com"}, "user_accounts", "must be a list or a map"),
+        ({"user_accounts": {"foo@example.com"}}, "user_accounts", "not a set"),
+        ({"user_accounts": ["a@example.com", Decimal(7)]}, "user_accounts[1]", "non-empty string"),
+        ({"user_accounts": ["a@example.com", "  "]}, "user_accounts[1]", "non-empty string"),
+        ({"user_accounts": ["x" * 255]}, "user_accounts[0]", "at most 254"),
+        ({"user_accounts": {"1": "a@example.com", "2": ""}}, "user_accounts['2']", "non-empty string"),
+        ({"user_accounts": ["a@example.com", "a@example.com"]}, "user_accounts[1]", "listed twice"),
+        ({"notification_count": None}, "notification_count", "is required"),
+        ({"notification_count": Decimal(0)}, "notification_count", "must be an integer of at least 1"),
+        ({"notification_count": Decimal("1.5")}, "notification_count", "must be an integer"),
+        ({"notification_count": True}, "notification_count", "must be an integer"),
+        ({"notification_count": "3"}, "notification_count", "must be an integer"),
+        ({"interval_seconds": Decimal(-1)}, "interval_seconds", "from 0 to 86400"),
+        ({"interval_seconds": Decimal(86_401)}, "interval_seconds", "from 0 to 86400"),
+        ({"interval_seconds": "300"}, "interval_seconds", "must be an integer"),
+        ({"notification_count": Decimal(3), "interval_seconds": Decimal(50_000)}, "interval_seconds", "2 waits"),
+        ({"message": ""}, "message", "non-empty string"),
+        ({"message": "x" * 4001}, "message", "at most 4000"),
+        ({"message": Decimal(1)}, "message", "non-empty string"),
+        ({"status": "snoozed"}, "status", "must be one of active, acknowledged, resolved"),
+        ({"status": Decimal(1)}, "status", "must be one of"),
+    ],
+)
+def test_invalid_config_names_the_field_and_the_problem(config_logic, overrides, field, problem):
+    # When
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.parse_alert_config(alert_item(**overrides))
+    # Then: the message (the execution's cause) starts with the field
+    assert str(raised.value).startswith(f"{field}: ")
+    assert problem in str(raised.value)
+
+
+@pytest.mark.parametrize("event", [{}, {"alert_id": ""}, {"alert_id": 7}, {"alert_id": "x" * 257}, ["x"]])
+def test_execution_input_without_a_usable_alert_id_is_rejected(config_logic, event):
+    with pytest.raises(config_logic.InvalidAlertConfig, match=r"^alert_id: "):
+        config_logic.read_alert_id(event)
+
+
+def test_rounds_that_could_exceed_the_history_limit_are_rejected_with_the_largest_that_fits(config_logic):
+    # Given: 60 users; every attempt of every notification may fail and be retried
+    users = [f"user{i}@example.com" for i in range(60)]
+    item = alert_item(user_accounts=users, notification_count=Decimal(1000), interval_seconds=Decimal(0))
+    # When
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.parse_alert_config(item)
+    # Then: the largest round count named in the message is accepted, one more is not
+    message = str(raised.value)
+    assert message.startswith("notification_count: ") and "25,000 history events" in message
+    most = int(re.search(r"at most (\d+) rounds", message).group(1))
+    assert config_logic.worst_case_history_events(most, 60) <= 25_000 < config_logic.worst_case_history_events(most + 1, 60)
+    assert config_logic.parse_alert_config({**item, "notification_count": Decimal(most)}).rounds == most
+
+
+def test_too_many_users_for_one_round_are_rejected_on_user_accounts(config_logic):
+    # Given
+    users = [f"user{i}@example.com" for i in range(1000)]
+    # Then
+    with pytest.raises(config_logic.InvalidAlertConfig, match=r"^user_accounts: 1000 users .* even in one round"):
+        config_logic.parse_alert_config(alert_item(user_accounts=users, notification_count=Decimal(1)))
+
+
+def test_long_user_names_are_bounded_by_the_payload_limit(config_logic):
+    # Given: few enough users for the history limit, but 254-character names fill the payload
+    users = [f"{i:04d}" + "u" * 250 for i in range(400)]
+    item = alert_item(user_accounts=users, notification_count=Decimal(1), interval_seconds=Decimal(0))
+    # Then
+    assert config_logic.worst_case_history_events(1, 400) <= 25_000
+    with pytest.raises(config_logic.InvalidAlertConfig, match=r"^user_accounts: .*256 KiB payload limit"):
+        config_logic.parse_alert_config(item)
+
+
+def test_the_worst_case_state_estimate_bounds_the_state_the_machine_builds(config_logic):
+    # Given: an accepted config at its limit, every notification failed with a long error name
+    users = [f"{i:03d}-\u00e9\"<{'u' * 200}" for i in range(40)]
+    item = alert_item(user_accounts=users, interval_seconds=Decimal(0), notification_count=Decimal(1000))
+    config = _largest_accepted(config_logic, item)
+    most = config.rounds
+    # When: the state as the ASL holds it just after the last Catch (the Cause not yet dropped)
+    failures = [
+        {"round": r, "user": u, "error": "E" * config_logic.MAX_ERROR_NAME_LENGTH}
+        for r in range(1, most + 1)
+        for u in config.users
+    ]
+    state = {
+        "alert_id": config.alert_id,
+        "config": config.to_state(),
+        "progress": {
+            "rounds_completed": most,
+            "user_index": config.user_count,
+            "notifications_sent": 0,
+            "failed_count": len(failures),
+            "failed_text": ",".join(json.dumps(f, separators=(",", ":"), ensure_ascii=False) for f in failures),
+            "separator": ",",
+        },
+        "latest": {"Item": {"alert_id": {"S": config.alert_id}, "status": {"S": "active"}}},
+        "caught": {"Error": "E" * 64, "Cause": "c" * 32_000},
+    }
+    # Then
+    actual = len(json.dumps(state, ensure_ascii=False).encode())
+    assert actual <= config_logic.worst_case_state_bytes(config) <= config_logic.MAX_PAYLOAD_BYTES
+
+
+def _largest_accepted(config_logic, item):
+    """Lower notification_count to what each rejection names as the most, until the config is accepted."""
+    while True:
+        try:
+            return config_logic.parse_alert_config(item)
+        except config_logic.InvalidAlertConfig as rejected:
+            most = re.search(r"at most (\d+) rounds", str(rejected))
+            assert most and int(most.group(1)) < item["notification_count"], rejected
+            item = {**item, "notification_count": Decimal(most.group(1))}
+
+
+@pytest.mark.parametrize(
+    "constant, state",
+    [
+        ("FETCH_MAX_ATTEMPTS", "Fetch Alert Config"),
+        ("READ_STATUS_MAX_ATTEMPTS", "Read Alert Status"),
+        ("NOTIFY_MAX_ATTEMPTS", "Notify Next User"),
+    ],
+)
+def test_history_budget_uses_the_retry_budgets_the_asl_declares(config_logic, constant, state):
+    assert getattr(config_logic, constant) == retry_attempts(state)
+
+
+def test_the_longest_accepted_wait_fits_in_the_machine_timeout(config_logic):
+    assert ASL["TimeoutSeconds"] >= 2 * config_logic.MAX_TOTAL_WAIT_SECONDS
+
+
+# --------------------------------------------------------------------------------------------------
+# Fetch Alert Config: handler with moto
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def alert_table(monkeypatch):
+    monkeypatch.setenv("ALERT_TABLE_NAME", "alerts")
+    with mock_aws():
+        table = boto3.resource("dynamodb").create_table(
+            TableName="alerts",
+            KeySchema=[{"AttributeName": "alert_id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "alert_id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield table
+
+
+def test_fetch_handler_returns_the_config_of_a_map_form_item(alert_table):
+    # Given: the item as the seed stores it
+    alert_table.put_item(
+        Item={
+            "alert_id": "cpu-high",
+            "notification_count": 2,
+            "user_accounts": {"2": "bar@example.com", "1": "foo@example.com"},
+        }
+    )
+    handler = load_lambda_module("alert_config", "handler")
+    # When
+    result = handler.lambda_handler({"alert_id": "cpu-high"}, FakeLambdaContext())
+    # Then: JSON-ready (no Decimal), ordered, defaults applied
+    assert json.loads(json.dumps(result)) == {
+        "alert_id": "cpu-high",
+        "message": "Alert cpu-high is active",
+        "users": ["foo@example.com", "bar@example.com"],
+        "user_count": 2,
+        "rounds": 2,
+        "interval_seconds": 300,
+    }
+
+
+def test_fetch_handler_raises_alert_not_found_for_a_missing_item(alert_table):
+    handler = load_lambda_module("alert_config", "handler")
+    with pytest.raises(handler.AlertNotFound, match=r"^alert_id: .*'no-such-alert'"):
+        handler.lambda_handler({"alert_id": "no-such-alert"}, FakeLambdaContext())
+
+
+def test_fetch_handler_raises_invalid_alert_config_for_a_bad_item(alert_table):
+    # Given
+    alert_table.put_item(Item={"alert_id": "broken", "notification_count": 0, "user_accounts": ["a@example.com"]})
+    handler = load_lambda_module("alert_config", "handler")
+    # When
+    with pytest.raises(Exception) as raised:
+        handler.lambda_handler({"alert_id": "broken"}, FakeLambdaContext())
+    # Then: the class name is the error name the execution fails with
+    assert type(raised.value).__name__ == "InvalidAlertConfig"
+    assert str(raised.value).startswith("notification_count: ")
+
+
+# --------------------------------------------------------------------------------------------------
+# Notify Next User: Slack webhook client against the real HTTP stand-in
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def slack_webhook() -> ModuleType:
+    return load_lambda_module("alert_notifier", "slack_webhook")
+
+
+@pytest.fixture
+def slack():
+    with SlackStandIn() as stand_in:
+        yield stand_in
+
+
+def test_notification_text_names_the_user_and_the_message_escaped_for_slack(slack_webhook):
+    notification = slack_webhook.Notification(alert_id="db<1>", message="CPU > 90% & rising", round=2, user="foo@example.com")
+    assert notification.text() == (
+        "foo@example.com: alert db&lt;1&gt; is active (notification round 2). CPU &gt; 90% &amp; rising"
+    )
+
+
+def test_post_message_sends_json_text_to_the_webhook(slack_webhook, slack):
+    # When
+    status = slack_webhook.post_message(slack.url, "hello foo@example.com")
+    # Then
+    assert status == 200
+    [post] = slack.posts
+    assert post.body == {"text": "hello foo@example.com"}
+    assert post.path == "/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"
+    assert post.headers["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_server_errors_are_transient(slack_webhook, slack, status):
+    slack.fail_next(1, status=status)
+    with pytest.raises(slack_webhook.SlackTransientError, match=str(status)):
+        slack_webhook.post_message(slack.url, "hi")
+
+
+@pytest.mark.parametrize("status", [400, 403, 404, 410])
+def test_client_errors_are_permanent(slack_webhook, slack, status):
+    slack.fail_next(1, status=status)
+    with pytest.raises(slack_webhook.SlackRejectedError, match=str(status)):
+        slack_webhook.post_message(slack.url, "hi")
+
+
+def test_a_short_retry_after_is_honoured_before_one_more_try(slack_webhook, slack):
+    # Given
+    slack.fail_next(1, status=429, retry_after=3)
+    pauses: list[float] = []
+    # When
+    status = slack_webhook.post_message(slack.url, "hi", sleep=pauses.append)
+    # Then
+    assert status == 200
+    assert pauses == [3]
+    assert [post.status for post in slack.posts] == [429, 200]
+
+
+@pytest.mark.parametrize("retry_after, posts", [(120, 1), (None, 1), (1, 2)])
+def test_rate_limits_not_settled_in_the_function_are_transient(slack_webhook, slack, retry_after, posts):
+    # Given: a long Retry-After, none at all, or a second 429 after the pause
+    slack.fail_next(2, status=429, retry_after=retry_after)
+    pauses: list[float] = []
+    # Then
+    with pytest.raises(slack_webhook.SlackTransientError, match="429"):
+        slack_webhook.post_message(slack.url, "hi", sleep=pauses.append)
+    assert len(slack.posts) == posts
+    assert pauses == ([retry_after] if posts == 2 else [])
+
+
+def test_a_hanging_webhook_is_a_transient_timeout(slack_webhook, slack):
+    slack.hang_next(seconds=5)
+    with pytest.raises(slack_webhook.SlackTransientError, match="did not answer"):
+        slack_webhook.post_message(slack.url, "hi", timeout=0.2)
+
+
+def test_a_webhook_that_is_not_listening_is_transient(slack_webhook):
+    with SlackStandIn() as gone:
+        url = gone.url
+    with pytest.raises(slack_webhook.SlackTransientError):
+        slack_webhook.post_message(url, "hi", timeout=1)
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "not a url", ""])
+def test_a_secret_that_is_not_an_http_url_is_rejected_without_a_request(slack_webhook, url):
+    with pytest.raises(slack_webhook.SlackRejectedError, match="http"):
+        slack_webhook.post_message(url, "hi")
+
+
+def test_stand_in_fails_every_post_mentioning_a_user_and_numbers_posts(slack_webhook, slack):
+    # Given
+    slack.fail_for("bar@example.com", status=503)
+    # When
+    results = []
+    for user in ("foo@example.com", "bar@example.com", "baz@example.com"):
+        try:
+            results.append(slack_webhook.post_message(slack.url, f"{user}: disk full"))
+        except slack_webhook.SlackTransientError:
+            results.append("transient")
+    # Then
+    assert results == [200, "transient", 200]
+    assert [(post.seq, post.status) for post in slack.posts] == [(1, 200), (2, 503), (3, 200)]
+    assert [post.body["text"] for post in slack.delivered] == ["foo@example.com: disk full", "baz@example.com: disk full"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Notify Next User: handler with moto (secret, idempotency table) and the HTTP stand-in
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def notifier(monkeypatch, slack):
+    monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", "idempotency")
+    monkeypatch.setenv("SLACK_WEBHOOK_SECRET_NAME", WEBHOOK_SECRET)
+    with mock_aws():
+        boto3.client("dynamodb").create_table(
+            TableName="idempotency",
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        boto3.client("secretsmanager").create_secret(Name=WEBHOOK_SECRET, SecretString=slack.url)
+        parameters.clear_caches()  # the cached secret of an earlier test points at another port
+        yield load_lambda_module("alert_notifier", "handler")
+    parameters.clear_caches()
+
+
+def notification_event(round_: int = 1, user: str = "foo@example.com") -> dict:
+    return {
+        "execution_id": "arn:aws:states:us-east-1:123456789012:execution:AlertMachine:run-1",
+        "alert_id": "disk-full-web-1",
+        "message": "Disk above 90% on web-1",
+        "round": round_,
+        "user": user,
+    }
+
+
+def test_notifier_posts_one_message_naming_the_user_and_the_alert_message(notifier, slack):
+    # When
+    result = notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    # Then
+    assert result == {"user": "foo@example.com", "round": 1, "status": 200}
+    [post] = slack.posts
+    assert "foo@example.com" in post.body["text"] and "Disk above 90% on web-1" in post.body["text"]
+
+
+def test_a_repeated_notification_does_not_post_again(notifier, slack):
+    # Given
+    first = notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    # When: the same (execution, round, user) arrives again, as a retried task would
+    again = notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    # Then
+    assert again == first
+    assert len(slack.posts) == 1
+
+
+def test_the_same_user_in_another_round_is_notified_again(notifier, slack):
+    notifier.lambda_handler(notification_event(round_=1), FakeLambdaContext())
+    notifier.lambda_handler(notification_event(round_=2), FakeLambdaContext())
+    assert [post.body["text"].count("round 2") for post in slack.posts] == [0, 1]
+
+
+def test_slack_500_then_success_posts_once_the_retry_comes(notifier, slack):
+    # Given
+    slack.fail_next(1, status=500)
+    # When: the first attempt fails with the error name the state machine retries on
+    with pytest.raises(Exception) as raised:
+        notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    assert type(raised.value).__name__ == "SlackTransientError"
+    retried = notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    notifier.lambda_handler(notification_event(), FakeLambdaContext())  # a further retry changes nothing
+    # Then
+    assert retried["status"] == 200
+    assert [post.status for post in slack.posts] == [500, 200]
+
+
+def test_a_rejected_notification_is_not_retryable(notifier, slack):
+    slack.fail_next(1, status=404)
+    with pytest.raises(Exception) as raised:
+        notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    assert type(raised.value).__name__ == "SlackRejectedError"
+    retry_names = {name for retrier in ASL["States"]["Notify Next User"]["Retry"] for name in retrier["ErrorEquals"]}
+    assert "SlackRejectedError" not in retry_names and "SlackTransientError" in retry_names
+
+
+# --------------------------------------------------------------------------------------------------
+# Scheduled dispatcher: planning (pure) and handler with moto
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dispatch_logic() -> ModuleType:
+    return load_lambda_module("alert_dispatcher", "logic")
+
+
+SLOT = datetime(2026, 11, 22, 5, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("alert_id", ["disk-full-web-1", "a/b c:d", "\u00e9t\u00e9", "x" * 300, "---"])
+def test_execution_names_are_valid_deterministic_and_name_the_alert(dispatch_logic, alert_id):
+    # When
+    name = dispatch_logic.execution_name(alert_id, SLOT)
+    # Then
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,80}", name)
+    assert name == dispatch_logic.execution_name(alert_id, SLOT)
+    assert name.endswith("-20261122T050000Z")
+    assert name != dispatch_logic.execution_name(alert_id, datetime(2026, 11, 22, 6, 0, tzinfo=timezone.utc))
+
+
+def test_execution_name_keeps_the_readable_alert_id_and_separates_look_alikes(dispatch_logic):
+    assert dispatch_logic.execution_name("disk-full-web-1", SLOT).startswith("disk-full-web-1-")
+    assert dispatch_logic.execution_name("a/b", SLOT) != dispatch_logic.execution_name("a:b", SLOT)
+
+
+def test_scheduled_time_is_the_event_time_or_now(dispatch_logic):
+    assert dispatch_logic.scheduled_time({"time": "2026-11-22T05:00:00Z"}) == SLOT
+    assert dispatch_logic.scheduled_time({}, now=SLOT) == SLOT
+
+
+@pytest.mark.parametrize(
+    "execution_input, alert_id",
+    [('{"alert_id": "a"}', "a"), ('{"alert_id": 1}', None), ("[1]", None), ("not json", None), (None, None)],
+)
+def test_alert_id_of_a_running_execution_is_read_defensively(dispatch_logic, execution_input, alert_id):
+    assert dispatch_logic.alert_id_of(execution_input) == alert_id
+
+
+def test_plan_starts_only_alerts_without_a_running_execution(dispatch_logic):
+    plan = dispatch_logic.plan_dispatch(["b", "a", "c", "a"], {"c", "zombie"})
+    assert plan.to_start == ["a", "b"]
+    assert plan.already_running == ["c"]
+
+
+@pytest.fixture
+def dispatcher(alert_table, monkeypatch):
+    stepfunctions = boto3.client("stepfunctions")
+    machine_arn = stepfunctions.create_state_machine(
+        name="AlertMachine",
+        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+        roleArn="arn:aws:iam::123456789012:role/AlertMachineRole",
+    )["stateMachineArn"]
+    monkeypatch.setenv("STATE_MACHINE_ARN", machine_arn)
+    return load_lambda_module("alert_dispatcher", "handler"), stepfunctions, machine_arn
+
+
+def test_dispatcher_starts_one_execution_per_active_alert_and_none_twice(dispatcher, alert_table):
+    handler, stepfunctions, machine_arn = dispatcher
+    # Given: items big enough that a scan page (1 MB) holds only two of them
+    padding = "p" * 350_000
+    for alert_id, status in (("a-active", "active"), ("b-no-status", None), ("c-resolved", "resolved"), ("d-running", "active")):
+        alert_table.put_item(Item={"alert_id": alert_id, "padding": padding, **({"status": status} if status else {})})
+    # ...and an execution for d started by hand, under a name the dispatcher does not use
+    stepfunctions.start_execution(stateMachineArn=machine_arn, name="by-hand", input='{"alert_id": "d-running"}')
+    event = {"time": "2026-11-22T05:00:00Z", "detail-type": "Scheduled Event"}
+    # When
+    result = handler.lambda_handler(event, FakeLambdaContext())
+    # Then
+    assert result == {"started": ["a-active", "b-no-status"], "already_running": ["d-running"], "already_started": []}
+    executions = stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]
+    started = {e["name"]: json.loads(stepfunctions.describe_execution(executionArn=e["executionArn"])["input"]) for e in executions}
+    assert started.pop("by-hand") == {"alert_id": "d-running"}
+    assert sorted(started.values(), key=lambda i: i["alert_id"]) == [{"alert_id": "a-active"}, {"alert_id": "b-no-status"}]
+    assert all(name.endswith("-20261122T050000Z") for name in started)
+
+    # When: the next run finds them all still running
+    again = handler.lambda_handler({"time": "2026-11-22T06:00:00Z"}, FakeLambdaContext())
+    # Then
+    assert again["started"] == []
+    assert again["already_running"] == ["a-active", "b-no-status", "d-running"]
+    assert len(stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]) == 3
+
+
+def test_a_redelivered_schedule_event_starts_nothing_new(dispatcher, alert_table):
+    handler, stepfunctions, machine_arn = dispatcher
+    # Given: the slot's execution already ran and ended
+    alert_table.put_item(Item={"alert_id": "a-active"})
+    event = {"time": "2026-11-22T05:00:00Z"}
+    handler.lambda_handler(event, FakeLambdaContext())
+    [execution] = stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]
+    stepfunctions.stop_execution(executionArn=execution["executionArn"])
+    # When: EventBridge delivers the same event again
+    result = handler.lambda_handler(event, FakeLambdaContext())
+    # Then
+    assert result == {"started": [], "already_running": [], "already_started": ["a-active"]}
+    assert len(stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]) == 1
