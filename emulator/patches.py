@@ -305,7 +305,14 @@ def install_lambda_invocation_type() -> None:
 # CloudFormation (what `cdk deploy` needs)
 # ------------------------------------------------------------------------------------------------
 def install_cloudformation_fidelity() -> None:
+    from moto.cloudformation import parsing as cfn_parsing
     from moto.cloudformation import responses as cfn_responses
+
+    import emulator.cfn_models  # noqa: F401 - registers the extra resource models
+
+    cfn_parsing.get_model_list.cache_clear()
+    cfn_parsing.get_model_map.cache_clear()
+    cfn_parsing.get_name_type_map.cache_clear()
     from moto.cloudformation.models import CloudFormationBackend
     from moto.dynamodb.models import dynamodb_backends
     from moto.dynamodb.models.table import Table

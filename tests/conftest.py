@@ -46,20 +46,22 @@ class SynthesizedApp:
 
 @pytest.fixture(scope="session")
 def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
-    """The whole app synthesized once, in-process, with cdk-nag as a validation plugin.
+    """The whole app synthesized once, in-process, as `cdk deploy` synthesizes it.
 
+    Same context as cdk.json and a concrete environment (the CLI sets CDK_DEFAULT_ACCOUNT/REGION).
     ``app.synth()`` raises when cdk-nag reports an unacknowledged finding, so every test that
     uses this fixture also proves the app is nag-clean.
     """
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    from aws_cdk import App
+    from aws_cdk import App, Environment
 
     from stacks.composition import add_stacks
     from stacks.config import AppConfig
 
     outdir = tmp_path_factory.mktemp("cdk.out")
-    app = App(outdir=str(outdir))
-    stacks = add_stacks(app, AppConfig())
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    app = App(outdir=str(outdir), context=context)
+    stacks = add_stacks(app, AppConfig.from_context(app.node.try_get_context), env=Environment(account="123456789012", region="us-east-1"))
     app.synth()
     templates = {
         name: json.loads((outdir / f"{name}.template.json").read_text())

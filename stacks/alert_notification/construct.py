@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -121,12 +121,17 @@ class AlertNotification(Construct):
             iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions])
         )
         # cdk-nag names the resource as it renders it: the machine appears by logical id.
-        machine_id = Stack.of(self).get_logical_id(machine.state_machine.node.default_child)
+        stack = Stack.of(self)
+        machine_id = stack.get_logical_id(machine.state_machine.node.default_child)
+        # cdk-nag names the finding by the rendered ARN: literal region/account when the stack has
+        # an environment (as under `cdk deploy`), pseudo-parameters otherwise.
+        region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
+        account = "<AWS::AccountId>" if Token.is_unresolved(stack.account) else stack.account
         acknowledge(
             dispatcher,
             {
-                "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
-                f"<AWS::AccountId>:execution:<{machine_id}.Name>:*]": "DescribeExecution on this machine's "
+                f"AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:{region}:"
+                f"{account}:execution:<{machine_id}.Name>:*]": "DescribeExecution on this machine's "
                 "executions only (to read which alert a running execution is for); their names are not known "
                 "in advance.",
             },

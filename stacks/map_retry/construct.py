@@ -2,11 +2,176 @@
 
 from __future__ import annotations
 
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.common.nag import acknowledge
+from stacks.common.python_function import PythonFunction
+from stacks.common.state_machine import StandardStateMachine
+
+RUN_EXPIRY = Duration.days(30)
+# Must match the ASL's Distributed Map "Label": child executions are named <machine>/<label>:<id>.
+CHUNK_MAP_LABEL = "ItemChunks"
+INPUTS = "inputs/*"
+RUNS = "runs/*"
+PREFIX_REASONS = {
+    INPUTS: "Users choose the names of the item lists they upload under inputs/; access stops at that prefix.",
+    RUNS: "Run objects are keyed by execution and pass, known only at run time; access stops at runs/.",
+}
+
 
 class MapRetry(Construct):
+    """The machine, its six functions and the items bucket (S3 mode: inputs/ from users, runs/ for
+    chunks, manifests and results), each function granted only the prefixes it touches."""
+
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
-        self.state_machines: list[sfn.IStateMachine] = []
+        self.bucket = s3.Bucket(
+            self,
+            "ItemsBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[s3.LifecycleRule(id="ExpireRuns", prefix="runs/", expiration=RUN_EXPIRY)],
+        )
+        self.bucket.node.default_child.override_logical_id("ItemsBucket")
+        acknowledge(
+            self.bucket,
+            {
+                "AwsSolutions::AwsSolutions-S1": "Holds item lists users upload and the machine's own "
+                "short-lived run objects; CloudTrail data events are the audit trail where one is required.",
+            },
+        )
+        bucket_env = {"ITEMS_BUCKET_NAME": self.bucket.bucket_name}
+
+        item_processor = PythonFunction(
+            self,
+            "ItemProcessor",
+            source="map_item_processor",
+            description="Map retry-failed: processes one item's attempt (demo processor)",
+            timeout=Duration.seconds(30),
+        )
+        validate_items = PythonFunction(
+            self,
+            "ValidateItems",
+            source="map_validate_items",
+            description="Map retry-failed: validates inline items and starts the pass ledger",
+            timeout=Duration.seconds(30),
+        )
+        record_pass = PythonFunction(
+            self,
+            "RecordPass",
+            source="map_record_pass",
+            description="Map retry-failed: records an inline pass's results in the ledger",
+            timeout=Duration.seconds(30),
+        )
+        split_items = PythonFunction(
+            self,
+            "SplitItems",
+            source="map_split_items",
+            description="Map retry-failed: validates an S3 item list and writes pass 1's chunks",
+            timeout=Duration.minutes(5),
+            memory_size=1024,
+            environment=bucket_env,
+        )
+        chunk_processor = PythonFunction(
+            self,
+            "ChunkProcessor",
+            source="map_chunk_processor",
+            description="Map retry-failed: processes one chunk of items and writes its results",
+            timeout=Duration.minutes(10),
+            memory_size=512,
+            environment=bucket_env,
+        )
+        record_chunks = PythonFunction(
+            self,
+            "RecordChunks",
+            source="map_record_chunks",
+            description="Map retry-failed: records a chunked pass's results and writes the next chunks",
+            timeout=Duration.minutes(5),
+            memory_size=1024,
+            environment=bucket_env,
+        )
+
+        self._allow_objects(split_items, read=INPUTS, write=RUNS)
+        self._allow_objects(chunk_processor, read=RUNS, write=RUNS)
+        self._allow_objects(record_chunks, read=RUNS, write=RUNS)
+        # Without ListBucket, HeadObject on a missing results object answers 403 instead of 404.
+        chunk_processor.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
+        )
+
+        self.machine = StandardStateMachine(
+            self,
+            "Machine",
+            machine="map_retry",
+            comment="Map that retries only the items that failed, never the ones that succeeded",
+            substitutions={
+                "ValidateItemsFunctionArn": validate_items.function.function_arn,
+                "SplitItemsFunctionArn": split_items.function.function_arn,
+                "ItemProcessorFunctionArn": item_processor.function.function_arn,
+                "ChunkProcessorFunctionArn": chunk_processor.function.function_arn,
+                "RecordPassFunctionArn": record_pass.function.function_arn,
+                "RecordChunksFunctionArn": record_chunks.function.function_arn,
+            },
+        )
+        self.machine.allow_invoke(
+            *(
+                f.function
+                for f in (validate_items, split_items, item_processor, chunk_processor, record_pass, record_chunks)
+            )
+        )
+        self._allow_distributed_map(self.machine.state_machine)
+        self.state_machines: list[sfn.IStateMachine] = [self.machine.state_machine]
+
+    def _allow_objects(self, function: PythonFunction, *, read: str, write: str) -> None:
+        """GetObject on ``read`` and PutObject on ``write`` objects of the items bucket, nothing else."""
+        for action, pattern in (("s3:GetObject", read), ("s3:PutObject", write)):
+            function.function.add_to_role_policy(
+                iam.PolicyStatement(actions=[action], resources=[self.bucket.arn_for_objects(pattern)])
+            )
+        acknowledge(
+            function.role,
+            {f"AwsSolutions::AwsSolutions-IAM5[Resource::<ItemsBucket.Arn>/{p}]": PREFIX_REASONS[p] for p in {read, write}},
+        )
+
+    def _allow_distributed_map(self, machine: sfn.StateMachine) -> None:
+        """What "Process Pending Chunks" needs: read manifests (ItemReader) and run child executions.
+
+        A separate policy: the machine resource depends on its role's default policy, so a
+        statement naming the machine itself must live outside it (as CDK's own DistributedMap does).
+        """
+        policy = iam.Policy(
+            self,
+            "DistributedMapPolicy",
+            statements=[
+                iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.bucket.arn_for_objects(RUNS)]),
+                iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine.state_machine_arn]),
+                iam.PolicyStatement(
+                    actions=["states:DescribeExecution", "states:StopExecution", "states:RedriveExecution"],
+                    resources=[
+                        Stack.of(self).format_arn(
+                            service="states",
+                            resource="execution",
+                            resource_name=f"{machine.state_machine_name}/{CHUNK_MAP_LABEL}:*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    ],
+                ),
+            ],
+        )
+        policy.attach_to_role(machine.role)
+        acknowledge(
+            policy,
+            {
+                "AwsSolutions::AwsSolutions-IAM5[Resource::<ItemsBucket.Arn>/runs/*]": "The ItemReader reads "
+                "each pass's manifest: " + PREFIX_REASONS[RUNS],
+                "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+                "<AWS::AccountId>:execution:<MapRetryMachineStateMachine904D4C50.Name>/ItemChunks:*]": "Child "
+                "executions of the Distributed Map get generated names under this machine's map-run label.",
+            },
+        )

@@ -1,0 +1,76 @@
+"""CloudFormation resource types moto skips but the app's stacks reference, modelled on moto's APIs.
+
+A skipped resource cannot be the target of Ref/Fn::GetAtt, so a topic policy naming an alarm's
+ARN failed the whole stack. Importing this module registers the models with moto's CloudFormation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moto.core.common_models import CloudFormationModel
+
+
+class CloudWatchAlarm(CloudFormationModel):
+    """AWS::CloudWatch::Alarm, created through moto's CloudWatch PutMetricAlarm."""
+
+    def __init__(self, alarm: Any) -> None:
+        self.alarm = alarm
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return "AlarmName"
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::CloudWatch::Alarm"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.alarm.name
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr == "Arn"
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        if attribute_name == "Arn":
+            return self.alarm.alarm_arn
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        raise UnformattedGetAttTemplateException()
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "CloudWatchAlarm":
+        from moto.cloudwatch.models import cloudwatch_backends
+
+        p = cloudformation_json["Properties"]
+        alarm = cloudwatch_backends[account_id][region_name].put_metric_alarm(
+            name=p.get("AlarmName", resource_name),
+            namespace=p.get("Namespace"),
+            metric_name=p.get("MetricName"),
+            comparison_operator=p["ComparisonOperator"],
+            evaluation_periods=int(p["EvaluationPeriods"]),
+            period=int(p["Period"]) if p.get("Period") else None,
+            threshold=float(p["Threshold"]) if "Threshold" in p else None,
+            statistic=p.get("Statistic"),
+            description=p.get("AlarmDescription"),
+            dimensions=[{"name": d["Name"], "value": d["Value"]} for d in p.get("Dimensions", [])],
+            alarm_actions=p.get("AlarmActions", []),
+            ok_actions=p.get("OKActions", []),
+            insufficient_data_actions=p.get("InsufficientDataActions", []),
+            datapoints_to_alarm=int(p["DatapointsToAlarm"]) if p.get("DatapointsToAlarm") else None,
+            treat_missing_data=p.get("TreatMissingData"),
+            actions_enabled=str(p.get("ActionsEnabled", True)).lower() == "true",
+        )
+        return cls(alarm)
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.cloudwatch.models import cloudwatch_backends
+
+        cloudwatch_backends[account_id][region_name].delete_alarms([resource_name])

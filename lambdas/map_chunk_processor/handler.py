@@ -1,0 +1,36 @@
+"""Process Item Chunk: one Distributed Map child runs a chunk's items and writes their results to S3."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from patterns_common.items_demo import process_item
+from patterns_common.map_retry import process_chunk
+from patterns_common.map_retry_store import RunStore
+from patterns_common.observability import logger, tracer
+
+# Stop starting items this long before the function's timeout, so the results of the items that
+# ran are written instead of being lost with a killed invocation. Items left over run next pass.
+TIME_RESERVE_MS = 30_000
+
+store = RunStore(boto3.client("s3"), os.environ["ITEMS_BUCKET_NAME"])
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    logger.append_keys(chunk_key=event["chunk_key"])
+    if store.exists(event["results_key"]):
+        # A retried invocation (e.g. after Lambda.ServiceException) whose first run finished.
+        logger.info("Chunk already processed; its items are not run again")
+        return {"chunk": event["chunk"], "reused": True}
+    entries = store.read_json(event["chunk_key"])
+    results = process_chunk(entries, process_item, lambda: context.get_remaining_time_in_millis() < TIME_RESERVE_MS)
+    store.write_json(event["results_key"], results)
+    failed = sum(isinstance(result, dict) for result in results)
+    logger.info("Processed chunk", extra={"items": len(entries), "run": len(results), "failed": failed})
+    return {"chunk": event["chunk"], "run": len(results), "failed": failed}

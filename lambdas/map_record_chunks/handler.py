@@ -1,0 +1,59 @@
+"""Record Chunk Results: folds a chunked pass's results into the run's ledger in S3 and writes the
+next pass's chunks when one is due. Safe to retry: a pass already recorded is not applied twice."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from patterns_common.map_retry import (
+    LedgerMismatch,
+    Options,
+    Result,
+    RunPaths,
+    outcomes_from_chunks,
+    record_pass,
+    s3_state,
+    should_retry,
+    split_map_results,
+)
+from patterns_common.map_retry_store import RunStore
+from patterns_common.observability import logger, tracer
+
+store = RunStore(boto3.client("s3"), os.environ["ITEMS_BUCKET_NAME"])
+
+
+def record(paths: RunPaths, options: Options, result: Result, map_results: list[Any]) -> Result:
+    pass_number = result["passes"] + 1
+    manifest = store.read_json(paths.manifest_key(pass_number))
+    finished, chunk_errors = split_map_results(manifest, map_results)
+    chunks = store.read_many(entry["chunk_key"] for entry in manifest)
+    chunk_results = store.read_many(entry["results_key"] for entry in finished)
+    outcomes = outcomes_from_chunks(manifest, chunk_errors, chunks, chunk_results)
+    pending = [pending for entry in manifest for pending in chunks[entry["chunk_key"]]]
+    result, next_pending = record_pass(result, pending, outcomes)
+    if should_retry(options, result):
+        store.write_pass(paths, pass_number + 1, next_pending)
+    store.write_json(paths.result_key, result)  # last: marks the pass as recorded
+    return result
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler(capture_response=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    options = Options(event["max_attempts"], event["fail_on_remaining"])
+    paths = RunPaths(event["run_prefix"])
+    result = store.read_json(paths.result_key)
+    recorded, expected = result["passes"], event["result"]["passes"]
+    if recorded == expected:
+        result = record(paths, options, result, event["pass_results"])
+    elif recorded == expected + 1:
+        logger.info("Pass already recorded by an earlier invocation", extra={"passes": recorded})
+    else:
+        raise LedgerMismatch(f"{paths.result_key} has {recorded} passes; the machine expected {expected}")
+    state = s3_state(options, store.bucket, paths, result)
+    logger.info("Recorded pass", extra={"passes": result["passes"], "still_failing": state["remaining_count"]})
+    return state

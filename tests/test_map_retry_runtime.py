@@ -1,0 +1,676 @@
+"""Map retry-failed pattern: pure rules (validation, ledger, chunking, causes) with no mocks, then
+each function's handler against moto's S3 where it touches S3."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from patterns_common import map_retry as mr
+from patterns_common.items_demo import ItemProcessingFailed, process_item
+from patterns_common.map_retry import InvalidItems, LedgerMismatch, Options, RunPaths
+from tests.lambda_loader import load_lambda_module
+
+BUCKET = "map-retry-items"
+
+
+def items(*ids: str, **fields: Any) -> list[dict[str, Any]]:
+    return [{"id": i, **fields} for i in ids]
+
+
+def run_inline_machine(event: dict[str, Any], process=process_item) -> tuple[dict[str, Any], list[tuple[str, int, bool]]]:
+    """Drives start_inline/record_inline_pass the way the ASL loop does, recording every processing."""
+    calls: list[tuple[str, int, bool]] = []
+    state = mr.start_inline(event)
+    while True:
+        results: list[Any] = []
+        for entry in state["pending"]:
+            try:
+                process(entry["item"], entry["attempt"])
+            except Exception as error:  # noqa: BLE001 - mirrors the iterator's Catch on States.ALL
+                results.append({"id": entry["item"]["id"], "error": type(error).__name__})
+                calls.append((entry["item"]["id"], entry["attempt"], False))
+            else:
+                results.append(entry["item"]["id"])
+                calls.append((entry["item"]["id"], entry["attempt"], True))
+        state = mr.record_inline_pass({**state, "pass_results": results})
+        if not state["retry"]:
+            return state, calls
+
+
+# ---- input validation --------------------------------------------------------------------------
+
+
+def test_options_default_to_two_passes_and_failing_on_remaining_items():
+    # When
+    options = mr.parse_options({"items": []})
+    # Then
+    assert options == Options(max_attempts=2, fail_on_remaining=True)
+
+
+@pytest.mark.parametrize(
+    "event, problem",
+    [
+        ([{"id": "A"}], "input must be a JSON object"),
+        ({"items": [], "max_attempt": 3}, "unknown input field(s) max_attempt"),
+        ({"items": [], "items_s3_uri": "s3://b/k"}, "exactly one of items"),
+        ({"max_attempts": 3}, "exactly one of items"),
+        ({"items": [], "max_attempts": 0}, "max_attempts must be an integer from 1 to 10"),
+        ({"items": [], "max_attempts": 11}, "got 11"),
+        ({"items": [], "max_attempts": 2.5}, "got 2.5"),
+        ({"items": [], "max_attempts": "3"}, 'got "3"'),
+        ({"items": [], "max_attempts": True}, "got true"),
+        ({"items": [], "fail_on_remaining": "yes"}, "fail_on_remaining must be true or false"),
+    ],
+)
+def test_options_reject_bad_input_naming_the_problem(event, problem):
+    with pytest.raises(InvalidItems) as raised:
+        mr.parse_options(event)
+    assert problem in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ({"id": "A"}, "items must be a JSON array of objects, got object"),
+        ("A,B", "got string"),
+        ([], "items is empty"),
+        ([{"id": "A"}, "B"], "items[1] must be an object with a string id, got string"),
+        ([{"id": "A"}, {"name": "no id"}], "items[1] has no id"),
+        ([{"id": 42}], "items[0].id must be a non-empty string, got 42"),
+        ([{"id": None}], "got null"),
+        ([{"id": ""}], 'got ""'),
+        (items("A", "B", "A", "C", "B", "A"), "ids must be unique; repeated: A, B"),
+    ],
+)
+def test_items_must_be_a_non_empty_array_of_objects_with_unique_string_ids(value, problem):
+    with pytest.raises(InvalidItems) as raised:
+        mr.validate_items(value)
+    assert problem in str(raised.value)
+
+
+def test_items_over_the_limit_are_refused_and_at_the_limit_accepted():
+    # Given
+    three = items("A", "B", "C")
+    # Then
+    assert mr.validate_items(three, max_items=3) == three
+    with pytest.raises(InvalidItems, match="4 items is more than the 3"):
+        mr.validate_items([*three, {"id": "D"}], max_items=3)
+
+
+def test_inline_runs_are_bounded_by_items_times_passes():
+    # Given
+    thousand = items(*(f"I-{n}" for n in range(1000)))
+    # Then: 1,000 x 2 = 2,000 item attempts fit, 1,000 x 3 do not
+    mr.check_inline_budget(thousand, Options(max_attempts=2, fail_on_remaining=True))
+    with pytest.raises(InvalidItems, match="pass items_s3_uri instead"):
+        mr.check_inline_budget(thousand, Options(max_attempts=3, fail_on_remaining=True))
+
+
+def test_inline_runs_are_bounded_by_the_payload_the_state_would_reach():
+    # Given: few items, but large ones
+    options = Options(max_attempts=2, fail_on_remaining=True)
+    large = items("A", "B", "C", "D", blob="x" * 60_000)
+    # Then
+    mr.check_inline_budget(large[:3], options)
+    assert mr.inline_peak_bytes(large) > mr.INLINE_STATE_LIMIT_BYTES
+    with pytest.raises(InvalidItems, match="more than 200 KiB .*pass items_s3_uri instead"):
+        mr.check_inline_budget(large, options)
+
+
+def test_a_full_inline_state_stays_under_the_step_functions_payload_limit():
+    # Given: 600 small items, every one failing with the longest error name
+    options = Options(max_attempts=1, fail_on_remaining=True)
+    state = mr.start_inline({"items": items(*(f"ITEM-{n:06d}" for n in range(600)), size="M"), "max_attempts": 1})
+    failures = [{"id": e["item"]["id"], "error": mr.LONGEST_ERROR_NAME} for e in state["pending"]]
+    # When
+    recorded = mr.record_inline_pass({**state, "pass_results": failures})
+    # Then: the estimate covers what the machine carries in and out of "Record Pass Results"
+    mr.check_inline_budget([e["item"] for e in state["pending"]], options)
+    biggest = max(len(json.dumps({**state, "pass_results": failures})), len(json.dumps(recorded)))
+    assert biggest <= mr.inline_peak_bytes([e["item"] for e in state["pending"]]) <= 256 * 1024
+
+
+def test_items_uri_must_name_an_object_under_inputs_in_the_items_bucket():
+    # Then
+    assert mr.items_key(f"s3://{BUCKET}/inputs/big/list.json", BUCKET) == "inputs/big/list.json"
+    for uri, problem in [
+        ("s3://other-bucket/inputs/list.json", "must name an object like"),
+        (f"s3://{BUCKET}/list.json", "must name an object like"),
+        (f"s3://{BUCKET}/inputs/", "must name an object like"),
+        (f"https://{BUCKET}.s3.amazonaws.com/inputs/list.json", "is not an S3 URI"),
+        (f"s3://{BUCKET}", "is not an S3 URI"),
+        (["s3://x/y"], "must be a string"),
+    ]:
+        with pytest.raises(InvalidItems) as raised:
+            mr.items_key(uri, BUCKET)
+        assert problem in str(raised.value), uri
+
+
+def test_an_items_document_that_is_not_json_is_invalid():
+    with pytest.raises(InvalidItems, match="s3://b/inputs/x.json is not valid JSON"):
+        mr.parse_items_document(b"[{'id': 'A'}]", "s3://b/inputs/x.json")
+
+
+# ---- the ledger across passes ------------------------------------------------------------------
+
+
+def test_first_pass_runs_every_item_at_attempt_one_and_the_ledger_starts_empty():
+    # When
+    result, pending = mr.start(items("A", "B"))
+    # Then
+    assert pending == [{"item": {"id": "A"}, "attempt": 1}, {"item": {"id": "B"}, "attempt": 1}]
+    assert result == {"succeeded": [], "failed": [], "attempts": {"A": 0, "B": 0}, "passes": 0}
+
+
+def test_a_failed_item_alone_runs_again_with_the_next_attempt_number():
+    # Given
+    result, pending = mr.start([{"id": "A"}, {"id": "B", "fail_attempts": 1}, {"id": "C"}])
+    # When: pass 1, B fails
+    result, pending = mr.record_pass(result, pending, {"A": None, "B": "ItemProcessingFailed", "C": None})
+    # Then
+    assert pending == [{"item": {"id": "B", "fail_attempts": 1}, "attempt": 2}]
+    assert result["failed"] == [{"id": "B", "error": "ItemProcessingFailed"}]
+    # When: pass 2, B succeeds
+    result, pending = mr.record_pass(result, pending, {"B": None})
+    # Then
+    assert pending == []
+    assert result == {"succeeded": ["A", "C", "B"], "failed": [], "attempts": {"A": 1, "B": 2, "C": 1}, "passes": 2}
+
+
+def test_an_item_a_chunk_did_not_start_keeps_its_attempt_number():
+    # Given
+    result, pending = mr.start(items("A", "B"))
+    # When: only A has an outcome
+    result, pending = mr.record_pass(result, pending, {"A": None})
+    # Then
+    assert pending == [{"item": {"id": "B"}, "attempt": 1}]
+    assert result["failed"] == [{"id": "B", "error": mr.NOT_ATTEMPTED}]
+    assert result["attempts"] == {"A": 1, "B": 0}
+
+
+def test_ledger_refuses_results_for_items_the_pass_did_not_run():
+    # Given
+    result, pending = mr.start(items("A"))
+    # Then
+    with pytest.raises(LedgerMismatch, match="did not run: Z"):
+        mr.record_pass(result, pending, {"A": None, "Z": None})
+
+
+def test_ledger_refuses_to_run_an_item_that_already_succeeded():
+    # Given
+    result, pending = mr.start(items("A"))
+    result, _ = mr.record_pass(result, pending, {"A": None})
+    # Then
+    with pytest.raises(LedgerMismatch, match="already succeeded were pending again: A"):
+        mr.record_pass(result, pending, {"A": None})
+
+
+def test_iteration_results_are_ids_for_successes_and_objects_for_failures():
+    # Then
+    assert mr.outcomes_from_iterations(["A", {"id": "B", "error": "States.Timeout"}]) == {"A": None, "B": "States.Timeout"}
+    with pytest.raises(LedgerMismatch, match="more than one result"):
+        mr.outcomes_from_iterations(["A", {"id": "A", "error": "X"}])
+
+
+def test_all_items_succeeding_first_time_takes_one_pass():
+    # When
+    state, calls = run_inline_machine({"items": items("A", "B", "C")})
+    # Then
+    assert state["result"] == {"succeeded": ["A", "B", "C"], "failed": [], "attempts": {"A": 1, "B": 1, "C": 1}, "passes": 1}
+    assert (state["retry"], state["remaining_count"], state["failure_cause"]) == (False, 0, "")
+    assert len(calls) == 3
+
+
+def test_one_item_failing_once_is_the_only_item_processed_twice():
+    # When
+    state, calls = run_inline_machine({"items": [{"id": "A"}, {"id": "B", "fail_attempts": 1}, {"id": "C"}]})
+    # Then
+    assert state["result"]["attempts"] == {"A": 1, "B": 2, "C": 1}
+    assert state["result"]["passes"] == 2
+    assert [call for call in calls if call[0] == "B"] == [("B", 1, False), ("B", 2, True)]
+
+
+@pytest.mark.parametrize("fail_on_remaining", [True, False])
+def test_an_item_failing_every_pass_stops_after_max_attempts(fail_on_remaining):
+    # When
+    state, calls = run_inline_machine(
+        {"items": [{"id": "A"}, {"id": "B", "fail_attempts": 99}], "max_attempts": 3, "fail_on_remaining": fail_on_remaining}
+    )
+    # Then: the Choice sees no retry, one remaining item and the user's flag
+    assert (state["retry"], state["remaining_count"], state["fail_on_remaining"]) == (False, 1, fail_on_remaining)
+    assert state["result"]["failed"] == [{"id": "B", "error": "ItemProcessingFailed"}]
+    assert [attempt for item_id, attempt, _ in calls if item_id == "B"] == [1, 2, 3]
+    assert state["failure_cause"] == "1 of 2 items still failed after 3 passes: B (ItemProcessingFailed)"
+
+
+@pytest.mark.parametrize("max_attempts", [1, 5])
+def test_max_attempts_bounds_the_number_of_passes(max_attempts):
+    # When
+    state, calls = run_inline_machine({"items": [{"id": "A", "fail_attempts": 99}], "max_attempts": max_attempts})
+    # Then
+    assert state["result"]["passes"] == max_attempts == len(calls)
+
+
+def test_a_processor_crash_is_recorded_under_the_exception_name():
+    # When
+    state, _ = run_inline_machine({"items": [{"id": "A", "raise_unexpected": True}], "max_attempts": 1})
+    # Then
+    assert state["result"]["failed"] == [{"id": "A", "error": "RuntimeError"}]
+
+
+def test_with_random_failures_every_item_succeeds_once_and_is_never_processed_after():
+    # Given
+    event = {"items": items(*(f"I-{n:03d}" for n in range(100)), failure_rate=0.4), "max_attempts": 5}
+    # When
+    state, calls = run_inline_machine(event)
+    # Then
+    result = state["result"]
+    successes = [item_id for item_id, _, ok in calls if ok]
+    assert sorted(successes) == sorted(result["succeeded"]) and len(set(successes)) == len(successes)
+    for item_id in result["succeeded"]:
+        attempts = [attempt for i, attempt, _ in calls if i == item_id]
+        assert attempts == list(range(1, result["attempts"][item_id] + 1))  # nothing after the success
+    assert {f["id"] for f in result["failed"]} | set(result["succeeded"]) == {i["id"] for i in event["items"]}
+    assert result["passes"] > 1  # failures happened, so the loop really retried
+
+
+def test_inline_recording_refuses_a_pass_with_an_item_missing():
+    # Given
+    state = mr.start_inline({"items": items("A", "B")})
+    # Then
+    with pytest.raises(LedgerMismatch, match="no result for pending items: B"):
+        mr.record_inline_pass({**state, "pass_results": ["A"]})
+
+
+def test_retry_is_due_only_while_items_fail_and_passes_remain():
+    # Given
+    options = Options(max_attempts=2, fail_on_remaining=True)
+    failing = {"succeeded": [], "failed": [{"id": "A", "error": "E"}], "attempts": {"A": 1}, "passes": 1}
+    # Then
+    assert mr.should_retry(options, failing)
+    assert not mr.should_retry(options, {**failing, "passes": 2})
+    assert not mr.should_retry(options, {**failing, "failed": []})
+
+
+def test_backoff_doubles_from_two_seconds_up_to_a_minute():
+    assert [mr.backoff_seconds(p) for p in range(1, 8)] == [2, 4, 8, 16, 32, 60, 60]
+
+
+# ---- the RetryFailed cause ---------------------------------------------------------------------
+
+
+def failing_result(count: int, id_length: int = 5) -> dict[str, Any]:
+    ids = [f"{n:0{id_length}d}" for n in range(count)]
+    return {
+        "succeeded": ["OK"],
+        "failed": [{"id": i, "error": "ItemProcessingFailed"} for i in ids],
+        "attempts": {"OK": 1, **{i: 1 for i in ids}},
+        "passes": 1,
+    }
+
+
+def test_cause_lists_every_failed_id_with_its_error_when_few():
+    # When
+    cause = mr.retry_failed_cause(failing_result(2))
+    # Then
+    assert cause == "2 of 3 items still failed after 1 pass: 00000 (ItemProcessingFailed), 00001 (ItemProcessingFailed)"
+
+
+def test_cause_shows_at_most_twenty_ids_then_how_many_more():
+    # When
+    cause = mr.retry_failed_cause(failing_result(500), "s3://b/runs/x/result.json")
+    # Then
+    assert "00019 (ItemProcessingFailed) and 480 more; full result in s3://b/runs/x/result.json" in cause
+    assert "00020" not in cause
+
+
+def test_cause_stays_short_with_long_ids():
+    # When
+    cause = mr.retry_failed_cause(failing_result(20, id_length=200))
+    # Then
+    assert len(cause) <= mr.CAUSE_MAX_CHARS
+    assert "…" in cause and cause.endswith("more")
+
+
+# ---- chunking (S3 mode) ------------------------------------------------------------------------
+
+
+def test_a_pass_is_split_into_chunks_listed_in_a_manifest():
+    # Given
+    _, pending = mr.start(items(*(f"I-{n}" for n in range(600))))
+    paths = RunPaths.for_execution("exec-1")
+    # When
+    manifest, chunks = mr.plan_pass(paths, 2, pending, chunk_size=250)
+    # Then
+    assert manifest[2] == {
+        "chunk": 2,
+        "chunk_key": "runs/exec-1/pass-02/chunk-00002.json",
+        "results_key": "runs/exec-1/pass-02/results-00002.json",
+    }
+    assert [len(chunks[entry["chunk_key"]]) for entry in manifest] == [250, 250, 100]
+    assert [e for entry in manifest for e in chunks[entry["chunk_key"]]] == pending
+
+
+def test_a_chunk_runs_each_item_like_an_iteration_and_stops_when_out_of_time():
+    # Given
+    entries = [
+        {"item": {"id": "A"}, "attempt": 1},
+        {"item": {"id": "B", "fail_attempts": 1}, "attempt": 1},
+        {"item": {"id": "C", "raise_unexpected": True}, "attempt": 1},
+        {"item": {"id": "D"}, "attempt": 1},
+    ]
+    started: list[str] = []
+
+    def process(item, attempt):
+        started.append(item["id"])
+        return process_item(item, attempt)
+
+    # When: time runs out after three items
+    results = mr.process_chunk(entries, process, out_of_time=lambda: len(started) >= 3)
+    # Then
+    assert results == ["A", {"id": "B", "error": "ItemProcessingFailed"}, {"id": "C", "error": "RuntimeError"}]
+    assert started == ["A", "B", "C"]
+
+
+def test_a_failed_chunk_fails_all_its_items_and_a_finished_one_reports_its_results():
+    # Given
+    paths = RunPaths.for_execution("x")
+    _, pending = mr.start(items("A", "B", "C"))
+    manifest, chunks = mr.plan_pass(paths, 1, pending, chunk_size=2)
+    # When
+    finished, errors = mr.split_map_results(manifest, [0, {"chunk": 1, "error": "States.Timeout"}])
+    outcomes = mr.outcomes_from_chunks(manifest, errors, chunks, {manifest[0]["results_key"]: ["A"]})
+    # Then: B was not started by chunk 0, C's chunk timed out
+    assert finished == [manifest[0]]
+    assert outcomes == {"A": None, "C": "States.Timeout"}
+    result, next_pending = mr.record_pass(mr.start(items("A", "B", "C"))[0], pending, outcomes)
+    assert [(e["item"]["id"], e["attempt"]) for e in next_pending] == [("B", 1), ("C", 2)]
+
+
+def test_map_results_must_cover_each_chunk_exactly_once():
+    # Given
+    manifest = [{"chunk": 0}, {"chunk": 1}]
+    # Then
+    for map_results in ([0], [0, 1, 1], [0, {"chunk": 0, "error": "E"}, 1]):
+        with pytest.raises(LedgerMismatch):
+            mr.split_map_results(manifest, map_results)
+
+
+def test_s3_state_points_the_next_pass_at_its_manifest_and_reports_counts():
+    # Given
+    result = {"succeeded": ["A"], "failed": [{"id": "B", "error": "E"}], "attempts": {"A": 1, "B": 1}, "passes": 1}
+    # When
+    state = mr.s3_state(Options(3, True), BUCKET, RunPaths.for_execution("x"), result)
+    # Then
+    assert state["manifest"] == {"Bucket": BUCKET, "Key": "runs/x/pass-02/manifest.json"}
+    assert state["result"] == {
+        "succeeded_count": 1,
+        "failed_count": 1,
+        "passes": 1,
+        "result_s3_uri": f"s3://{BUCKET}/runs/x/result.json",
+    }
+    assert state["retry"] and state["failure_cause"].endswith(f"full result in s3://{BUCKET}/runs/x/result.json")
+
+
+# ---- the demo processor ------------------------------------------------------------------------
+
+
+def test_demo_processor_fails_the_first_k_attempts_only():
+    # Given
+    item = {"id": "A", "fail_attempts": 2}
+    # Then
+    for attempt in (1, 2):
+        with pytest.raises(ItemProcessingFailed, match=f"this is attempt {attempt}"):
+            process_item(item, attempt)
+    assert process_item(item, 3) == {"id": "A", "attempt": 3}
+
+
+def test_demo_processor_random_failures_are_reproducible_and_near_the_rate():
+    # Given
+    def outcome(item_id: str, attempt: int) -> bool:
+        try:
+            process_item({"id": item_id, "failure_rate": 0.3}, attempt)
+        except ItemProcessingFailed:
+            return False
+        return True
+
+    # When
+    first = [outcome(f"I-{n}", 1) for n in range(1000)]
+    again = [outcome(f"I-{n}", 1) for n in range(1000)]
+    # Then
+    assert first == again
+    assert 250 <= first.count(False) <= 350
+    assert [outcome("I-1", a) for a in range(1, 30)].count(False) not in (0, 29)  # varies with the attempt
+
+
+def test_demo_processor_sleeps_before_working_so_a_long_sleep_times_the_function_out():
+    # Given
+    slept: list[float] = []
+    # When
+    process_item({"id": "A", "sleep_seconds": 45}, 1, sleep=slept.append)
+    # Then
+    assert slept == [45]
+
+
+# ---- handlers ----------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeLambdaContext:
+    """What Powertools and the chunk processor read from the Lambda runtime's context object."""
+
+    remaining_ms: int = 600_000
+    function_name: str = "test"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:test"
+    aws_request_id: str = "req-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def test_item_processor_handler_returns_the_id_or_raises_the_named_error():
+    # Given
+    handler = load_lambda_module("map_item_processor")
+    # Then
+    assert handler.lambda_handler({"item": {"id": "A"}, "attempt": 1}, FakeLambdaContext())["id"] == "A"
+    with pytest.raises(ItemProcessingFailed):
+        handler.lambda_handler({"item": {"id": "A", "fail_attempts": 1}, "attempt": 1}, FakeLambdaContext())
+
+
+def test_validate_and_record_handlers_run_the_inline_loop():
+    # Given
+    validate = load_lambda_module("map_validate_items").lambda_handler
+    state = validate({"items": [{"id": "A"}, {"id": "B", "fail_attempts": 1}], "max_attempts": 3}, FakeLambdaContext())
+    record = load_lambda_module("map_record_pass").lambda_handler
+    # When
+    state = record({**state, "pass_results": ["A", {"id": "B", "error": "ItemProcessingFailed"}]}, FakeLambdaContext())
+    # Then
+    assert state["pending"] == [{"item": {"id": "B", "fail_attempts": 1}, "attempt": 2}]
+    assert (state["retry"], state["wait_seconds"], state["max_attempts"]) == (True, 2, 3)
+
+
+def test_validate_handler_raises_invalid_items():
+    validate = load_lambda_module("map_validate_items").lambda_handler
+    with pytest.raises(InvalidItems, match="items is empty"):
+        validate({"items": []}, FakeLambdaContext())
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    monkeypatch.setenv("ITEMS_BUCKET_NAME", BUCKET)
+    with mock_aws():
+        client = boto3.client("s3")
+        client.create_bucket(Bucket=BUCKET)
+        yield client
+
+
+def read(s3, key: str) -> Any:
+    return json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+
+
+def keys(s3, prefix: str) -> list[str]:
+    return sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", []))
+
+
+def split(s3, item_list: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
+    s3.put_object(Bucket=BUCKET, Key="inputs/list.json", Body=json.dumps(item_list))
+    handler = load_lambda_module("map_split_items")
+    event = {"input": {"items_s3_uri": f"s3://{BUCKET}/inputs/list.json", **options}, "execution_name": "exec-1"}
+    return handler.lambda_handler(event, FakeLambdaContext())
+
+
+def run_chunks(s3, state: dict[str, Any], context: FakeLambdaContext | None = None) -> list[Any]:
+    """What the Distributed Map does in one pass: each manifest entry through the chunk processor."""
+    handler = load_lambda_module("map_chunk_processor")
+    manifest = read(s3, state["manifest"]["Key"])
+    return [handler.lambda_handler(entry, context or FakeLambdaContext())["chunk"] for entry in manifest]
+
+
+def test_split_handler_writes_chunks_manifest_and_ledger_and_returns_a_small_state(s3):
+    # When
+    state = split(s3, items(*(f"I-{n:03d}" for n in range(600))), max_attempts=3)
+    # Then
+    assert keys(s3, "runs/exec-1/") == [
+        "runs/exec-1/pass-01/chunk-00000.json",
+        "runs/exec-1/pass-01/chunk-00001.json",
+        "runs/exec-1/pass-01/chunk-00002.json",
+        "runs/exec-1/pass-01/manifest.json",
+        "runs/exec-1/result.json",
+    ]
+    assert read(s3, "runs/exec-1/pass-01/chunk-00002.json")[0] == {"item": {"id": "I-500"}, "attempt": 1}
+    assert read(s3, "runs/exec-1/result.json")["attempts"]["I-599"] == 0
+    assert state["manifest"] == {"Bucket": BUCKET, "Key": "runs/exec-1/pass-01/manifest.json"}
+    assert state["result"]["passes"] == 0 and state["max_attempts"] == 3
+    assert len(json.dumps(state)) < 2_000
+
+
+@pytest.mark.parametrize(
+    "body, uri, problem",
+    [
+        (b'[{"id": "A"}, {"id": "A"}]', "inputs/list.json", "repeated: A"),
+        (b"not json", "inputs/list.json", "is not valid JSON"),
+        (b'{"id": "A"}', "inputs/list.json", "must be a JSON array"),
+        (b"[]", "inputs/missing.json", "cannot read s3://map-retry-items/inputs/missing.json (NoSuchKey)"),
+    ],
+)
+def test_split_handler_rejects_bad_documents_as_invalid_items(s3, body, uri, problem):
+    # Given
+    s3.put_object(Bucket=BUCKET, Key="inputs/list.json", Body=body)
+    handler = load_lambda_module("map_split_items")
+    # Then
+    with pytest.raises(InvalidItems) as raised:
+        handler.lambda_handler(
+            {"input": {"items_s3_uri": f"s3://{BUCKET}/{uri}"}, "execution_name": "e"}, FakeLambdaContext()
+        )
+    assert problem in str(raised.value)
+    assert keys(s3, "runs/") == []
+
+
+def test_split_handler_refuses_an_oversized_document_before_reading_it(s3, monkeypatch):
+    # Given
+    s3.put_object(Bucket=BUCKET, Key="inputs/list.json", Body=json.dumps(items("A", "B")))
+    handler = load_lambda_module("map_split_items")
+    monkeypatch.setattr(handler, "S3_MAX_BYTES", 10)
+    # Then
+    with pytest.raises(InvalidItems, match="more than the 10 accepted"):
+        handler.lambda_handler({"input": {"items_s3_uri": f"s3://{BUCKET}/inputs/list.json"}, "execution_name": "e"}, FakeLambdaContext())
+
+
+def test_chunk_processor_writes_results_and_never_reruns_a_finished_chunk(s3):
+    # Given
+    state = split(s3, [{"id": "A"}, {"id": "B", "fail_attempts": 1}])
+    # When
+    run_chunks(s3, state)
+    s3.put_object(Bucket=BUCKET, Key="runs/exec-1/pass-01/results-00000.json", Body=b'["marker"]')
+    again = load_lambda_module("map_chunk_processor").lambda_handler(
+        read(s3, state["manifest"]["Key"])[0], FakeLambdaContext()
+    )
+    # Then: the retried invocation left the written results alone
+    assert again == {"chunk": 0, "reused": True}
+    assert read(s3, "runs/exec-1/pass-01/results-00000.json") == ["marker"]
+
+
+def test_chunk_processor_out_of_time_starts_no_item_and_still_writes_results(s3):
+    # Given
+    state = split(s3, items("A", "B"))
+    # When
+    run_chunks(s3, state, FakeLambdaContext(remaining_ms=5_000))
+    # Then
+    assert read(s3, "runs/exec-1/pass-01/results-00000.json") == []
+
+
+def record_chunks(state: dict[str, Any], map_results: list[Any]) -> dict[str, Any]:
+    handler = load_lambda_module("map_record_chunks")
+    return handler.lambda_handler({**state, "pass_results": map_results}, FakeLambdaContext())
+
+
+def test_record_chunks_writes_the_next_pass_with_only_the_failed_items(s3):
+    # Given
+    item_list = items(*(f"I-{n:03d}" for n in range(300)))
+    item_list[7]["fail_attempts"] = 1
+    item_list[260]["fail_attempts"] = 5
+    state = split(s3, item_list, max_attempts=2)
+    # When: pass 1
+    state = record_chunks(state, run_chunks(s3, state))
+    # Then
+    assert (state["retry"], state["remaining_count"], state["wait_seconds"]) == (True, 2, 2)
+    assert read(s3, "runs/exec-1/pass-02/chunk-00000.json") == [
+        {"item": {"id": "I-007", "fail_attempts": 1}, "attempt": 2},
+        {"item": {"id": "I-260", "fail_attempts": 5}, "attempt": 2},
+    ]
+    # When: pass 2, the last one
+    state = record_chunks(state, run_chunks(s3, state))
+    # Then
+    result = read(s3, "runs/exec-1/result.json")
+    assert result["failed"] == [{"id": "I-260", "error": "ItemProcessingFailed"}]
+    assert (result["attempts"]["I-007"], result["attempts"]["I-008"], result["passes"]) == (2, 1, 2)
+    assert len(result["succeeded"]) == 299
+    assert state["result"] == {
+        "succeeded_count": 299,
+        "failed_count": 1,
+        "passes": 2,
+        "result_s3_uri": f"s3://{BUCKET}/runs/exec-1/result.json",
+    }
+    assert (state["retry"], state["remaining_count"]) == (False, 1)
+    assert state["failure_cause"].startswith("1 of 300 items still failed after 2 passes: I-260 (ItemProcessingFailed)")
+    assert keys(s3, "runs/exec-1/pass-03/") == []
+
+
+def test_record_chunks_fails_every_item_of_a_chunk_whose_iteration_failed(s3):
+    # Given
+    state = split(s3, items(*(f"I-{n:03d}" for n in range(300))))
+    finished = run_chunks(s3, state)[:1]
+    # When: chunk 1's Lambda timed out
+    state = record_chunks(state, [*finished, {"chunk": 1, "error": "Sandbox.Timedout"}])
+    # Then
+    result = read(s3, "runs/exec-1/result.json")
+    assert {f["error"] for f in result["failed"]} == {"Sandbox.Timedout"} and len(result["failed"]) == 50
+    assert read(s3, "runs/exec-1/pass-02/chunk-00000.json")[0] == {"item": {"id": "I-250"}, "attempt": 2}
+
+
+def test_record_chunks_retried_after_recording_does_not_apply_the_pass_twice(s3):
+    # Given
+    state = split(s3, [{"id": "A"}, {"id": "B", "fail_attempts": 1}], max_attempts=3)
+    map_results = run_chunks(s3, state)
+    first = record_chunks(state, map_results)
+    # When: Step Functions retries the same invocation
+    second = record_chunks(state, map_results)
+    # Then
+    assert second == first
+    assert read(s3, "runs/exec-1/result.json")["passes"] == 1
+
+
+def test_record_chunks_refuses_a_ledger_out_of_step_with_the_machine(s3):
+    # Given
+    state = split(s3, items("A"))
+    s3.put_object(Bucket=BUCKET, Key="runs/exec-1/result.json", Body=json.dumps({"passes": 3}))
+    # Then
+    with pytest.raises(LedgerMismatch, match="has 3 passes; the machine expected 0"):
+        record_chunks(state, [0])
