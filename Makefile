@@ -32,6 +32,7 @@ synth: setup
 	$(CDK) synth --quiet
 
 lint: synth
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/cfn-lint cdk.out/*.template.json
 	$(PYTHON) -m pytest -q tests/test_definitions.py tests/test_app_infrastructure.py
 

@@ -90,7 +90,9 @@ def install_engine_clock(clock: SimClock) -> None:
 
 def _patch_program_timeout(clock: SimClock) -> None:
     """The machine-level TimeoutSeconds: moto joins the worker thread with a real-time timeout."""
-    from moto.stepfunctions.parser.asl.component.program import program as program_module
+    from moto.stepfunctions.parser.asl.component.program import (
+        program as program_module,
+    )
     from moto.stepfunctions.parser.asl.component.program.program import Program
 
     parent_eval = Program.__mro__[1].eval
@@ -117,7 +119,9 @@ def _patch_program_timeout(clock: SimClock) -> None:
 
 def _patch_wait_timestamp_utc(clock: SimClock) -> None:
     """AWS reads a Wait Timestamp as UTC ('Z'); moto subtracts a naive local now()."""
-    from moto.stepfunctions.parser.asl.component.state.wait.wait_function import timestamp as ts_module
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function import (
+        timestamp as ts_module,
+    )
 
     def get_wait_seconds(self: Any, env: Any) -> int:
         self.string.eval(env=env)
@@ -155,7 +159,10 @@ def install_stepfunctions_fidelity(on_status_change: Callable[[Any], None]) -> N
     from moto.stepfunctions import responses as sfn_responses
     from moto.stepfunctions.parser.asl.utils import json_path
     from moto.stepfunctions.parser.backend import execution as execution_module
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend, stepfunctions_parser_backends
+    from moto.stepfunctions.parser.models import (
+        StepFunctionsParserBackend,
+        stepfunctions_parser_backends,
+    )
 
     # CloudFormation creates state machines in moto's plain backend, which never executes them.
     sfn_models.stepfunctions_backends = stepfunctions_parser_backends

@@ -81,7 +81,11 @@ class LocalAws:
         from moto.core import DEFAULT_ACCOUNT_ID
         from moto.core.config import default_user_config
         from moto.core.models import botocore_stubber
-        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
         from werkzeug.serving import make_server
 
         if botocore_stubber.enabled:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.follow import follow, run
+from emulator.follow import run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,9 +7,8 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from patterns_common.observability import logger, tracer
-
 from logic import AlertNotFound, parse_alert_config, read_alert_id
+from patterns_common.observability import logger, tracer
 
 table = boto3.resource("dynamodb").Table(os.environ["ALERT_TABLE_NAME"])
 

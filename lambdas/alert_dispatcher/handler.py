@@ -10,9 +10,8 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from boto3.dynamodb.conditions import Attr
-from patterns_common.observability import logger, tracer
-
 from logic import alert_id_of, execution_name, plan_dispatch, scheduled_time
+from patterns_common.observability import logger, tracer
 
 STATE_MACHINE_ARN = os.environ["STATE_MACHINE_ARN"]
 table = boto3.resource("dynamodb").Table(os.environ["ALERT_TABLE_NAME"])

@@ -10,10 +10,13 @@ import os
 from typing import Any
 
 from aws_lambda_powertools.utilities import parameters
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig, idempotent
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from patterns_common.observability import logger, tracer
-
 from slack_webhook import Notification, post_message
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -11,7 +11,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from stacks.common.nag import acknowledge
+from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
 from stacks.common.state_machine import StandardStateMachine
 
@@ -120,21 +120,11 @@ class AlertNotification(Construct):
         dispatcher.function.add_to_role_policy(
             iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions])
         )
-        # cdk-nag names the resource as it renders it: the machine appears by logical id.
-        stack = Stack.of(self)
-        machine_id = stack.get_logical_id(machine.state_machine.node.default_child)
-        # cdk-nag names the finding by the rendered ARN: literal region/account when the stack has
-        # an environment (as under `cdk deploy`), pseudo-parameters otherwise.
-        region = "<AWS::Region>" if Token.is_unresolved(stack.region) else stack.region
-        account = "<AWS::AccountId>" if Token.is_unresolved(stack.account) else stack.account
-        acknowledge(
+        acknowledge_wildcard_resource(
             dispatcher,
-            {
-                f"AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:{region}:"
-                f"{account}:execution:<{machine_id}.Name>:*]": "DescribeExecution on this machine's "
-                "executions only (to read which alert a running execution is for); their names are not known "
-                "in advance.",
-            },
+            executions,
+            "DescribeExecution on this machine's executions only (to read which alert a running "
+            "execution is for); their names are not known in advance.",
         )
         events.Rule(
             self,

@@ -9,8 +9,9 @@ from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from stacks.common.nag import acknowledge
 from constructs import Construct
+
+from stacks.common.nag import acknowledge
 
 LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
 RUNTIME = lambda_.Runtime.PYTHON_3_13

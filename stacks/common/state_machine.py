@@ -10,10 +10,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
-from stacks.common.nag import acknowledge
 from constructs import Construct
 
 from stacks.common.definitions import definition_path, load_definition
+from stacks.common.nag import acknowledge
 
 
 class StandardStateMachine(Construct):

@@ -16,4 +16,7 @@ class JobPollerStack(Stack):
         super().__init__(scope, id_, description="S3-backed job poller state machines", **kwargs)
         pattern = JobPoller(self, "JobPoller", alert_table=alert_table)
         self.state_machines = pattern.state_machines
+        CfnOutput(self, "StateMachineArn", value=pattern.poller.state_machine.state_machine_arn)
         CfnOutput(self, "JobBucketName", value=pattern.bucket.bucket_name)
+        CfnOutput(self, "ExportPollerStateMachineArn", value=pattern.export_poller.state_machine.state_machine_arn)
+        CfnOutput(self, "CallbackStateMachineArn", value=pattern.callback.state_machine.state_machine_arn)

@@ -8,7 +8,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from stacks.common.nag import acknowledge
+from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
 from stacks.common.state_machine import StandardStateMachine
 
@@ -145,6 +145,12 @@ class MapRetry(Construct):
         A separate policy: the machine resource depends on its role's default policy, so a
         statement naming the machine itself must live outside it (as CDK's own DistributedMap does).
         """
+        child_executions = Stack.of(self).format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{machine.state_machine_name}/{CHUNK_MAP_LABEL}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         policy = iam.Policy(
             self,
             "DistributedMapPolicy",
@@ -153,14 +159,7 @@ class MapRetry(Construct):
                 iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine.state_machine_arn]),
                 iam.PolicyStatement(
                     actions=["states:DescribeExecution", "states:StopExecution", "states:RedriveExecution"],
-                    resources=[
-                        Stack.of(self).format_arn(
-                            service="states",
-                            resource="execution",
-                            resource_name=f"{machine.state_machine_name}/{CHUNK_MAP_LABEL}:*",
-                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                        )
-                    ],
+                    resources=[child_executions],
                 ),
             ],
         )
@@ -170,8 +169,10 @@ class MapRetry(Construct):
             {
                 "AwsSolutions::AwsSolutions-IAM5[Resource::<ItemsBucket.Arn>/runs/*]": "The ItemReader reads "
                 "each pass's manifest: " + PREFIX_REASONS[RUNS],
-                "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
-                "<AWS::AccountId>:execution:<MapRetryMachineStateMachine904D4C50.Name>/ItemChunks:*]": "Child "
-                "executions of the Distributed Map get generated names under this machine's map-run label.",
             },
+        )
+        acknowledge_wildcard_resource(
+            policy,
+            child_executions,
+            "Child executions of the Distributed Map get generated names under this machine's map-run label.",
         )

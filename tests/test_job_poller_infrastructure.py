@@ -1,0 +1,425 @@
+"""JobPollerStack template: outputs, the job bucket, least-privilege IAM, and the three definitions."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from patterns_common.job_demo import MAX_DURATION_SECONDS
+
+from stacks.common.definitions import definition_path
+from tests.lambda_loader import load_lambda_module
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LAMBDA_SERVICE_ERRORS = {
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+}
+MACHINES = ("job_poller", "export_poller", "callback_job")
+# Title-case words, optionally ending in "?" for a Choice: "Wait Before Next Poll", "Job Complete?"
+SENTENCE = re.compile(r"^[A-Z][a-z]*( [A-Z][a-z]*)*\??$")
+
+
+def listed(value: Any) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def as_set(*resources: Any) -> list[str]:
+    """IAM resources in a comparable form: the minimizePolicies flag merges and reorders them."""
+    return sorted(json.dumps(resource, sort_keys=True) for resource in resources)
+
+
+@dataclass(frozen=True)
+class Synthesized:
+    template: dict[str, Any]
+    resources: dict[str, dict]
+
+    def of_type(self, resource_type: str) -> dict[str, dict]:
+        return {k: v for k, v in self.resources.items() if v["Type"] == resource_type}
+
+    def logical_id(self, resource_type: str, prefix: str) -> str:
+        [found] = [k for k in self.of_type(resource_type) if k.startswith(prefix)]
+        return found
+
+    def statements(self, role_prefix: str) -> list[dict]:
+        """Every statement of every policy attached to the role whose logical id starts with role_prefix."""
+        role = self.logical_id("AWS::IAM::Role", role_prefix)
+        return [
+            statement
+            for policy in self.of_type("AWS::IAM::Policy").values()
+            if {"Ref": role} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        ]
+
+    def grants(self, role_prefix: str) -> dict[str, list[str]]:
+        """action -> resources (as sorted JSON, since minimizePolicies reorders them) for the role,
+        leaving out the logs/X-Ray plumbing every role has."""
+        result: dict[str, list] = {}
+        for statement in self.statements(role_prefix):
+            actions, resources = listed(statement["Action"]), listed(statement["Resource"])
+            if any(a.startswith(("logs:", "xray:")) for a in actions):
+                continue
+            for action in actions:
+                result.setdefault(action, []).extend(resources)
+        return {action: as_set(*found) for action, found in result.items()}
+
+    def machine(self, prefix: str) -> dict:
+        return self.resources[self.logical_id("AWS::StepFunctions::StateMachine", prefix)]["Properties"]
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory) -> Synthesized:
+    """JobPollerStack alone (plus a table stack, as the app passes the alert table across stacks)."""
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    from aws_cdk import App, Environment, RemovalPolicy, Stack, Validations
+    from aws_cdk import aws_dynamodb as dynamodb
+    from aws_cdk.assertions import Template
+    from cdk_nag import AwsSolutionsChecks
+
+    from stacks.job_poller.stack import JobPollerStack
+
+    # Same context (feature flags such as minimizePolicies) and a concrete environment, as `cdk deploy`
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    app = App(outdir=str(tmp_path_factory.mktemp("cdk.out")), context=context)
+    env = Environment(account="123456789012", region="us-east-1")
+    tables = Stack(app, "AlertTables", env=env)
+    table = dynamodb.Table(
+        tables,
+        "AlertTable",
+        partition_key=dynamodb.Attribute(name="alert_id", type=dynamodb.AttributeType.STRING),
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    table.node.default_child.override_logical_id("AlertTable")
+    stack = JobPollerStack(app, "JobPollerStack", alert_table=table, env=env)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises on any unacknowledged cdk-nag finding
+    template = Template.from_stack(stack).to_json()
+    assert len(stack.state_machines) == 3
+    return Synthesized(template=template, resources=template["Resources"])
+
+
+def asl(machine: str) -> dict:
+    return json.loads(definition_path(machine).read_text())
+
+
+def tasks(definition: dict) -> dict[str, dict]:
+    return {name: state for name, state in definition["States"].items() if state["Type"] == "Task"}
+
+
+def test_stack_publishes_the_four_interface_outputs(synthesized):
+    assert set(synthesized.template["Outputs"]) >= {
+        "StateMachineArn",
+        "JobBucketName",
+        "ExportPollerStateMachineArn",
+        "CallbackStateMachineArn",
+    }
+
+
+def test_outputs_point_at_the_matching_machines(synthesized):
+    outputs = synthesized.template["Outputs"]
+    for output, prefix in [
+        ("StateMachineArn", "JobPollerJobPollerMachine"),
+        ("ExportPollerStateMachineArn", "JobPollerExportPollerMachine"),
+        ("CallbackStateMachineArn", "JobPollerCallbackMachine"),
+    ]:
+        machine = synthesized.logical_id("AWS::StepFunctions::StateMachine", prefix)
+        assert outputs[output]["Value"] == {"Ref": machine}
+    assert outputs["JobBucketName"]["Value"] == {"Ref": "JobBucket"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The job bucket
+# ---------------------------------------------------------------------------------------------
+
+
+def test_job_bucket_is_encrypted_private_and_retained(synthesized):
+    bucket = synthesized.resources["JobBucket"]
+    props = bucket["Properties"]
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
+        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+    ]
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert bucket["DeletionPolicy"] == "Retain"
+
+
+def test_job_bucket_refuses_requests_without_tls(synthesized):
+    [policy] = synthesized.of_type("AWS::S3::BucketPolicy").values()
+    assert policy["Properties"]["Bucket"] == {"Ref": "JobBucket"}
+    [deny] = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert deny["Action"] == "s3:*"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_job_data_expires_by_lifecycle_rule(synthesized):
+    [rule] = synthesized.resources["JobBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert rule["Prefix"] == "jobs/"
+    assert rule["ExpirationInDays"] == 7
+    assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
+    assert rule["Status"] == "Enabled"
+
+
+# ---------------------------------------------------------------------------------------------
+# IAM: each role holds exactly what its code calls
+# ---------------------------------------------------------------------------------------------
+
+
+def job_objects(*names: str) -> list[dict]:
+    return [{"Fn::Join": ["", [{"Fn::GetAtt": ["JobBucket", "Arn"]}, f"/jobs/*/{name}"]]} for name in names]
+
+
+def function_arn(synthesized: Synthesized, prefix: str) -> dict:
+    return {"Fn::GetAtt": [synthesized.logical_id("AWS::Lambda::Function", prefix), "Arn"]}
+
+
+def test_run_job_writes_only_context_json_and_invokes_only_the_runner(synthesized):
+    assert synthesized.grants("JobPollerRunJob") == {
+        "s3:PutObject": as_set(*job_objects("context.json")),
+        "lambda:InvokeFunction": as_set(function_arn(synthesized, "JobPollerJobRunner")),
+    }
+
+
+def test_runner_writes_only_status_and_result(synthesized):
+    assert synthesized.grants("JobPollerJobRunner") == {
+        "s3:PutObject": as_set(*job_objects("status.txt", "result.json"))
+    }
+
+
+def test_get_job_status_reads_the_job_objects_and_may_list_so_missing_is_404(synthesized):
+    assert synthesized.grants("JobPollerGetJobStatus") == {
+        "s3:GetObject": as_set(*job_objects("context.json", "status.txt", "result.json")),
+        "s3:ListBucket": as_set({"Fn::GetAtt": ["JobBucket", "Arn"]}),
+    }
+
+
+def test_validate_job_input_has_no_grants(synthesized):
+    assert synthesized.grants("JobPollerValidateJobInput") == {}
+
+
+def test_poller_machine_invokes_exactly_its_three_functions(synthesized):
+    assert synthesized.grants("JobPollerJobPollerMachine") == {
+        "lambda:InvokeFunction": as_set(
+            *(
+                function_arn(synthesized, f)
+                for f in ("JobPollerValidateJobInput", "JobPollerRunJob", "JobPollerGetJobStatus")
+            )
+        )
+    }
+
+
+def test_export_machine_is_scoped_to_the_alert_table_and_the_export_prefix(synthesized):
+    table_arn = {"Fn::ImportValue": "AlertTables:ExportsOutputFnGetAttAlertTableArn9009C240"}
+    export_objects = as_set({"Fn::Join": ["", [{"Fn::GetAtt": ["JobBucket", "Arn"]}, "/jobs/*/export/*"]]})
+    assert synthesized.grants("JobPollerExportPollerMachine") == {
+        "dynamodb:ExportTableToPointInTime": as_set(table_arn),
+        "dynamodb:DescribeExport": as_set({"Fn::Join": ["", [table_arn, "/export/*"]]}),
+        "s3:PutObject": export_objects,
+        "s3:AbortMultipartUpload": export_objects,
+        "s3:PutObjectAcl": export_objects,
+    }
+
+
+def test_callback_runner_may_report_only_to_the_callback_machine(synthesized):
+    logical_id = synthesized.logical_id("AWS::StepFunctions::StateMachine", "JobPollerCallbackMachine")
+    machine = as_set({"Ref": logical_id})
+    assert synthesized.grants("JobPollerCallbackJobRunner") == {
+        "states:SendTaskSuccess": machine,
+        "states:SendTaskFailure": machine,
+        "states:SendTaskHeartbeat": machine,
+    }
+    assert synthesized.grants("JobPollerCallbackMachine") == {
+        "lambda:InvokeFunction": as_set(
+            *(function_arn(synthesized, f) for f in ("JobPollerValidateJobInput", "JobPollerCallbackJobRunner"))
+        )
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Functions
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("runner", ["JobPollerJobRunner", "JobPollerCallbackJobRunner"])
+def test_runners_can_hold_the_longest_demo_job_and_are_never_retried(synthesized, runner):
+    function = synthesized.logical_id("AWS::Lambda::Function", runner)
+    timeout = synthesized.resources[function]["Properties"]["Timeout"]
+    # Then: Lambda's maximum, with room to report after the longest job
+    assert timeout == 900 and MAX_DURATION_SECONDS < timeout
+    [config] = [
+        c["Properties"]
+        for c in synthesized.of_type("AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == {"Ref": function}
+    ]
+    assert config["MaximumRetryAttempts"] == 0
+
+
+def test_functions_know_the_bucket_and_run_job_knows_the_runner(synthesized):
+    def environment(prefix: str) -> dict:
+        logical_id = synthesized.logical_id("AWS::Lambda::Function", prefix)
+        return synthesized.resources[logical_id]["Properties"]["Environment"]["Variables"]
+
+    for prefix in ("JobPollerRunJob", "JobPollerGetJobStatus", "JobPollerJobRunner"):
+        assert environment(prefix)["JOB_BUCKET_NAME"] == {"Ref": "JobBucket"}
+    assert environment("JobPollerRunJob")["JOB_RUNNER_FUNCTION_NAME"] == {
+        "Ref": synthesized.logical_id("AWS::Lambda::Function", "JobPollerJobRunner")
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Definitions
+# ---------------------------------------------------------------------------------------------
+
+
+def placeholders_in(machine_props: dict) -> dict[str, Any]:
+    """The deploy-time values spliced into an inline DefinitionString, keyed by what precedes them."""
+    parts = machine_props["DefinitionString"]["Fn::Join"][1]
+    return {json.dumps(part): part for part in parts if isinstance(part, dict)}
+
+
+@pytest.mark.parametrize(
+    "prefix, functions",
+    [
+        ("JobPollerJobPollerMachine", ["JobPollerValidateJobInput", "JobPollerRunJob", "JobPollerGetJobStatus"]),
+        ("JobPollerCallbackMachine", ["JobPollerValidateJobInput", "JobPollerCallbackJobRunner"]),
+        ("JobPollerExportPollerMachine", []),
+    ],
+)
+def test_each_deployed_definition_names_its_own_functions(synthesized, prefix, functions):
+    spliced = placeholders_in(synthesized.machine(prefix)).values()
+    named = {p["Fn::GetAtt"][0] for p in spliced if "Fn::GetAtt" in p and p["Fn::GetAtt"][1] == "Arn"}
+    named_functions = {n for n in named if n in synthesized.of_type("AWS::Lambda::Function")}
+    assert named_functions == {synthesized.logical_id("AWS::Lambda::Function", f) for f in functions}
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_state_names_read_as_sentences(machine):
+    for name in asl(machine)["States"]:
+        assert SENTENCE.match(name), name
+
+
+FUNCTION_OF_PLACEHOLDER = {
+    "${ValidateJobInputFunctionArn}": "JobPollerValidateJobInput",
+    "${RunJobFunctionArn}": "JobPollerRunJob",
+    "${GetJobStatusFunctionArn}": "JobPollerGetJobStatus",
+    "${CallbackRunnerFunctionArn}": "JobPollerCallbackJobRunner",
+}
+
+
+@pytest.mark.parametrize("machine", ["job_poller", "callback_job"])
+def test_lambda_tasks_retry_service_errors_and_time_out_after_their_function(synthesized, machine):
+    for name, task in tasks(asl(machine)).items():
+        assert task["Resource"].startswith("arn:aws:states:::lambda:invoke"), name
+        retried = {error for retry in task["Retry"] for error in retry["ErrorEquals"]}
+        assert retried >= LAMBDA_SERVICE_ERRORS, name
+        if "TimeoutSeconds" in task:
+            function = FUNCTION_OF_PLACEHOLDER[task["Parameters"]["FunctionName"]]
+            logical_id = synthesized.logical_id("AWS::Lambda::Function", function)
+            assert task["TimeoutSeconds"] > synthesized.resources[logical_id]["Properties"]["Timeout"], name
+        else:
+            assert task["TimeoutSecondsPath"] == "$.timeout_seconds", name
+
+
+def test_export_tasks_use_sdk_integrations_with_timeouts_and_retries():
+    definition = asl("export_poller")
+    assert {task["Resource"] for task in tasks(definition).values()} == {
+        "arn:aws:states:::aws-sdk:dynamodb:exportTableToPointInTime",
+        "arn:aws:states:::aws-sdk:dynamodb:describeExport",
+    }
+    for name, task in tasks(definition).items():
+        assert task["TimeoutSeconds"] > 0 and task["Retry"], name
+
+
+def test_poller_loops_get_status_choice_wait_and_ends_in_the_named_errors():
+    states = asl("job_poller")["States"]
+    assert states["Wait For Job To Start"]["SecondsPath"] == "$.initial_wait_seconds"
+    assert states["Wait Before Next Poll"] == {
+        "Type": "Wait",
+        "SecondsPath": "$.poll_interval_seconds",
+        "Next": "Get Job Status",
+    }
+    assert states["Get Job Status"]["Next"] == "Job Complete?"
+    assert states["Job Complete?"]["Default"] == "Wait Before Next Poll"
+    assert states["Job Failed"] == {
+        "Type": "Fail",
+        "Error": "JobFailed",
+        "CausePath": "$.job_status.error_message",
+    }
+    caught = {error for state in tasks(asl("job_poller")).values() for c in state.get("Catch", [])
+              for error in c["ErrorEquals"]}
+    assert caught == {"InvalidJobInput", "JobTimeout"}
+    assert states["Run Job"]["Parameters"]["Payload"]["context.$"] == "$$"
+
+
+@pytest.mark.parametrize("machine, polls", [("job_poller", True), ("export_poller", True), ("callback_job", False)])
+def test_machine_timeout_is_only_a_backstop_behind_the_per_execution_timeout(machine, polls):
+    validation = load_lambda_module("job_validate_input", "logic")
+    # A poller notices the timeout at most one poll interval late; the callback task times out on time.
+    latest_end = validation.MAX_TIMEOUT_SECONDS + (validation.MAX_POLL_INTERVAL_SECONDS if polls else 0)
+    assert asl(machine)["TimeoutSeconds"] > latest_end
+
+
+def test_callback_task_waits_for_the_token_with_heartbeat_and_timeout_mapped_to_job_timeout():
+    states = asl("callback_job")["States"]
+    task = states["Run Job And Wait For Callback"]
+    assert task["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+    assert task["Parameters"]["InvocationType"] == "Event"
+    assert task["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
+    heartbeat = task["HeartbeatSeconds"]
+    # The runner heartbeats at least three times per HeartbeatSeconds window
+    assert task["Parameters"]["Payload"]["heartbeat_interval_seconds"] * 3 <= heartbeat
+    # The input guard keeps the per-execution timeout above HeartbeatSeconds
+    assert states["Timeout Longer Than Heartbeat?"]["Choices"][0]["NumericLessThanEquals"] == heartbeat
+    targets = {error: c["Next"] for c in task["Catch"] for error in c["ErrorEquals"]}
+    assert set(targets) == {"States.HeartbeatTimeout", "States.Timeout"}
+    assert {states[target]["Error"] for target in targets.values()} == {"JobTimeout"}
+    # No Wait states: the callback costs no polling transitions
+    assert not [s for s in states.values() if s["Type"] == "Wait"]
+
+
+def test_export_input_bounds_match_validate_job_input():
+    validation = load_lambda_module("job_validate_input", "logic")
+    choices = asl("export_poller")["States"]["Export Settings Valid?"]["Choices"]
+    bounds = {
+        (rule["Variable"], op): rule[op]
+        for choice in choices
+        for rule in choice.get("Or", [])
+        for op in ("NumericLessThan", "NumericGreaterThan")
+        if op in rule
+    }
+    assert bounds == {
+        ("$.timeout_seconds", "NumericLessThan"): 1,
+        ("$.timeout_seconds", "NumericGreaterThan"): validation.MAX_TIMEOUT_SECONDS,
+        ("$.initial_wait_seconds", "NumericLessThan"): 0,
+        ("$.poll_interval_seconds", "NumericLessThan"): 1,
+        ("$.poll_interval_seconds", "NumericGreaterThan"): validation.MAX_POLL_INTERVAL_SECONDS,
+    }
+
+
+def test_export_loop_counts_waited_seconds_and_times_out_at_the_limit():
+    states = asl("export_poller")["States"]
+    choice = states["Export Complete?"]
+    assert [c.get("StringEquals") for c in choice["Choices"][:2]] == ["COMPLETED", "FAILED"]
+    assert choice["Choices"][2] == {
+        "Variable": "$.progress.waited_seconds",
+        "NumericGreaterThanEqualsPath": "$.timeout_seconds",
+        "Next": "Export Timed Out",
+    }
+    assert choice["Default"] == "Count Waited Seconds"
+    assert states["Count Waited Seconds"]["Next"] == "Wait Before Next Check"
+    assert states["Wait Before Next Check"]["Next"] == "Describe Export"
+    assert {states[n]["Error"] for n in ("Export Failed", "Export Timed Out")} == {"JobFailed", "JobTimeout"}
