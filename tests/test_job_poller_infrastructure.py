@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from patterns_common.job_demo import MAX_DURATION_SECONDS
 
+from patterns_common.job_demo import MAX_DURATION_SECONDS
 from stacks.common.definitions import definition_path
 from tests.lambda_loader import load_lambda_module
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import boto3
 import pytest
 from moto import mock_aws
+
 from patterns_common.job_demo import (
     MAX_DURATION_SECONDS,
     DemoJob,
@@ -26,7 +27,6 @@ from patterns_common.job_protocol import (
     parse_status,
     result_json,
 )
-
 from tests.lambda_loader import load_lambda_module
 
 EXECUTION_ARN = "arn:aws:states:us-east-1:123456789012:execution:JobPoller:demo-1"

@@ -10,10 +10,10 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+
 from patterns_common import map_retry as mr
 from patterns_common.items_demo import ItemProcessingFailed, process_item
 from patterns_common.map_retry import InvalidItems, LedgerMismatch, Options, RunPaths
-
 from tests.lambda_loader import load_lambda_module
 
 BUCKET = "map-retry-items"

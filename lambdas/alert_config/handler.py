@@ -8,6 +8,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from logic import AlertNotFound, parse_alert_config, read_alert_id
+
 from patterns_common.observability import logger, tracer
 
 table = boto3.resource("dynamodb").Table(os.environ["ALERT_TABLE_NAME"])

@@ -11,6 +11,7 @@ import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from boto3.dynamodb.conditions import Attr
 from logic import alert_id_of, execution_name, plan_dispatch, scheduled_time
+
 from patterns_common.observability import logger, tracer
 
 STATE_MACHINE_ARN = os.environ["STATE_MACHINE_ARN"]

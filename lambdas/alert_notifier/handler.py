@@ -16,8 +16,9 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from patterns_common.observability import logger, tracer
 from slack_webhook import Notification, post_message
+
+from patterns_common.observability import logger, tracer
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from patterns_common.job_demo import DemoJob, InvalidDemoJob, work_slices
 from patterns_common.observability import logger, tracer
 

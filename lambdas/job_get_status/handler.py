@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from logic import job_report
+
 from patterns_common.job_protocol import JobContext, JobKeys
 from patterns_common.observability import logger, tracer
 

@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from logic import plan_job_start
+
 from patterns_common.observability import logger, tracer
 
 JOB_BUCKET_NAME = os.environ["JOB_BUCKET_NAME"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from patterns_common.job_demo import DemoJob, InvalidDemoJob
 from patterns_common.job_protocol import JobKeys, JobStatus, result_json
 from patterns_common.observability import logger, tracer

@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from logic import normalize_job_input
+
 from patterns_common.observability import logger, tracer
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from patterns_common.items_demo import process_item
 from patterns_common.map_retry import process_chunk
 from patterns_common.map_retry_store import RunStore

@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from patterns_common.map_retry import (
     LedgerMismatch,
     Options,

@@ -7,6 +7,7 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from patterns_common.map_retry import (
     S3_MAX_BYTES,
     S3_MAX_ITEMS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from patterns_common.map_retry import start_inline
 from patterns_common.observability import logger, tracer
 
