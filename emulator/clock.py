@@ -132,6 +132,9 @@ class SimClock:
             with self.idle():
                 return threading.Event.wait(event) if event is not None else True
         sleeper = _Sleeper(self.now() + max(0.0, timeout), next(self._seq), threading.Event())
+        # The engine pulses events (set() then clear() at once) to interrupt waits: a set() that
+        # happened during this wait counts even if the flag is already down again.
+        generation = event.generation if isinstance(event, SimEvent) else 0
         if isinstance(event, SimEvent):
             event._waiters.add(sleeper.event)
         with self._lock:
@@ -140,7 +143,7 @@ class SimClock:
         try:
             with self.idle():
                 while True:
-                    if event is not None and event.is_set():
+                    if event is not None and (event.is_set() or getattr(event, "generation", 0) != generation):
                         return True
                     remaining = sleeper.wake_at - self.now()
                     if remaining <= 0:
@@ -201,8 +204,10 @@ class SimEvent(threading.Event):
     def __init__(self) -> None:
         super().__init__()
         self._waiters: set[threading.Event] = set()
+        self.generation = 0
 
     def set(self) -> None:
+        self.generation += 1
         super().set()
         for waiter in list(self._waiters):
             waiter.set()
@@ -212,3 +217,33 @@ class SimEvent(threading.Event):
         if clock is None:
             return super().wait(timeout)
         return clock.wait(self, timeout)
+
+
+class SimThread(threading.Thread):
+    """An engine thread: counted as busy from ``start()`` until it ends, except while it waits."""
+
+    clock: SimClock | None = None
+
+    def start(self) -> None:
+        clock = SimThread.clock
+        self._reservation = clock.reserve() if clock is not None else None
+        super().start()
+
+    def run(self) -> None:
+        if self._reservation is None:
+            return super().run()
+        with self._reservation.adopt():
+            return super().run()
+
+
+class SimCondition(threading.Condition):
+    """A condition whose waiters do not count as busy (they wait for another thread's work)."""
+
+    clock: SimClock | None = None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        clock = SimCondition.clock
+        if clock is None:
+            return super().wait(timeout)
+        with clock.idle():
+            return super().wait(timeout)

@@ -36,9 +36,11 @@ def _millis(value: Any) -> int | None:
     return int(float(value) * 1000)
 
 
-def status_change_event(execution: Any, now: float) -> dict:
-    """The event AWS sends for ``execution`` (a moto parser Execution) in its current status."""
-    status = execution.exec_status.value if hasattr(execution.exec_status, "value") else str(execution.exec_status)
+def status_change_event(execution: Any, now: float, status: str | None = None) -> dict:
+    """The event AWS sends for ``execution`` (a moto parser Execution) in ``status`` (default: current)."""
+    if status is None:
+        status = execution.exec_status.value if hasattr(execution.exec_status, "value") else str(execution.exec_status)
+    ended = status != "RUNNING"
     account, region = execution.account_id, execution.region_name
     output = None
     if status == "SUCCEEDED":
@@ -58,13 +60,13 @@ def status_change_event(execution: Any, now: float) -> dict:
             "name": execution.name,
             "status": status,
             "startDate": _millis(execution.start_date),
-            "stopDate": _millis(execution.stop_date) if status != "RUNNING" else None,
+            "stopDate": _millis(execution.stop_date) if ended else None,
             "input": json.dumps(execution.input_data, separators=(",", ":")),
             "output": output,
             "inputDetails": {"included": True},
             "outputDetails": {"included": True} if output is not None else None,
-            "error": execution.error,
-            "cause": execution.cause,
+            "error": execution.error if ended else None,
+            "cause": execution.cause if ended else None,
         },
     }
 
@@ -146,8 +148,9 @@ class EventRouter:
             threading.Thread(target=self._run_schedules, name="schedules", daemon=True).start()
 
     # -- status changes -------------------------------------------------------------------------
-    def on_execution_status(self, execution: Any) -> None:
-        self.put(status_change_event(execution, self.clock.now()), account_id=execution.account_id, region=execution.region_name)
+    def on_execution_status(self, execution: Any, status: str | None = None) -> None:
+        event = status_change_event(execution, self.clock.now(), status)
+        self.put(event, account_id=execution.account_id, region=execution.region_name)
 
     # -- delivery -------------------------------------------------------------------------------
     def _backend(self, account_id: str | None = None, region: str | None = None) -> Any:

@@ -17,7 +17,7 @@ import types
 import uuid
 from typing import Any, Callable
 
-from emulator.clock import SimClock, SimEvent
+from emulator.clock import SimClock, SimCondition, SimEvent, SimThread
 
 MOTO_VERSION = "5.2.5"
 
@@ -57,11 +57,13 @@ def install_engine_clock(clock: SimClock) -> None:
     """
     import moto.stepfunctions.parser as parser_pkg
 
-    SimEvent.clock = clock
+    SimEvent.clock = SimThread.clock = SimCondition.clock = clock
     sim_datetime = _sim_datetime_class(clock)
     time_shim = _ClockModule(_time, time=clock.now, sleep=clock.sleep)
     datetime_shim = _ClockModule(_datetime, datetime=sim_datetime)
-    threading_shim = _ClockModule(threading, Event=SimEvent)
+    # Engine threads hold a busy token while they run, so the clock never jumps past work in
+    # progress; waiting on events, conditions, the clock or an HTTP answer gives it back.
+    threading_shim = _ClockModule(threading, Event=SimEvent, Thread=SimThread, Condition=SimCondition)
     modules = [importlib.import_module("moto.stepfunctions.models"), importlib.import_module("moto.stepfunctions.responses")]
     for info in pkgutil.walk_packages(parser_pkg.__path__, parser_pkg.__name__ + "."):
         if ".antlr." in info.name or info.name.endswith(".antlr"):
@@ -82,8 +84,11 @@ def install_engine_clock(clock: SimClock) -> None:
                 setattr(module, name, threading_shim)
             elif value is threading.Event:
                 setattr(module, name, SimEvent)
+            elif value is threading.Thread:
+                setattr(module, name, SimThread)
 
     _patch_program_timeout(clock)
+    _patch_http_waits_idle(clock)
     _patch_wait_timestamp_utc(clock)
     _patch_progress_reports(clock)
 
@@ -108,13 +113,26 @@ def _patch_program_timeout(clock: SimClock) -> None:
             finally:
                 finished.set()
 
-        worker = threading.Thread(target=run, daemon=True)
+        worker = SimThread(target=run, daemon=True)
         program_module.TMP_THREADS.append(worker)
         worker.start()
         if not clock.wait(finished, timeout):
             env.set_timed_out()
 
     Program.eval = eval_
+
+
+def _patch_http_waits_idle(clock: SimClock) -> None:
+    """An engine thread calling a service over HTTP waits; the request thread serving it is busy."""
+    from botocore.endpoint import Endpoint
+
+    original_send = Endpoint._send
+
+    def send(self: Any, request: Any) -> Any:
+        with clock.idle():
+            return original_send(self, request)
+
+    Endpoint._send = send
 
 
 def _patch_wait_timestamp_utc(clock: SimClock) -> None:
@@ -154,9 +172,10 @@ def _patch_progress_reports(clock: SimClock) -> None:
 # ------------------------------------------------------------------------------------------------
 # Step Functions fidelity
 # ------------------------------------------------------------------------------------------------
-def install_stepfunctions_fidelity(on_status_change: Callable[[Any], None]) -> None:
+def install_stepfunctions_fidelity(on_status_change: Callable[..., None]) -> None:
     from moto.stepfunctions import models as sfn_models
     from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
     from moto.stepfunctions.parser.asl.utils import json_path
     from moto.stepfunctions.parser.backend import execution as execution_module
     from moto.stepfunctions.parser.models import (
@@ -216,12 +235,30 @@ def install_stepfunctions_fidelity(on_status_change: Callable[[Any], None]) -> N
 
     sfn_responses.StepFunctionResponse.describe_execution = describe_execution
 
+    # AWS: StopExecution's error and cause are the aborted execution's error and cause; moto
+    # stops every execution with empty ones.
+    def stop_execution(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        execution = self.stepfunction_backend.describe_execution(arn)
+        if execution.status == "RUNNING":
+            execution.stop(
+                stop_date=_datetime.datetime.now(_datetime.timezone.utc),
+                error=self._get_param("error"),
+                cause=self._get_param("cause"),
+            )
+        return sfn_responses.ActionResult({"stopDate": execution.stop_date or _datetime.datetime.now(_datetime.timezone.utc)})
+
+    sfn_responses.StepFunctionResponse.stop_execution = stop_execution
+
     # AWS emits "Step Functions Execution Status Change" events on start and on every end.
     comm = execution_module.BaseExecutionWorkerCommunication
     original_terminated = comm.terminated
 
     def terminated(self: Any) -> None:
         original_terminated(self)
+        state = self.execution.exec_worker.env.program_state()
+        if isinstance(state, ProgramStopped):
+            self.execution.error, self.execution.cause = state.error, state.cause
         on_status_change(self.execution)
 
     comm.terminated = terminated
@@ -229,7 +266,8 @@ def install_stepfunctions_fidelity(on_status_change: Callable[[Any], None]) -> N
 
     def exec_start(self: Any) -> None:
         original_exec_start(self)
-        on_status_change(self)
+        # A short machine may already have ended: this event reports the start, whatever happened since.
+        on_status_change(self, "RUNNING")
 
     execution_module.Execution.start = exec_start
 

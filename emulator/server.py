@@ -38,9 +38,9 @@ class _Current:
             raise RuntimeError("No LocalAws is running in this process")
         return self.runtime.invoke(fn, payload, asynchronous)
 
-    def status_changed(self, execution: Any) -> None:
+    def status_changed(self, execution: Any, status: str | None = None) -> None:
         if self.router is not None:
-            self.router.on_execution_status(execution)
+            self.router.on_execution_status(execution, status)
 
 
 _current = _Current()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.follow import run
+from emulator.follow import follow, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -190,6 +190,38 @@ def test_machine_timeout_is_enforced_in_simulated_time(aws, role_arn):
     assert result.status == "TIMED_OUT"
     assert 60 <= result.simulated_seconds < 65
     assert result.wall_seconds < 15
+    # The interrupted Wait leaves nothing behind on the clock (it would make time jump later).
+    _assert_no_wakeup_after(aws, result.start.timestamp() + 600)
+
+
+def test_stopping_an_execution_interrupts_its_wait(aws, role_arn):
+    # Given: an execution waiting for a day
+    definition = {"StartAt": "Wait A Day", "TimeoutSeconds": 172800, "States": {"Wait A Day": {"Type": "Wait", "Seconds": 86400, "End": True}}}
+    sfn = aws.client("stepfunctions")
+    execution = sfn.start_execution(stateMachineArn=_machine(aws, role_arn, definition))["executionArn"]
+    _wait_for_event(sfn, execution, "WaitStateEntered")
+    # When
+    sfn.stop_execution(executionArn=execution, error="Operator", cause="no longer needed")
+    # Then: ABORTED with the stop's error and cause, and no wake-up left for the day-long wait
+    result = follow(aws, execution)
+    assert (result.status, result.error, result.cause) == ("ABORTED", "Operator", "no longer needed")
+    _assert_no_wakeup_after(aws, result.start.timestamp() + 3600)
+
+
+def _wait_for_event(sfn, execution_arn: str, event_type: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(e["type"] == event_type for e in sfn.get_execution_history(executionArn=execution_arn)["events"]):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{execution_arn} never reached {event_type}")
+
+
+def _assert_no_wakeup_after(aws, instant: float, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while any(w > instant for w in aws.clock.pending_wakeups()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not [w for w in aws.clock.pending_wakeups() if w > instant]
 
 
 def test_wait_timestamp_is_read_as_utc_whatever_the_local_timezone(aws, role_arn, monkeypatch):
