@@ -144,8 +144,16 @@ class EventRouter:
         self._schedule_next: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        if auto_schedules:  # off by default: tests and demos fire schedules when they mean to
-            threading.Thread(target=self._run_schedules, name="schedules", daemon=True).start()
+        # Which scheduled rules fire on the simulated clock: all (None) or the names given. Off by
+        # default: tests and the demo fire schedules when they mean to.
+        self._clock_rules: set[str] | None = None if auto_schedules else set()
+        threading.Thread(target=self._run_schedules, name="schedules", daemon=True).start()
+
+    def fire_on_clock(self, rule_names: set[str] | None) -> None:
+        """Let these scheduled rules (None: every one) fire as simulated time passes their period."""
+        with self._lock:
+            self._clock_rules = None if rule_names is None else set(rule_names)
+            self._schedule_next.clear()
 
     # -- status changes -------------------------------------------------------------------------
     def on_execution_status(self, execution: Any, status: str | None = None) -> None:
@@ -263,15 +271,18 @@ class EventRouter:
             now = self.clock.now()
             for rule in rules:
                 period = _period(rule.scheduled_expression)
-                if period is None or rule.state != "ENABLED":
+                enabled = self._clock_rules is None or rule.name in self._clock_rules
+                if period is None or rule.state != "ENABLED" or not enabled:
                     continue
                 with self._lock:
                     due = self._schedule_next.setdefault(rule.arn, now + period)
-                    if now < due:
-                        continue
-                    self._schedule_next[rule.arn] = due + period * max(1, int((now - due) // period) + 1)
-                with self.clock.busy():
-                    self.fire_schedule(rule.name)
+                    missed = 0
+                    while due <= now and missed < 100:  # one firing per period the clock passed
+                        due, missed = due + period, missed + 1
+                    self._schedule_next[rule.arn] = due
+                for _ in range(missed):
+                    with self.clock.busy():
+                        self.fire_schedule(rule.name)
 
     def stop(self) -> None:
         self._stop.set()

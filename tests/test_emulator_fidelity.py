@@ -338,6 +338,26 @@ def test_scheduled_rule_fires_on_demand_with_a_scheduled_event(deployment, aws):
     assert event["resources"] == [f"arn:aws:events:us-east-1:123456789012:rule/{rule}"]
 
 
+def test_scheduled_rule_fires_as_simulated_time_passes_its_rate(aws):
+    # Given: a rate(1 hour) rule whose schedule follows the simulated clock
+    queue_url, queue_arn = _queue(aws)
+    events = aws.client("events")
+    rule = _unique("hourly")
+    events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
+    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    aws.router.fire_on_clock({rule})
+    try:
+        time.sleep(0.2)  # the scheduler notes the rule's first due time
+        # When: three and a half hours pass
+        aws.clock.advance(3.5 * 3600)
+        bodies = _receive(aws, queue_url, expected=3)
+    finally:
+        aws.router.fire_on_clock(set())
+    # Then: it fired once per hour that passed, each a Scheduled Event
+    assert len(bodies) == 3
+    assert {json.loads(b)["detail-type"] for b in bodies} == {"Scheduled Event"}
+
+
 # -- Deployment ----------------------------------------------------------------------------------
 def test_every_stack_deployed_with_outputs_and_fully_resolved_machines(deployment):
     cfn = deployment.client("cloudformation")
