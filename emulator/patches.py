@@ -270,6 +270,44 @@ def install_stepfunctions_fidelity(on_status_change: Callable[..., None]) -> Non
         on_status_change(self, "RUNNING")
 
     execution_module.Execution.start = exec_start
+    _patch_history_limit()
+
+
+# AWS: "The execution reached the maximum number of history events (25000)." ends it FAILED with
+# States.Runtime; that failure is event 25,000.
+HISTORY_EVENT_LIMIT = 25_000
+HISTORY_LIMIT_CAUSE = f"The execution reached the maximum number of history events ({HISTORY_EVENT_LIMIT})."
+
+
+def _patch_history_limit() -> None:
+    """Executions past 25,000 history events fail as on AWS; moto lets them run on."""
+    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+
+    original_init = Environment.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        # Frames swap this manager for their execution's; a Distributed Map child makes its own.
+        self.event_manager.execution_env = self
+
+    Environment.__init__ = init
+    original_add_event = EventManager.add_event
+
+    def add_event(self: Any, context: Any, event_type: Any, *args: Any, **kwargs: Any) -> int:
+        env = getattr(self, "execution_env", None)
+        if (
+            env is not None
+            and not str(getattr(event_type, "value", event_type)).startswith("Execution")
+            and len(self._history_event_list) >= HISTORY_EVENT_LIMIT - 1
+        ):
+            # The event that would pass the limit is not recorded; the execution fails instead.
+            env.set_error(ExecutionFailedEventDetails(error="States.Runtime", cause=HISTORY_LIMIT_CAUSE))
+            return context.last_published_event_id
+        return original_add_event(self, context, event_type, *args, **kwargs)
+
+    EventManager.add_event = add_event
 
 
 def _modules_importing(module: types.ModuleType, name: str, value: Any) -> list[str]:

@@ -284,6 +284,21 @@ def test_describe_execution_output_is_json_text_for_every_output_type(aws, role_
     assert json.loads(description["output"]) == value
 
 
+def test_an_execution_reaching_25000_history_events_fails_with_states_runtime(aws, role_arn):
+    # AWS: an execution's history holds at most 25,000 events. The execution that reaches the limit
+    # fails with States.Runtime, and that failure is event 25,000.
+    # Given a machine that never ends
+    arn = _machine(aws, role_arn, {"StartAt": "Spin", "States": {"Spin": {"Type": "Pass", "Next": "Spin"}}})
+    # When
+    result = run(aws, arn, {})
+    # Then
+    assert result.status == "FAILED"
+    assert result.error == "States.Runtime"
+    assert result.cause == "The execution reached the maximum number of history events (25000)."
+    assert len(result.events) == 25_000
+    assert [e["type"] for e in result.events[-2:]] == ["PassStateExited", "ExecutionFailed"]
+
+
 # -- Events ------------------------------------------------------------------------------------
 def _queue(aws) -> tuple[str, str]:
     sqs = aws.client("sqs")
