@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup demo test synth lint deploy clean
+.PHONY: setup demo test bench synth lint deploy clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -27,6 +27,10 @@ demo: setup
 
 test: setup
 	$(PYTHON) -m pytest
+
+# Seed designs against ours in the local emulator: bench/results.md, charts, the README's figures.
+bench: setup
+	$(PYTHON) -m bench
 
 synth: setup
 	$(CDK) synth --quiet
