@@ -438,3 +438,22 @@ def install_cloudformation_fidelity() -> None:
         return original_key_create(cls, resource_name, cloudformation_json, *args, **kwargs)
 
     Key.create_from_cloudformation_json = classmethod(key_create)
+
+    # AWS::Lambda::Function Layers (and TracingConfig) are dropped by moto's CloudFormation, so a
+    # deployed function ran without the shared-code layer every handler imports.
+    from moto.awslambda.models import LambdaFunction
+
+    original_function_create = LambdaFunction.create_from_cloudformation_json.__func__
+
+    def function_create(cls: Any, resource_name: str, cloudformation_json: dict, *args: Any, **kwargs: Any) -> Any:
+        function = original_function_create(cls, resource_name, cloudformation_json, *args, **kwargs)
+        properties = cloudformation_json.get("Properties", {})
+        if properties.get("Layers"):
+            # A Ref to a LayerVersion in the same template arrives as the model, not its ARN.
+            arns = [getattr(layer, "arn", layer) for layer in properties["Layers"]]
+            function.layers = function._get_layers_data(arns)
+        if properties.get("TracingConfig"):
+            function.tracing_config = properties["TracingConfig"]
+        return function
+
+    LambdaFunction.create_from_cloudformation_json = classmethod(function_create)

@@ -374,6 +374,18 @@ def test_every_stack_deployed_with_outputs_and_fully_resolved_machines(deploymen
         assert "States" in json.loads(definition)
 
 
+def test_deployed_functions_run_with_their_layers(deployment):
+    # AWS: a function's Layers are extracted under /opt; moto's CloudFormation dropped them, so
+    # every handler importing the shared layer failed with Runtime.ImportModuleError.
+    lam = deployment.client("lambda")
+    functions = [f for f in lam.list_functions()["Functions"] if f["FunctionName"].startswith(("Alert", "JobPoller", "MapRetry"))]
+    assert functions
+    for function in functions:
+        layers = [layer["Arn"] for layer in function.get("Layers", [])]
+        assert any(":layer:AWSLambdaPowertoolsPythonV3-python313" in arn for arn in layers), function["FunctionName"]
+        assert any(":123456789012:layer:" in arn for arn in layers), function["FunctionName"]
+
+
 def test_the_app_never_imports_the_emulator():
     sources = [ROOT / "app.py", *(ROOT / "stacks").rglob("*.py"), *(ROOT / "lambdas").rglob("*.py")]
     imports = re.compile(r"^\s*(from|import)\s+emulator\b", re.MULTILINE)
