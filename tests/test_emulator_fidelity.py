@@ -322,6 +322,25 @@ def test_every_stack_deployed_with_outputs_and_fully_resolved_machines(deploymen
         assert "States" in json.loads(definition)
 
 
+def test_cloudformation_creates_every_alarm_of_a_stack_with_its_dimensions_and_actions(deployment):
+    # AWS: each AWS::CloudWatch::Alarm of a template is an alarm DescribeAlarms returns, on the
+    # metric its dimensions name. moto's CloudFormation skips the type; the emulator models it.
+    body = deployment.client("cloudformation").get_template(StackName="MonitoringStack")["TemplateBody"]
+    resources = (json.loads(body) if isinstance(body, str) else body)["Resources"]
+    declared = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    pages = deployment.client("cloudwatch").get_paginator("describe_alarms").paginate(AlarmNamePrefix="MonitoringStack-")
+    alarms = [alarm for page in pages for alarm in page["MetricAlarms"]]
+
+    def shape(namespace, metric, dimensions, actions):
+        return namespace, metric, tuple(d["Name"] for d in dimensions), len(actions)
+
+    assert declared
+    assert sorted(shape(a["Namespace"], a["MetricName"], a["Dimensions"], a["AlarmActions"]) for a in alarms) == sorted(
+        shape(p["Namespace"], p["MetricName"], p["Dimensions"], p["AlarmActions"]) for p in declared
+    )
+    assert all(d["Value"] for alarm in alarms for d in alarm["Dimensions"])
+
+
 def test_the_app_never_imports_the_emulator():
     sources = [ROOT / "app.py", *(ROOT / "stacks").rglob("*.py"), *(ROOT / "lambdas").rglob("*.py")]
     imports = re.compile(r"^\s*(from|import)\s+emulator\b", re.MULTILINE)
