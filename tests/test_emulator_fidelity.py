@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from emulator.events import render_input_transformer
 from emulator.follow import follow, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -325,6 +326,64 @@ def test_execution_status_change_event_reaches_sns_through_rule_and_input_transf
     assert [json.loads(b) for b in bodies] == [{"summary": "Execution doomed FAILED", "error": "Exploded", "cause": 'a "quoted" cause'}]
 
 
+# The EC2 event of the EventBridge user guide's "Input transform examples", plus a value holding
+# quotes and a newline (as a Step Functions cause does).
+EC2_EVENT = {
+    "version": "0", "id": "7bf73129-1428-4cd3-a780-95db273d1602", "detail-type": "EC2 Instance State-change Notification",
+    "source": "aws.ec2", "account": "123456789012", "time": "2015-11-11T21:29:54Z", "region": "us-east-1",
+    "resources": ["arn:aws:ec2:us-east-1:123456789012:instance/i-abcd1111"],
+    "detail": {"instance-id": "i-0123456789", "state": "RUNNING", "note": 'said "stop"\nthen left'},
+}
+EC2_PATHS = {"instance": "$.detail.instance-id", "state": "$.detail.state", "note": "$.detail.note",
+             "detail": "$.detail", "resources": "$.resources", "missing": "$.detail.not-in-the-event"}
+
+
+@pytest.mark.parametrize(
+    "template, expected",
+    [
+        # The guide's examples: string values outside quotes get quotes; the JSON goes out minified.
+        ('{"instance" : <instance>, "state": [ 9, <state>, true ], "Transformed" : "Yes"}',
+         '{"instance":"i-0123456789","state":[9,"RUNNING",true],"Transformed":"Yes"}'),
+        ('{"instance" : <instance>, "state": "<state>", "instanceStatus": "instance \\"<instance>\\" is in <state>"}',
+         '{"instance":"i-0123456789","state":"RUNNING","instanceStatus":"instance \\"i-0123456789\\" is in RUNNING"}'),
+        # A string template is sent as it is, quotes included.
+        ('"instance <instance> is in <state>"', '"instance i-0123456789 is in RUNNING"'),
+        ("<instance> is in state <state>", "i-0123456789 is in state RUNNING"),
+        # "EventBridge doesn't escape values extracted by Input Path" inside a string...
+        ('{"text": "note: <note>"}', '{"text": "note: said "stop"\nthen left"}'),
+        # ...while a value standing alone is a JSON value, escapes and all.
+        ('{"note": <note>}', '{"note":"said \\"stop\\"\\nthen left"}'),
+        # An object or array referenced in a string loses its internal quotes; standing alone it is JSON.
+        ('{"text": "Resources: <resources>"}', '{"text":"Resources: [arn:aws:ec2:us-east-1:123456789012:instance/i-abcd1111]"}'),
+        ('{"detail": <detail>}', json.dumps({"detail": EC2_EVENT["detail"]}, separators=(",", ":"))),
+        # A path missing from the event: nothing inside a string, "" as a value.
+        ('{"text": "state <missing>", "value": <missing>}', '{"text":"state ","value":""}'),
+        ('{"event": <aws.events.event.json>}', json.dumps({"event": EC2_EVENT}, separators=(",", ":"))),
+    ],
+)
+def test_input_transformer_renders_as_eventbridge_documents(template, expected):
+    # When
+    rendered = render_input_transformer({"InputPathsMap": EC2_PATHS, "InputTemplate": template}, EC2_EVENT)
+    # Then
+    assert rendered == expected
+
+
+def test_rule_target_receives_the_transformed_text_unchanged(aws):
+    # Given: a rule whose target gets a string template (EventBridge keeps its quotes)
+    queue_url, queue_arn = _queue(aws)
+    events = aws.client("events")
+    rule = _unique("ec2")
+    events.put_rule(Name=rule, EventPattern=json.dumps({"source": ["aws.ec2"], "detail": {"instance-id": ["i-0123456789"]}}))
+    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn, "InputTransformer": {
+        "InputPathsMap": {"instance": "$.detail.instance-id", "state": "$.detail.state"},
+        "InputTemplate": '"instance <instance> is in <state>"'}}])
+    # When
+    delivered = aws.router.put(EC2_EVENT)
+    # Then
+    assert delivered == 1
+    assert _receive(aws, queue_url, expected=1) == ['"instance i-0123456789 is in RUNNING"']
+
+
 def test_scheduled_rule_fires_on_demand_with_a_scheduled_event(deployment, aws):
     queue_url, queue_arn = _queue(aws)
     events = aws.client("events")
@@ -384,6 +443,25 @@ def test_deployed_functions_run_with_their_layers(deployment):
         layers = [layer["Arn"] for layer in function.get("Layers", [])]
         assert any(":layer:AWSLambdaPowertoolsPythonV3-python313" in arn for arn in layers), function["FunctionName"]
         assert any(":123456789012:layer:" in arn for arn in layers), function["FunctionName"]
+
+
+def test_cloudformation_creates_every_alarm_of_a_stack_with_its_dimensions_and_actions(deployment):
+    # AWS: each AWS::CloudWatch::Alarm of a template is an alarm DescribeAlarms returns, on the
+    # metric its dimensions name. moto's CloudFormation skips the type; the emulator models it.
+    body = deployment.client("cloudformation").get_template(StackName="MonitoringStack")["TemplateBody"]
+    resources = (json.loads(body) if isinstance(body, str) else body)["Resources"]
+    declared = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    pages = deployment.client("cloudwatch").get_paginator("describe_alarms").paginate(AlarmNamePrefix="MonitoringStack-")
+    alarms = [alarm for page in pages for alarm in page["MetricAlarms"]]
+
+    def shape(namespace, metric, dimensions, actions):
+        return namespace, metric, tuple(d["Name"] for d in dimensions), len(actions)
+
+    assert declared
+    assert sorted(shape(a["Namespace"], a["MetricName"], a["Dimensions"], a["AlarmActions"]) for a in alarms) == sorted(
+        shape(p["Namespace"], p["MetricName"], p["Dimensions"], p["AlarmActions"]) for p in declared
+    )
+    assert all(d["Value"] for alarm in alarms for d in alarm["Dimensions"])
 
 
 def test_the_app_never_imports_the_emulator():
