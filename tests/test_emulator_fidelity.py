@@ -199,10 +199,12 @@ def test_stopping_an_execution_interrupts_its_wait(aws, role_arn):
     # Given: an execution waiting for a day
     definition = {"StartAt": "Wait A Day", "TimeoutSeconds": 172800, "States": {"Wait A Day": {"Type": "Wait", "Seconds": 86400, "End": True}}}
     sfn = aws.client("stepfunctions")
-    execution = sfn.start_execution(stateMachineArn=_machine(aws, role_arn, definition))["executionArn"]
-    _wait_for_event(sfn, execution, "WaitStateEntered")
-    # When
-    sfn.stop_execution(executionArn=execution, error="Operator", cause="no longer needed")
+    arn = _machine(aws, role_arn, definition)
+    with aws.clock.busy():  # simulated time stands still until the stop, so the wait cannot end first
+        execution = sfn.start_execution(stateMachineArn=arn)["executionArn"]
+        _wait_for_event(sfn, execution, "WaitStateEntered")
+        # When
+        sfn.stop_execution(executionArn=execution, error="Operator", cause="no longer needed")
     # Then: ABORTED with the stop's error and cause, and no wake-up left for the day-long wait
     result = follow(aws, execution)
     assert (result.status, result.error, result.cause) == ("ABORTED", "Operator", "no longer needed")
