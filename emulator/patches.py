@@ -17,7 +17,7 @@ import types
 import uuid
 from typing import Any, Callable
 
-from emulator.clock import SimClock, SimEvent
+from emulator.clock import TICKET_HEADER, BusyThread, SimClock, SimEvent
 
 MOTO_VERSION = "5.2.5"
 
@@ -54,6 +54,9 @@ def install_engine_clock(clock: SimClock) -> None:
 
     Covers Wait states (Seconds/Timestamp and their paths), Retry back-off, task and heartbeat
     timeouts, callback waits, the machine's TimeoutSeconds, and all history/describe timestamps.
+    Engine threads are BusyThreads: while one works the clock does not jump, however slowly a
+    loaded machine runs it (waiting for quiet alone let a descheduled engine thread's task reach
+    its TimeoutSeconds, or the execution its own, in simulated time).
     """
     import moto.stepfunctions.parser as parser_pkg
 
@@ -61,7 +64,7 @@ def install_engine_clock(clock: SimClock) -> None:
     sim_datetime = _sim_datetime_class(clock)
     time_shim = _ClockModule(_time, time=clock.now, sleep=clock.sleep)
     datetime_shim = _ClockModule(_datetime, datetime=sim_datetime)
-    threading_shim = _ClockModule(threading, Event=SimEvent)
+    threading_shim = _ClockModule(threading, Event=SimEvent, Thread=BusyThread)
     modules = [importlib.import_module("moto.stepfunctions.models"), importlib.import_module("moto.stepfunctions.responses")]
     for info in pkgutil.walk_packages(parser_pkg.__path__, parser_pkg.__name__ + "."):
         if ".antlr." in info.name or info.name.endswith(".antlr"):
@@ -82,10 +85,13 @@ def install_engine_clock(clock: SimClock) -> None:
                 setattr(module, name, threading_shim)
             elif value is threading.Event:
                 setattr(module, name, SimEvent)
+            elif value is threading.Thread:
+                setattr(module, name, BusyThread)
 
     _patch_program_timeout(clock)
     _patch_wait_timestamp_utc(clock)
     _patch_progress_reports(clock)
+    _patch_engine_calls_hand_over(clock)
 
 
 def _patch_program_timeout(clock: SimClock) -> None:
@@ -108,7 +114,7 @@ def _patch_program_timeout(clock: SimClock) -> None:
             finally:
                 finished.set()
 
-        worker = threading.Thread(target=run, daemon=True)
+        worker = BusyThread(target=run, daemon=True)
         program_module.TMP_THREADS.append(worker)
         worker.start()
         if not clock.wait(finished, timeout):
@@ -149,6 +155,43 @@ def _patch_progress_reports(clock: SimClock) -> None:
             clock.touch()
 
     EventManager.add_event = add_event
+
+
+def _patch_engine_calls_hand_over(clock: SimClock) -> None:
+    """An AWS call from the engine hands the calling thread's busy token over to the request.
+
+    The token stays held until the response is read, except while the server waits on the clock
+    for it (a synchronous Lambda handler's sleep), so the clock neither jumps while a request or
+    its response is in transit nor stays still while the handler sleeps.
+    """
+    import sys
+
+    from moto.stepfunctions.parser.asl.utils import boto_client as boto_client_module
+
+    local = threading.local()
+    original_factory = boto_client_module.boto_client_for
+
+    def add_ticket(request: Any, **_: Any) -> None:
+        request.headers[TICKET_HEADER] = local.ticket
+
+    def boto_client_for(*args: Any, **kwargs: Any) -> Any:
+        client = original_factory(*args, **kwargs)
+        make_api_call = client._make_api_call
+
+        def handing_over(operation_name: str, api_params: dict) -> Any:
+            ticket = local.ticket = clock.hand_over()
+            try:
+                with clock.idle():
+                    return make_api_call(operation_name, api_params)
+            finally:
+                clock.redeem(ticket)
+
+        client._make_api_call = handing_over
+        client.meta.events.register("before-send", add_ticket)
+        return client
+
+    for module in [boto_client_module, *(sys.modules[name] for name in _modules_importing(boto_client_module, "boto_client_for", original_factory))]:
+        module.boto_client_for = boto_client_for
 
 
 # ------------------------------------------------------------------------------------------------

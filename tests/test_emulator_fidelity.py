@@ -192,6 +192,29 @@ def test_machine_timeout_is_enforced_in_simulated_time(aws, role_arn):
     assert result.wall_seconds < 15
 
 
+def test_an_execution_that_times_out_stops_waiting(aws, role_arn):
+    # AWS: an execution past its TimeoutSeconds runs nothing more. moto's engine interrupts the
+    # running Wait by setting and at once clearing an event; the simulated clock missed that
+    # pulse, so the Wait slept on and the clock later jumped to its wake-up, days ahead.
+    wait_seconds = 1_000_000
+    definition = {
+        "StartAt": "Wait Eleven Days",
+        "TimeoutSeconds": 60,
+        "States": {"Wait Eleven Days": {"Type": "Wait", "Seconds": wait_seconds, "End": True}},
+    }
+    started = aws.clock.now()
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "TIMED_OUT"
+
+    def wait_still_pending() -> bool:
+        return any(abs(wake_at - started - wait_seconds) < 300 for wake_at in aws.clock.pending_wakeups())
+
+    deadline = time.monotonic() + 5
+    while wait_still_pending() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not wait_still_pending()
+
+
 def test_wait_timestamp_is_read_as_utc_whatever_the_local_timezone(aws, role_arn, monkeypatch):
     # AWS: a Wait Timestamp ("...Z") is an absolute UTC instant. moto compared it with the
     # local wall clock, off by the UTC offset on any machine not running in UTC.
@@ -250,6 +273,40 @@ def test_describe_execution_output_is_json_text_for_every_output_type(aws, role_
     result = run(aws, _machine(aws, role_arn, definition), {"value": value})
     description = aws.client("stepfunctions").describe_execution(executionArn=result.execution_arn)
     assert json.loads(description["output"]) == value
+
+
+def test_engine_work_takes_no_simulated_time_however_slow_the_machine(aws, role_arn, probe_arn, monkeypatch):
+    # AWS: a task's TimeoutSeconds bounds the task's own work. Here every AWS call the engine makes
+    # stalls 0.2 s of real time on each side (a loaded machine, a cold boto3 client): the clock
+    # must not treat those stalls as quiet and jump to the task's timeout.
+    import botocore.client
+
+    real_call = botocore.client.BaseClient._make_api_call
+
+    def slow_call(self, operation_name, api_params):
+        time.sleep(0.2)
+        try:
+            return real_call(self, operation_name, api_params)
+        finally:
+            time.sleep(0.2)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", slow_call)
+    definition = {
+        "StartAt": "Quick Task",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Quick Task": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": probe_arn, "Payload": {}},
+                "TimeoutSeconds": 5,
+                "End": True,
+            }
+        },
+    }
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "SUCCEEDED", result.error
+    assert result.simulated_seconds < 5
 
 
 # -- Events ------------------------------------------------------------------------------------
