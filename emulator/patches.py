@@ -276,6 +276,74 @@ def install_stepfunctions_fidelity(on_status_change: Callable[[Any], None]) -> N
 
     execution_module.Execution.start = exec_start
 
+    _patch_callback_tasks()
+
+
+def _patch_callback_tasks() -> None:
+    """Task tokens (``.waitForTaskToken``) as AWS documents them."""
+    from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task import (
+        StateTask,
+    )
+    from moto.stepfunctions.parser.asl.eval.callback.callback import (
+        CallbackEndpoint,
+        HeartbeatTimeoutError,
+    )
+
+    # AWS: SendTaskFailure's cause becomes the task's (and the execution's) cause; moto dropped it.
+    def send_task_failure(self: Any) -> Any:
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+        )
+        return sfn_responses.EmptyResult()
+
+    sfn_responses.StepFunctionResponse.send_task_failure = send_task_failure
+
+    # AWS: a token is valid from the moment its task starts. moto set the heartbeat timer up only
+    # once the task's invoke had returned: a heartbeat sent before that got InvalidToken, and a
+    # result sent before that was missed, so the task still waited HeartbeatSeconds and timed out.
+    original_setup = CallbackEndpoint.setup_heartbeat_endpoint
+
+    def setup_heartbeat_endpoint(self: Any, heartbeat_seconds: int) -> Any:
+        endpoint = original_setup(self, heartbeat_seconds)
+        if self.get_outcome() is not None:
+            endpoint.notify()
+        return endpoint
+
+    def notify_heartbeat(self: Any) -> bool:
+        if self._heartbeat_endpoint is not None:
+            self._heartbeat_endpoint.notify()
+        return True
+
+    CallbackEndpoint.setup_heartbeat_endpoint = setup_heartbeat_endpoint
+    CallbackEndpoint.notify_heartbeat = notify_heartbeat
+
+    # AWS: a task that misses HeartbeatSeconds fails with States.HeartbeatTimeout, which a Retry or
+    # Catch on States.HeartbeatTimeout or on States.Timeout matches; moto reported States.Timeout.
+    class HeartbeatTimeoutName(StatesErrorName):
+        def __init__(self) -> None:
+            super().__init__(typ=StatesErrorNameType.StatesHeartbeatTimeout)
+
+        def matches(self, error_name: str | None) -> bool:
+            return error_name in (self.error_name, StatesErrorNameType.StatesTimeout.to_name())
+
+    original_from_error = StateTask._from_error
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        failure = original_from_error(self, env, ex)
+        if isinstance(ex, HeartbeatTimeoutError):  # a TimeoutError: moto made it a TaskTimedOut event
+            failure.error_name = HeartbeatTimeoutName()
+            failure.event_details["taskTimedOutEventDetails"]["error"] = failure.error_name.error_name
+        return failure
+
+    StateTask._from_error = from_error
+
 
 def _modules_importing(module: types.ModuleType, name: str, value: Any) -> list[str]:
     import sys

@@ -309,6 +309,106 @@ def test_engine_work_takes_no_simulated_time_however_slow_the_machine(aws, role_
     assert result.simulated_seconds < 5
 
 
+# -- Step Functions: task tokens -----------------------------------------------------------------
+CALLBACK_PROBE_CODE = """
+import json, boto3
+
+sfn = boto3.client("stepfunctions")
+
+def lambda_handler(event, context):
+    token = event["token"]
+    sfn.send_task_heartbeat(taskToken=token)
+    if event.get("error"):
+        sfn.send_task_failure(taskToken=token, error=event["error"], cause=event["cause"])
+    else:
+        sfn.send_task_success(taskToken=token, output=json.dumps({"reported": "at once"}))
+"""
+
+
+@pytest.fixture(scope="module")
+def callback_probe_arn(aws, role_arn):
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("callback_probe.py", CALLBACK_PROBE_CODE)
+    return aws.client("lambda").create_function(
+        FunctionName=_unique("callback-probe"),
+        Runtime="python3.13",
+        Role=role_arn,
+        Handler="callback_probe.lambda_handler",
+        Code={"ZipFile": archive.getvalue()},
+        Timeout=30,
+    )["FunctionArn"]
+
+
+def _reporting_before_the_wait(function_arn: str, payload: dict) -> dict:
+    """A callback task whose function (invoked synchronously) reports before the invoke returns."""
+    return {
+        "StartAt": "Wait For Callback",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Wait For Callback": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"FunctionName": function_arn, "Payload": {"token.$": "$$.Task.Token", **payload}},
+                "HeartbeatSeconds": 60,
+                "TimeoutSeconds": 600,
+                "End": True,
+            }
+        },
+    }
+
+
+def test_task_token_is_valid_from_the_start_of_its_task(aws, role_arn, callback_probe_arn):
+    # AWS: a heartbeat or a result may arrive as soon as the token exists, even while the task is
+    # still invoking the function that got it. moto answered the heartbeat InvalidToken, and a
+    # result that early was missed: the task waited HeartbeatSeconds and timed out.
+    definition = _reporting_before_the_wait(callback_probe_arn, {})
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output == {"reported": "at once"}
+    assert result.simulated_seconds < 60
+
+
+def test_send_task_failure_keeps_its_error_and_cause(aws, role_arn, callback_probe_arn):
+    # AWS: SendTaskFailure's error and cause are the task's, and the execution's when uncaught;
+    # moto dropped the cause.
+    definition = _reporting_before_the_wait(callback_probe_arn, {"error": "JobFailed", "cause": 'disk "full"'})
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "FAILED"
+    assert (result.error, result.cause) == ("JobFailed", 'disk "full"')
+    [failed] = [e["taskFailedEventDetails"] for e in result.events if e["type"] == "TaskFailed"]
+    assert (failed["error"], failed["cause"]) == ("JobFailed", 'disk "full"')
+
+
+@pytest.mark.parametrize("caught_as", ["States.HeartbeatTimeout", "States.Timeout"])
+def test_missed_heartbeat_is_states_heartbeat_timeout_which_states_timeout_also_catches(aws, role_arn, caught_as):
+    # AWS: a task with no heartbeat for HeartbeatSeconds fails with States.HeartbeatTimeout;
+    # "States.Timeout" in a Catch or Retry matches it too. moto reported States.Timeout.
+    queue_url = aws.client("sqs").create_queue(QueueName=_unique("tokens"))["QueueUrl"]
+    definition = {
+        "StartAt": "Wait For Callback",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Wait For Callback": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {"QueueUrl": queue_url, "MessageBody": {"token.$": "$$.Task.Token"}},
+                "HeartbeatSeconds": 30,
+                "TimeoutSeconds": 600,
+                "Catch": [{"ErrorEquals": [caught_as], "ResultPath": "$.error", "Next": "Caught"}],
+                "End": True,
+            },
+            "Caught": {"Type": "Pass", "End": True},
+        },
+    }
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "SUCCEEDED"
+    assert result.output["error"]["Error"] == "States.HeartbeatTimeout"
+    [timed_out] = [e["taskTimedOutEventDetails"] for e in result.events if e["type"] == "TaskTimedOut"]
+    assert timed_out["error"] == "States.HeartbeatTimeout"
+    assert 30 <= result.simulated_seconds < 35
+
+
 # -- Events ------------------------------------------------------------------------------------
 def _queue(aws) -> tuple[str, str]:
     sqs = aws.client("sqs")
