@@ -57,6 +57,7 @@ def _install_patches_once() -> SimClock:
             patches.install_stepfunctions_fidelity(_current.status_changed)
             patches.install_lambda_runtime(_current)
             patches.install_lambda_invocation_type()
+            patches.install_dynamodb_exports(clock)
             patches.install_cloudformation_fidelity()
             _clock = clock
         return _clock

@@ -409,6 +409,33 @@ def test_missed_heartbeat_is_states_heartbeat_timeout_which_states_timeout_also_
     assert 30 <= result.simulated_seconds < 35
 
 
+# -- DynamoDB ------------------------------------------------------------------------------------
+def test_table_export_is_named_under_its_table_and_takes_minutes(aws):
+    # AWS: an export's ARN is <table ARN>/export/<id> (what IAM scopes DescribeExport by), and an
+    # export runs for minutes, IN_PROGRESS meanwhile. moto named it after the whole table ARN plus
+    # "/import/", and finished at once.
+    from emulator.patches import DYNAMODB_EXPORT_SECONDS
+
+    dynamodb, name, bucket = aws.client("dynamodb"), _unique("export"), _unique("export-bucket")
+    aws.client("s3").create_bucket(Bucket=bucket)
+    table_arn = dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )["TableDescription"]["TableArn"]
+    dynamodb.update_continuous_backups(
+        TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
+    )
+    started = dynamodb.export_table_to_point_in_time(TableArn=table_arn, S3Bucket=bucket, S3Prefix="exports")
+    export_arn = started["ExportDescription"]["ExportArn"]
+    assert re.fullmatch(re.escape(table_arn) + r"/export/[0-9a-f]+", export_arn)
+    assert started["ExportDescription"]["ExportStatus"] == "IN_PROGRESS"
+    assert dynamodb.describe_export(ExportArn=export_arn)["ExportDescription"]["ExportStatus"] == "IN_PROGRESS"
+    aws.clock.advance(DYNAMODB_EXPORT_SECONDS)
+    assert dynamodb.describe_export(ExportArn=export_arn)["ExportDescription"]["ExportStatus"] == "COMPLETED"
+
+
 # -- Events ------------------------------------------------------------------------------------
 def _queue(aws) -> tuple[str, str]:
     sqs = aws.client("sqs")
