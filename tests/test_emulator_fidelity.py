@@ -227,6 +227,29 @@ def _assert_no_wakeup_after(aws, instant: float, timeout: float = 5) -> None:
     assert not [w for w in aws.clock.pending_wakeups() if w > instant]
 
 
+def test_an_execution_that_times_out_stops_waiting(aws, role_arn):
+    # AWS: an execution past its TimeoutSeconds runs nothing more. moto's engine interrupts the
+    # running Wait by setting and at once clearing an event; the simulated clock missed that
+    # pulse, so the Wait slept on and the clock later jumped to its wake-up, days ahead.
+    wait_seconds = 1_000_000
+    definition = {
+        "StartAt": "Wait Eleven Days",
+        "TimeoutSeconds": 60,
+        "States": {"Wait Eleven Days": {"Type": "Wait", "Seconds": wait_seconds, "End": True}},
+    }
+    started = aws.clock.now()
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "TIMED_OUT"
+
+    def wait_still_pending() -> bool:
+        return any(abs(wake_at - started - wait_seconds) < 300 for wake_at in aws.clock.pending_wakeups())
+
+    deadline = time.monotonic() + 5
+    while wait_still_pending() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not wait_still_pending()
+
+
 def test_wait_timestamp_is_read_as_utc_whatever_the_local_timezone(aws, role_arn, monkeypatch):
     # AWS: a Wait Timestamp ("...Z") is an absolute UTC instant. moto compared it with the
     # local wall clock, off by the UTC offset on any machine not running in UTC.
@@ -285,6 +308,167 @@ def test_describe_execution_output_is_json_text_for_every_output_type(aws, role_
     result = run(aws, _machine(aws, role_arn, definition), {"value": value})
     description = aws.client("stepfunctions").describe_execution(executionArn=result.execution_arn)
     assert json.loads(description["output"]) == value
+
+
+def test_engine_work_takes_no_simulated_time_however_slow_the_machine(aws, role_arn, probe_arn, monkeypatch):
+    # AWS: a task's TimeoutSeconds bounds the task's own work. Here every AWS call the engine makes
+    # stalls 0.2 s of real time on each side (a loaded machine, a cold boto3 client): the clock
+    # must not treat those stalls as quiet and jump to the task's timeout.
+    import botocore.client
+
+    real_call = botocore.client.BaseClient._make_api_call
+
+    def slow_call(self, operation_name, api_params):
+        time.sleep(0.2)
+        try:
+            return real_call(self, operation_name, api_params)
+        finally:
+            time.sleep(0.2)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", slow_call)
+    definition = {
+        "StartAt": "Quick Task",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Quick Task": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": probe_arn, "Payload": {}},
+                "TimeoutSeconds": 5,
+                "End": True,
+            }
+        },
+    }
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "SUCCEEDED", result.error
+    assert result.simulated_seconds < 5
+
+
+# -- Step Functions: task tokens -----------------------------------------------------------------
+CALLBACK_PROBE_CODE = """
+import json, boto3
+
+sfn = boto3.client("stepfunctions")
+
+def lambda_handler(event, context):
+    token = event["token"]
+    sfn.send_task_heartbeat(taskToken=token)
+    if event.get("error"):
+        sfn.send_task_failure(taskToken=token, error=event["error"], cause=event["cause"])
+    else:
+        sfn.send_task_success(taskToken=token, output=json.dumps({"reported": "at once"}))
+"""
+
+
+@pytest.fixture(scope="module")
+def callback_probe_arn(aws, role_arn):
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("callback_probe.py", CALLBACK_PROBE_CODE)
+    return aws.client("lambda").create_function(
+        FunctionName=_unique("callback-probe"),
+        Runtime="python3.13",
+        Role=role_arn,
+        Handler="callback_probe.lambda_handler",
+        Code={"ZipFile": archive.getvalue()},
+        Timeout=30,
+    )["FunctionArn"]
+
+
+def _reporting_before_the_wait(function_arn: str, payload: dict) -> dict:
+    """A callback task whose function (invoked synchronously) reports before the invoke returns."""
+    return {
+        "StartAt": "Wait For Callback",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Wait For Callback": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"FunctionName": function_arn, "Payload": {"token.$": "$$.Task.Token", **payload}},
+                "HeartbeatSeconds": 60,
+                "TimeoutSeconds": 600,
+                "End": True,
+            }
+        },
+    }
+
+
+def test_task_token_is_valid_from_the_start_of_its_task(aws, role_arn, callback_probe_arn):
+    # AWS: a heartbeat or a result may arrive as soon as the token exists, even while the task is
+    # still invoking the function that got it. moto answered the heartbeat InvalidToken, and a
+    # result that early was missed: the task waited HeartbeatSeconds and timed out.
+    definition = _reporting_before_the_wait(callback_probe_arn, {})
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output == {"reported": "at once"}
+    assert result.simulated_seconds < 60
+
+
+def test_send_task_failure_keeps_its_error_and_cause(aws, role_arn, callback_probe_arn):
+    # AWS: SendTaskFailure's error and cause are the task's, and the execution's when uncaught;
+    # moto dropped the cause.
+    definition = _reporting_before_the_wait(callback_probe_arn, {"error": "JobFailed", "cause": 'disk "full"'})
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "FAILED"
+    assert (result.error, result.cause) == ("JobFailed", 'disk "full"')
+    [failed] = [e["taskFailedEventDetails"] for e in result.events if e["type"] == "TaskFailed"]
+    assert (failed["error"], failed["cause"]) == ("JobFailed", 'disk "full"')
+
+
+@pytest.mark.parametrize("caught_as", ["States.HeartbeatTimeout", "States.Timeout"])
+def test_missed_heartbeat_is_states_heartbeat_timeout_which_states_timeout_also_catches(aws, role_arn, caught_as):
+    # AWS: a task with no heartbeat for HeartbeatSeconds fails with States.HeartbeatTimeout;
+    # "States.Timeout" in a Catch or Retry matches it too. moto reported States.Timeout.
+    queue_url = aws.client("sqs").create_queue(QueueName=_unique("tokens"))["QueueUrl"]
+    definition = {
+        "StartAt": "Wait For Callback",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Wait For Callback": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {"QueueUrl": queue_url, "MessageBody": {"token.$": "$$.Task.Token"}},
+                "HeartbeatSeconds": 30,
+                "TimeoutSeconds": 600,
+                "Catch": [{"ErrorEquals": [caught_as], "ResultPath": "$.error", "Next": "Caught"}],
+                "End": True,
+            },
+            "Caught": {"Type": "Pass", "End": True},
+        },
+    }
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "SUCCEEDED"
+    assert result.output["error"]["Error"] == "States.HeartbeatTimeout"
+    [timed_out] = [e["taskTimedOutEventDetails"] for e in result.events if e["type"] == "TaskTimedOut"]
+    assert timed_out["error"] == "States.HeartbeatTimeout"
+    assert 30 <= result.simulated_seconds < 35
+
+
+# -- DynamoDB ------------------------------------------------------------------------------------
+def test_table_export_is_named_under_its_table_and_takes_minutes(aws):
+    # AWS: an export's ARN is <table ARN>/export/<id> (what IAM scopes DescribeExport by), and an
+    # export runs for minutes, IN_PROGRESS meanwhile. moto named it after the whole table ARN plus
+    # "/import/", and finished at once.
+    from emulator.patches import DYNAMODB_EXPORT_SECONDS
+
+    dynamodb, name, bucket = aws.client("dynamodb"), _unique("export"), _unique("export-bucket")
+    aws.client("s3").create_bucket(Bucket=bucket)
+    table_arn = dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )["TableDescription"]["TableArn"]
+    dynamodb.update_continuous_backups(
+        TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
+    )
+    started = dynamodb.export_table_to_point_in_time(TableArn=table_arn, S3Bucket=bucket, S3Prefix="exports")
+    export_arn = started["ExportDescription"]["ExportArn"]
+    assert re.fullmatch(re.escape(table_arn) + r"/export/[0-9a-f]+", export_arn)
+    assert started["ExportDescription"]["ExportStatus"] == "IN_PROGRESS"
+    assert dynamodb.describe_export(ExportArn=export_arn)["ExportDescription"]["ExportStatus"] == "IN_PROGRESS"
+    aws.clock.advance(DYNAMODB_EXPORT_SECONDS)
+    assert dynamodb.describe_export(ExportArn=export_arn)["ExportDescription"]["ExportStatus"] == "COMPLETED"
 
 
 # -- Events ------------------------------------------------------------------------------------
