@@ -57,7 +57,7 @@ class CloudWatchAlarm(CloudFormationModel):
             threshold=float(p["Threshold"]) if "Threshold" in p else None,
             statistic=p.get("Statistic"),
             description=p.get("AlarmDescription"),
-            dimensions=[{"name": d["Name"], "value": d["Value"]} for d in p.get("Dimensions", [])],
+            dimensions=[{"Name": d["Name"], "Value": d["Value"]} for d in p.get("Dimensions", [])],
             alarm_actions=p.get("AlarmActions", []),
             ok_actions=p.get("OKActions", []),
             insufficient_data_actions=p.get("InsufficientDataActions", []),

@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import math
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -25,6 +27,8 @@ _real_monotonic = time.monotonic
 # reports take well under a millisecond; the margin covers a loaded two-core machine.
 SETTLE_SECONDS = 0.03
 TICK_SECONDS = 0.005
+# Request header carrying a hand-over ticket (see SimClock.hand_over) to the server.
+TICKET_HEADER = "X-Emulator-Clock-Ticket"
 
 
 class Reservation:
@@ -46,6 +50,8 @@ class _Sleeper:
     wake_at: float
     seq: int
     event: threading.Event = field(compare=False)
+    # The thread that set the SimEvent this sleeper waits on lent it a busy token (see SimEvent.set).
+    gifted: bool = field(default=False, compare=False)
 
 
 class SimClock:
@@ -58,6 +64,7 @@ class SimClock:
         self._last_activity = _real_monotonic()
         self._settle = settle_seconds
         self._local = threading.local()
+        self._tickets: dict[str, bool] = {}  # ticket -> its token is held (not lent to a waiter)
         self._stopped = threading.Event()
         self.jumps = 0
         self.jumped_seconds = 0.0
@@ -93,9 +100,11 @@ class SimClock:
         held = getattr(self._local, "tokens", 0)
         for _ in range(held):
             self._release()
+        self._lend_tickets(held=False)
         try:
             yield
         finally:
+            self._lend_tickets(held=True)
             for _ in range(held):
                 self._acquire()
 
@@ -105,6 +114,48 @@ class SimClock:
             self._busy += 1
             self._last_activity = _real_monotonic()
         return Reservation(self)
+
+    # -- hand-over: one token for work that moves between threads (a request and its response) --
+    def hand_over(self) -> str:
+        """Take a busy token for a request about to leave this thread; returns its ticket.
+
+        The token stays held until ``redeem``: through the request's transit, its serving and the
+        response's way back, except while a thread ``carrying`` the ticket waits on the clock.
+        """
+        ticket = uuid.uuid4().hex
+        with self._lock:
+            self._busy += 1
+            self._tickets[ticket] = True
+            self._last_activity = _real_monotonic()
+        return ticket
+
+    @contextlib.contextmanager
+    def carrying(self, ticket: str | None) -> Iterator[None]:
+        """Serve the request that brought ``ticket``: its token is given back while this thread waits."""
+        carried = self._local.__dict__.setdefault("carried", [])
+        carried.append(ticket)
+        try:
+            yield
+        finally:
+            carried.pop()
+
+    def redeem(self, ticket: str) -> None:
+        """The requester has its response: release the ticket's token."""
+        with self._lock:
+            if self._tickets.pop(ticket, False):
+                self._busy -= 1
+            self._last_activity = _real_monotonic()
+            self._lock.notify_all()
+
+    def _lend_tickets(self, held: bool) -> None:
+        """Release (``held=False``) or take back the tokens of the tickets this thread carries."""
+        with self._lock:
+            for ticket in getattr(self._local, "carried", ()):
+                if self._tickets.get(ticket) is (not held):
+                    self._tickets[ticket] = held
+                    self._busy += 1 if held else -1
+            self._last_activity = _real_monotonic()
+            self._lock.notify_all()
 
     def _acquire(self) -> None:
         with self._lock:
@@ -124,41 +175,53 @@ class SimClock:
         self.wait(None, seconds)
 
     def wait(self, event: threading.Event | None, timeout: float | None) -> bool:
-        """Wait for ``event`` (if any) for at most ``timeout`` simulated seconds.
+        """Wait for ``event`` (if any) for at most ``timeout`` simulated seconds (None: no limit).
 
-        Returns True when the event was set, False on timeout — like ``Event.wait``.
+        Returns True when the event was set, False on timeout, like ``Event.wait``; a set() while
+        waiting counts even if clear() follows at once (the engine pulses an execution's event that
+        way to interrupt its Wait state when the execution stops or times out).
         """
-        if timeout is None:
+        if timeout is None and not isinstance(event, SimEvent):
             with self.idle():
                 return threading.Event.wait(event) if event is not None else True
-        sleeper = _Sleeper(self.now() + max(0.0, timeout), next(self._seq), threading.Event())
-        # The engine pulses events (set() then clear() at once) to interrupt waits: a set() that
-        # happened during this wait counts even if the flag is already down again.
-        generation = event.generation if isinstance(event, SimEvent) else 0
+        wake_at = math.inf if timeout is None else self.now() + max(0.0, timeout)
+        sleeper = _Sleeper(wake_at, next(self._seq), threading.Event())
+        sets_before = event.sets if isinstance(event, SimEvent) else None
         if isinstance(event, SimEvent):
-            event._waiters.add(sleeper.event)
+            event._waiters[id(sleeper)] = sleeper
         with self._lock:
-            heapq.heappush(self._sleepers, sleeper)
+            if timeout is not None:
+                heapq.heappush(self._sleepers, sleeper)
             self._last_activity = _real_monotonic()
         try:
             with self.idle():
                 while True:
-                    if event is not None and (event.is_set() or getattr(event, "generation", 0) != generation):
+                    if event is not None and (event.is_set() or (sets_before is not None and event.sets != sets_before)):
                         return True
                     remaining = sleeper.wake_at - self.now()
                     if remaining <= 0:
                         return False
                     # A SimEvent wakes this sleeper when set; a plain Event is polled.
                     polled = event is not None and not isinstance(event, SimEvent)
-                    sleeper.event.wait(min(remaining, 0.02) if polled else remaining)
+                    sleeper.event.wait(min(remaining, 0.02) if polled else None if remaining == math.inf else remaining)
                     sleeper.event.clear()
         finally:
             if isinstance(event, SimEvent):
-                event._waiters.discard(sleeper.event)
+                event._waiters.pop(id(sleeper), None)
             with self._lock:
                 if sleeper in self._sleepers:
                     self._sleepers.remove(sleeper)
                     heapq.heapify(self._sleepers)
+                if sleeper.gifted:  # this thread holds its own tokens again
+                    self._busy -= 1
+                    self._lock.notify_all()
+                self._last_activity = _real_monotonic()
+
+    def _gift(self, sleeper: _Sleeper) -> None:
+        with self._lock:
+            if not sleeper.gifted:
+                sleeper.gifted = True
+                self._busy += 1
                 self._last_activity = _real_monotonic()
 
     def pending_wakeups(self) -> list[float]:
@@ -197,20 +260,24 @@ class SimClock:
 
 
 class SimEvent(threading.Event):
-    """``threading.Event`` whose timed ``wait`` runs on the simulated clock (installed per module)."""
+    """``threading.Event`` whose ``wait`` runs on the simulated clock (installed per module)."""
 
     clock: SimClock | None = None
 
     def __init__(self) -> None:
         super().__init__()
-        self._waiters: set[threading.Event] = set()
-        self.generation = 0
+        self._waiters: dict[int, _Sleeper] = {}
+        self.sets = 0
 
     def set(self) -> None:
-        self.generation += 1
+        self.sets += 1
         super().set()
-        for waiter in list(self._waiters):
-            waiter.set()
+        for sleeper in list(self._waiters.values()):
+            # Each woken thread gets a busy token until it holds its own again: the setter may
+            # finish first, and the clock must not jump in between.
+            if SimEvent.clock is not None:
+                SimEvent.clock._gift(sleeper)
+            sleeper.event.set()
 
     def wait(self, timeout: float | None = None) -> bool:
         clock = SimEvent.clock
@@ -219,13 +286,12 @@ class SimEvent(threading.Event):
         return clock.wait(self, timeout)
 
 
-class SimThread(threading.Thread):
-    """An engine thread: counted as busy from ``start()`` until it ends, except while it waits."""
-
-    clock: SimClock | None = None
+class BusyThread(threading.Thread):
+    """An engine thread: busy from ``start()`` until its target returns, except while it waits on
+    the clock, so the clock never jumps between the thread that starts it and its first step."""
 
     def start(self) -> None:
-        clock = SimThread.clock
+        clock = SimEvent.clock
         self._reservation = clock.reserve() if clock is not None else None
         super().start()
 
@@ -234,16 +300,3 @@ class SimThread(threading.Thread):
             return super().run()
         with self._reservation.adopt():
             return super().run()
-
-
-class SimCondition(threading.Condition):
-    """A condition whose waiters do not count as busy (they wait for another thread's work)."""
-
-    clock: SimClock | None = None
-
-    def wait(self, timeout: float | None = None) -> bool:
-        clock = SimCondition.clock
-        if clock is None:
-            return super().wait(timeout)
-        with clock.idle():
-            return super().wait(timeout)

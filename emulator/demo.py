@@ -46,20 +46,20 @@ def alert_scenario(deployment: Deployment, out: TextIO) -> None:
 
 
 def poller_scenario(deployment: Deployment, out: TextIO) -> None:
-    _title(out, "Job poller: a 15-minute job, S3-backed polling vs. callback (seed 004)")
-    job = {"duration_seconds": 900}
-    polled = _run(deployment, out, "poller", "Poll every 60 s after a 10-minute initial wait",
-                  {"job": job, "timeout_seconds": 1800, "initial_wait_seconds": 600, "poll_interval_seconds": 60})
-    callback = None
-    if deployment.has_machine("callback"):
-        callback = _run(deployment, out, "callback", "Callback variant: the runner reports back with the task token",
-                        {"job": job, "timeout_seconds": 1800})
-    print("\n  transitions per execution:", file=out)
-    print(f"    S3-backed poller   {polled.transitions:4d}   ${polled.cost_usd * 1e6:,.2f} per million executions", file=out)
-    if callback is not None:
-        print(f"    callback variant   {callback.transitions:4d}   ${callback.cost_usd * 1e6:,.2f} per million executions", file=out)
-    if deployment.has_machine("export-poller"):
-        _run(deployment, out, "export-poller", "SDK-integration variant: export the alert table to S3, poll describeExport", {})
+    # The demo runner is a Lambda (15-minute ceiling, minus time to report): an 880-second job.
+    _title(out, "Job poller: an 880-second job, S3-backed polling vs. callback (seed 004)")
+    job = {"duration_seconds": 880}
+    tuned = _run(deployment, out, "poller", "Initial wait of 14 minutes (the job's expected minimum), then poll every 60 s",
+                 {"job": job, "timeout_seconds": 1800, "initial_wait_seconds": 840, "poll_interval_seconds": 60})
+    untuned = deployment.run("poller", {"job": job, "timeout_seconds": 1800, "poll_interval_seconds": 60})
+    callback = _run(deployment, out, "callback", "Callback variant: the runner reports back with the task token",
+                    {"job": job, "timeout_seconds": 1800})
+    print("\n  the same job, per execution:", file=out)
+    for label, result in (("poll every 60 s, no initial wait", untuned), ("initial wait + poll every 60 s", tuned),
+                          ("callback (no polling)", callback)):
+        print(f"    {label:36s} {result.status:9s} {result.transitions:4d} transitions  "
+              f"${result.cost_usd * 1e6:,.2f} per million executions", file=out)
+    _run(deployment, out, "export-poller", "SDK-integration variant: export the alert table to S3, poll describeExport", {})
 
 
 def map_retry_scenario(deployment: Deployment, out: TextIO) -> None:

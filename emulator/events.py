@@ -19,7 +19,8 @@ from typing import Any
 from emulator.clock import SimClock
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
-_PLACEHOLDER = re.compile(r"<([A-Za-z0-9_.\-]+)>")
+# A placeholder, an escape, a quote, or a run of anything else: enough to know what is in a string.
+_TEMPLATE_TOKEN = re.compile(r'<(?P<name>[A-Za-z0-9_.\-]+)>|\\.|"|[^<\\"]+|[<\\]', re.DOTALL)
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
@@ -87,50 +88,50 @@ def _lookup(event: dict, path: str) -> tuple[bool, Any]:
     return True, node
 
 
-def render_input_transformer(transformer: dict, event: dict) -> Any:
-    """Render an InputTransformer the way EventBridge does.
+def render_input_transformer(transformer: dict, event: dict) -> str:
+    """The text EventBridge sends a target for ``event`` through ``transformer``.
 
-    In a JSON template, a placeholder outside quotes becomes the JSON value (a string gets
-    quoted, a missing path null); inside a quoted string it is spliced in as escaped text (a
-    missing path as nothing). A template that is plain text gets the raw values.
+    As the EventBridge user guide documents it ("Amazon EventBridge input transformation"):
+    in a JSON object or array template, a placeholder outside quotes becomes the JSON value (a
+    string gets quotes and escapes). Inside a quoted string, and anywhere in any other template,
+    the value is spliced in as text and not escaped; an object or array loses its internal
+    quotes. A path missing from the event gives nothing inside a string and "" as a value (as
+    observed on AWS). A string template keeps its quotes; JSON reaches the target minified.
     """
-    paths = transformer.get("InputPathsMap", {})
-    template = transformer["InputTemplate"]
-    values = {name: _lookup(event, path) for name, path in paths.items()}
+    values = {name: _lookup(event, path) for name, path in transformer.get("InputPathsMap", {}).items()}
     values["aws.events.event.json"] = (True, event)
+    template = transformer["InputTemplate"]
     json_template = template.lstrip()[:1] in ("{", "[")
-
-    def substitute(match: re.Match) -> str:
-        name = match.group(1)
-        if name not in values:
-            return match.group(0)
-        found, value = values[name]
-        if not json_template:
-            return "" if not found or value is None else (value if isinstance(value, str) else json.dumps(value))
-        if _inside_json_string(template, match.start()):
-            if not found or value is None:
-                return ""
-            return json.dumps(value if isinstance(value, str) else json.dumps(value))[1:-1]
-        return json.dumps(value) if found else "null"
-
-    rendered = _PLACEHOLDER.sub(substitute, template)
+    parts: list[str] = []
+    in_string = False
+    for token in _TEMPLATE_TOKEN.finditer(template):
+        name = token.group("name")
+        if name is not None and name in values:
+            found, value = values[name]
+            parts.append(_as_json_value(found, value) if json_template and not in_string else _as_text(found, value))
+            continue
+        if token.group(0) == '"':
+            in_string = not in_string
+        parts.append(token.group(0))
+    rendered = "".join(parts)
     try:
-        return json.loads(rendered)
+        return _minified(json.loads(rendered))
     except ValueError:
-        return rendered
+        return rendered  # the documented hazard of splicing unescaped text: it goes out as it is
 
 
-def _inside_json_string(text: str, index: int) -> bool:
-    quotes = 0
-    escaped = False
-    for char in text[:index]:
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == '"':
-            quotes += 1
-    return quotes % 2 == 1
+def _as_json_value(found: bool, value: Any) -> str:
+    return _minified(value) if found else '""'
+
+
+def _as_text(found: bool, value: Any) -> str:
+    if not found:
+        return ""
+    return value if isinstance(value, str) else _minified(value).replace('"', "")
+
+
+def _minified(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 class EventRouter:
@@ -182,10 +183,9 @@ class EventRouter:
     def _deliver(self, rule: Any, event: dict) -> int:
         count = 0
         for target in rule.targets:
-            payload = self._target_input(target, event)
+            text = self._target_input(target, event)
             service = target["Arn"].split(":")[2]
-            self.delivered.append({"rule": rule.name, "target": target["Arn"], "event": event, "input": payload})
-            text = payload if isinstance(payload, str) else json.dumps(payload)
+            self.delivered.append({"rule": rule.name, "target": target["Arn"], "event": event, "input": text})
             if service == "sns":
                 self._publish_sns(target["Arn"], text)
             elif service == "lambda":
@@ -200,14 +200,15 @@ class EventRouter:
         return count
 
     @staticmethod
-    def _target_input(target: dict, event: dict) -> Any:
+    def _target_input(target: dict, event: dict) -> str:
+        """The text the target receives: constant Input as given, else JSON or transformed text."""
         if "Input" in target:
-            return json.loads(target["Input"])
+            return target["Input"]
         if "InputPath" in target:
-            return _lookup(event, target["InputPath"])[1]
+            return _minified(_lookup(event, target["InputPath"])[1])
         if "InputTransformer" in target:
             return render_input_transformer(target["InputTransformer"], event)
-        return event
+        return _minified(event)
 
     @staticmethod
     def _parts(arn: str) -> tuple[str, str]:

@@ -100,7 +100,7 @@ def _event_line(event: dict, start: datetime) -> str | None:
         details = event.get("taskFailedEventDetails") or event.get("lambdaFunctionFailedEventDetails") or {}
         return f"{stamp}    ✗ {details.get('error')}: {(details.get('cause') or '')[:160]}"
     if kind == "TaskTimedOut":
-        return f"{stamp}    ✗ States.Timeout"
+        return f"{stamp}    ✗ {event.get('taskTimedOutEventDetails', {}).get('error', 'States.Timeout')}"
     if kind.endswith("StateExited"):
         details = event["stateExitedEventDetails"]
         output = details.get("output", "")

@@ -17,7 +17,7 @@ import types
 import uuid
 from typing import Any, Callable
 
-from emulator.clock import SimClock, SimCondition, SimEvent, SimThread
+from emulator.clock import TICKET_HEADER, BusyThread, SimClock, SimEvent
 
 MOTO_VERSION = "5.2.5"
 
@@ -54,16 +54,17 @@ def install_engine_clock(clock: SimClock) -> None:
 
     Covers Wait states (Seconds/Timestamp and their paths), Retry back-off, task and heartbeat
     timeouts, callback waits, the machine's TimeoutSeconds, and all history/describe timestamps.
+    Engine threads are BusyThreads: while one works the clock does not jump, however slowly a
+    loaded machine runs it (waiting for quiet alone let a descheduled engine thread's task reach
+    its TimeoutSeconds, or the execution its own, in simulated time).
     """
     import moto.stepfunctions.parser as parser_pkg
 
-    SimEvent.clock = SimThread.clock = SimCondition.clock = clock
+    SimEvent.clock = clock
     sim_datetime = _sim_datetime_class(clock)
     time_shim = _ClockModule(_time, time=clock.now, sleep=clock.sleep)
     datetime_shim = _ClockModule(_datetime, datetime=sim_datetime)
-    # Engine threads hold a busy token while they run, so the clock never jumps past work in
-    # progress; waiting on events, conditions, the clock or an HTTP answer gives it back.
-    threading_shim = _ClockModule(threading, Event=SimEvent, Thread=SimThread, Condition=SimCondition)
+    threading_shim = _ClockModule(threading, Event=SimEvent, Thread=BusyThread)
     modules = [importlib.import_module("moto.stepfunctions.models"), importlib.import_module("moto.stepfunctions.responses")]
     for info in pkgutil.walk_packages(parser_pkg.__path__, parser_pkg.__name__ + "."):
         if ".antlr." in info.name or info.name.endswith(".antlr"):
@@ -85,12 +86,12 @@ def install_engine_clock(clock: SimClock) -> None:
             elif value is threading.Event:
                 setattr(module, name, SimEvent)
             elif value is threading.Thread:
-                setattr(module, name, SimThread)
+                setattr(module, name, BusyThread)
 
     _patch_program_timeout(clock)
-    _patch_http_waits_idle(clock)
     _patch_wait_timestamp_utc(clock)
     _patch_progress_reports(clock)
+    _patch_engine_calls_hand_over(clock)
 
 
 def _patch_program_timeout(clock: SimClock) -> None:
@@ -113,26 +114,13 @@ def _patch_program_timeout(clock: SimClock) -> None:
             finally:
                 finished.set()
 
-        worker = SimThread(target=run, daemon=True)
+        worker = BusyThread(target=run, daemon=True)
         program_module.TMP_THREADS.append(worker)
         worker.start()
         if not clock.wait(finished, timeout):
             env.set_timed_out()
 
     Program.eval = eval_
-
-
-def _patch_http_waits_idle(clock: SimClock) -> None:
-    """An engine thread calling a service over HTTP waits; the request thread serving it is busy."""
-    from botocore.endpoint import Endpoint
-
-    original_send = Endpoint._send
-
-    def send(self: Any, request: Any) -> Any:
-        with clock.idle():
-            return original_send(self, request)
-
-    Endpoint._send = send
 
 
 def _patch_wait_timestamp_utc(clock: SimClock) -> None:
@@ -167,6 +155,43 @@ def _patch_progress_reports(clock: SimClock) -> None:
             clock.touch()
 
     EventManager.add_event = add_event
+
+
+def _patch_engine_calls_hand_over(clock: SimClock) -> None:
+    """An AWS call from the engine hands the calling thread's busy token over to the request.
+
+    The token stays held until the response is read, except while the server waits on the clock
+    for it (a synchronous Lambda handler's sleep), so the clock neither jumps while a request or
+    its response is in transit nor stays still while the handler sleeps.
+    """
+    import sys
+
+    from moto.stepfunctions.parser.asl.utils import boto_client as boto_client_module
+
+    local = threading.local()
+    original_factory = boto_client_module.boto_client_for
+
+    def add_ticket(request: Any, **_: Any) -> None:
+        request.headers[TICKET_HEADER] = local.ticket
+
+    def boto_client_for(*args: Any, **kwargs: Any) -> Any:
+        client = original_factory(*args, **kwargs)
+        make_api_call = client._make_api_call
+
+        def handing_over(operation_name: str, api_params: dict) -> Any:
+            ticket = local.ticket = clock.hand_over()
+            try:
+                with clock.idle():
+                    return make_api_call(operation_name, api_params)
+            finally:
+                clock.redeem(ticket)
+
+        client._make_api_call = handing_over
+        client.meta.events.register("before-send", add_ticket)
+        return client
+
+    for module in [boto_client_module, *(sys.modules[name] for name in _modules_importing(boto_client_module, "boto_client_for", original_factory))]:
+        module.boto_client_for = boto_client_for
 
 
 # ------------------------------------------------------------------------------------------------
@@ -309,6 +334,74 @@ def _patch_history_limit() -> None:
 
     EventManager.add_event = add_event
 
+    _patch_callback_tasks()
+
+
+def _patch_callback_tasks() -> None:
+    """Task tokens (``.waitForTaskToken``) as AWS documents them."""
+    from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task import (
+        StateTask,
+    )
+    from moto.stepfunctions.parser.asl.eval.callback.callback import (
+        CallbackEndpoint,
+        HeartbeatTimeoutError,
+    )
+
+    # AWS: SendTaskFailure's cause becomes the task's (and the execution's) cause; moto dropped it.
+    def send_task_failure(self: Any) -> Any:
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+        )
+        return sfn_responses.EmptyResult()
+
+    sfn_responses.StepFunctionResponse.send_task_failure = send_task_failure
+
+    # AWS: a token is valid from the moment its task starts. moto set the heartbeat timer up only
+    # once the task's invoke had returned: a heartbeat sent before that got InvalidToken, and a
+    # result sent before that was missed, so the task still waited HeartbeatSeconds and timed out.
+    original_setup = CallbackEndpoint.setup_heartbeat_endpoint
+
+    def setup_heartbeat_endpoint(self: Any, heartbeat_seconds: int) -> Any:
+        endpoint = original_setup(self, heartbeat_seconds)
+        if self.get_outcome() is not None:
+            endpoint.notify()
+        return endpoint
+
+    def notify_heartbeat(self: Any) -> bool:
+        if self._heartbeat_endpoint is not None:
+            self._heartbeat_endpoint.notify()
+        return True
+
+    CallbackEndpoint.setup_heartbeat_endpoint = setup_heartbeat_endpoint
+    CallbackEndpoint.notify_heartbeat = notify_heartbeat
+
+    # AWS: a task that misses HeartbeatSeconds fails with States.HeartbeatTimeout, which a Retry or
+    # Catch on States.HeartbeatTimeout or on States.Timeout matches; moto reported States.Timeout.
+    class HeartbeatTimeoutName(StatesErrorName):
+        def __init__(self) -> None:
+            super().__init__(typ=StatesErrorNameType.StatesHeartbeatTimeout)
+
+        def matches(self, error_name: str | None) -> bool:
+            return error_name in (self.error_name, StatesErrorNameType.StatesTimeout.to_name())
+
+    original_from_error = StateTask._from_error
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        failure = original_from_error(self, env, ex)
+        if isinstance(ex, HeartbeatTimeoutError):  # a TimeoutError: moto made it a TaskTimedOut event
+            failure.error_name = HeartbeatTimeoutName()
+            failure.event_details["taskTimedOutEventDetails"]["error"] = failure.error_name.error_name
+        return failure
+
+    StateTask._from_error = from_error
+
 
 def _modules_importing(module: types.ModuleType, name: str, value: Any) -> list[str]:
     import sys
@@ -382,6 +475,40 @@ def install_lambda_invocation_type() -> None:
     )
 
     state_task_service_lambda._SUPPORTED_API_PARAM_BINDINGS["invoke"].add("InvocationType")
+
+
+# ------------------------------------------------------------------------------------------------
+# DynamoDB
+# ------------------------------------------------------------------------------------------------
+# How long a table export takes. AWS takes minutes even for a tiny table; moto finishes at once.
+DYNAMODB_EXPORT_SECONDS = 240
+
+
+def install_dynamodb_exports(clock: SimClock) -> None:
+    """Table exports as AWS runs them: named under their table, and taking time."""
+    from moto.dynamodb.models.table_export import TableExport
+
+    original_init = TableExport.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        # AWS: <table ARN>/export/<id>, which IAM policies scope DescribeExport by; moto nested
+        # the whole table ARN after "table/" and said "import".
+        self.arn = f"{self.table.table_arn}/export/{uuid.uuid4().hex}"
+        self._emulator_done_at = clock.now() + DYNAMODB_EXPORT_SECONDS
+
+    # The export's status is IN_PROGRESS until DYNAMODB_EXPORT_SECONDS of simulated time have
+    # passed, then whatever moto's export (done at once) ended with.
+    def get_status(self: Any) -> str:
+        if clock.now() < getattr(self, "_emulator_done_at", float("inf")):
+            return "IN_PROGRESS"
+        return self._emulator_status
+
+    def set_status(self: Any, value: str) -> None:
+        self._emulator_status = value
+
+    TableExport.__init__ = __init__
+    TableExport.status = property(get_status, set_status)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -461,6 +588,24 @@ def install_cloudformation_fidelity() -> None:
         return table
 
     Table.create_from_cloudformation_json = classmethod(table_create)
+
+    # AWS::Lambda::Function Layers are dropped by moto's CloudFormation: every function whose
+    # code imports from a layer (the shared patterns_common package) failed to import. A Ref to
+    # a layer of the same stack resolves to moto's LayerVersion model, not its ARN.
+    from moto.awslambda.models import LambdaFunction
+
+    original_function_create = LambdaFunction.create_from_cloudformation_json.__func__
+
+    def function_create(cls: Any, resource_name: str, cloudformation_json: dict, *args: Any, **kwargs: Any) -> Any:
+        fn = original_function_create(cls, resource_name, cloudformation_json, *args, **kwargs)
+        properties = cloudformation_json.get("Properties", {})
+        if properties.get("Layers"):
+            fn.layers = fn._get_layers_data([getattr(layer, "arn", layer) for layer in properties["Layers"]])
+        if properties.get("TracingConfig"):  # dropped too
+            fn.tracing_config = properties["TracingConfig"]
+        return fn
+
+    LambdaFunction.create_from_cloudformation_json = classmethod(function_create)
 
     # AWS::KMS::Key Tags are {Key, Value} in CloudFormation; moto hands them to KMS's tagger,
     # which expects {TagKey, TagValue}, and the whole stack fails.

@@ -14,7 +14,7 @@ import boto3
 from botocore.config import Config
 
 from emulator import patches
-from emulator.clock import SimClock
+from emulator.clock import TICKET_HEADER, SimClock
 from emulator.events import EventRouter
 from emulator.lambda_runtime import LambdaRuntime
 
@@ -57,6 +57,7 @@ def _install_patches_once() -> SimClock:
             patches.install_stepfunctions_fidelity(_current.status_changed)
             patches.install_lambda_runtime(_current)
             patches.install_lambda_invocation_type()
+            patches.install_dynamodb_exports(clock)
             patches.install_cloudformation_fidelity()
             _clock = clock
         return _clock
@@ -100,9 +101,13 @@ class LocalAws:
         moto_app = DomainDispatcherApplication(create_backend_app)
         clock = self.clock
 
+        ticket_key = "HTTP_" + TICKET_HEADER.upper().replace("-", "_")
+
         def app(environ: dict, start_response: Any) -> list[bytes]:
-            # A request being served is work: the simulated clock does not jump meanwhile.
-            with clock.busy():
+            # A request being served is work: the simulated clock does not jump meanwhile. A ticket
+            # the caller handed over with the request keeps it still until the response is read,
+            # except while this thread waits on the clock (a Lambda handler's sleep).
+            with clock.busy(), clock.carrying(environ.get(ticket_key)):
                 return list(moto_app(environ, start_response))
 
         self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)

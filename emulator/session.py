@@ -58,8 +58,8 @@ class Deployment:
 def deployed(workdir: Path | None = None, *, auto_schedules: bool = False) -> Iterator[Deployment]:
     """Start the Slack stand-in and a LocalAws, store the webhook secret, deploy the app."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    # moto names each resource type it skips (CDK metadata, bucket and topic policies, alarms).
-    logging.getLogger("moto").setLevel(logging.ERROR)
+    # moto logs each resource type it skips and every failed state; the timeline shows what matters.
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", message="Tried to parse .* not supported by moto", category=UserWarning)
     with SlackStandIn() as slack, LocalAws(workdir, auto_schedules=auto_schedules) as aws:
         # The secret exists before the app, as on AWS (the stack references it by name).

@@ -22,8 +22,9 @@ def test_app_has_the_four_stacks_users_deploy_by_name(synthesized_app):
 @pytest.mark.parametrize(
     "stack, outputs",
     [
-        ("AlertNotificationStack", {"AlertTableName"}),
-        ("JobPollerStack", {"JobBucketName"}),
+        ("AlertNotificationStack", {"StateMachineArn", "AlertTableName"}),
+        ("JobPollerStack", {"StateMachineArn", "JobBucketName", "ExportPollerStateMachineArn", "CallbackStateMachineArn"}),
+        ("MapRetryStack", {"StateMachineArn", "ItemsBucketName"}),
         ("MonitoringStack", {"StatusTopicArn"}),
     ],
 )
@@ -37,6 +38,7 @@ def test_stack_publishes_its_interface_outputs(synthesized_app, stack, outputs):
     [
         ("AlertNotificationStack", "AlertTable", "AWS::DynamoDB::Table"),
         ("JobPollerStack", "JobBucket", "AWS::S3::Bucket"),
+        ("MapRetryStack", "ItemsBucket", "AWS::S3::Bucket"),
     ],
 )
 def test_stateful_resources_keep_stable_logical_ids(synthesized_app, stack, logical_id, resource_type):
@@ -46,7 +48,7 @@ def test_stateful_resources_keep_stable_logical_ids(synthesized_app, stack, logi
 
 def test_every_template_passes_cfn_lint(synthesized_app):
     # When
-    paths = [str(synthesized_app.template_path(s)) for s in STACKS if synthesized_app.templates[s].get("Resources")]
+    paths = [str(synthesized_app.template_path(s)) for s in STACKS]
     result = subprocess.run(
         [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *paths],
         capture_output=True,
@@ -56,11 +58,27 @@ def test_every_template_passes_cfn_lint(synthesized_app):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_monitoring_watches_every_state_machine_of_the_app(synthesized_app):
+    # Given: every machine the pattern stacks define
+    machines = {
+        (stack, logical_id)
+        for stack, template in synthesized_app.templates.items()
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::StepFunctions::StateMachine"
+    }
+    # Then: five machines, and the status rule names each (through a cross-stack import)
+    assert len(machines) == 5
+    rules = [r for r in synthesized_app.templates["MonitoringStack"]["Resources"].values() if r["Type"] == "AWS::Events::Rule"]
+    watched = json.dumps([r["Properties"]["EventPattern"]["detail"]["stateMachineArn"] for r in rules])
+    for _, logical_id in machines:
+        assert logical_id in watched, logical_id
+
+
 def test_every_lambda_runs_python_313_with_powertools_and_tracing(synthesized_app):
     functions = [
         resource
         for template in synthesized_app.templates.values()
-        for resource in template.get("Resources", {}).values()
+        for resource in template["Resources"].values()
         if resource["Type"] == "AWS::Lambda::Function"
     ]
     for function in functions:
@@ -75,7 +93,7 @@ def test_every_state_machine_is_standard_with_inline_definition_logs_and_xray(sy
     machines = [
         resource["Properties"]
         for template in synthesized_app.templates.values()
-        for resource in template.get("Resources", {}).values()
+        for resource in template["Resources"].values()
         if resource["Type"] == "AWS::StepFunctions::StateMachine"
     ]
     for props in machines:
@@ -88,7 +106,7 @@ def test_every_state_machine_is_standard_with_inline_definition_logs_and_xray(sy
 
 def test_every_log_group_has_retention(synthesized_app):
     for template in synthesized_app.templates.values():
-        for logical_id, resource in template.get("Resources", {}).items():
+        for logical_id, resource in template["Resources"].items():
             if resource["Type"] == "AWS::Logs::LogGroup":
                 assert resource["Properties"].get("RetentionInDays"), logical_id
 

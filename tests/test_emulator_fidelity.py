@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from emulator.events import render_input_transformer
 from emulator.follow import follow, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,10 +199,12 @@ def test_stopping_an_execution_interrupts_its_wait(aws, role_arn):
     # Given: an execution waiting for a day
     definition = {"StartAt": "Wait A Day", "TimeoutSeconds": 172800, "States": {"Wait A Day": {"Type": "Wait", "Seconds": 86400, "End": True}}}
     sfn = aws.client("stepfunctions")
-    execution = sfn.start_execution(stateMachineArn=_machine(aws, role_arn, definition))["executionArn"]
-    _wait_for_event(sfn, execution, "WaitStateEntered")
-    # When
-    sfn.stop_execution(executionArn=execution, error="Operator", cause="no longer needed")
+    arn = _machine(aws, role_arn, definition)
+    with aws.clock.busy():  # simulated time stands still until the stop, so the wait cannot end first
+        execution = sfn.start_execution(stateMachineArn=arn)["executionArn"]
+        _wait_for_event(sfn, execution, "WaitStateEntered")
+        # When
+        sfn.stop_execution(executionArn=execution, error="Operator", cause="no longer needed")
     # Then: ABORTED with the stop's error and cause, and no wake-up left for the day-long wait
     result = follow(aws, execution)
     assert (result.status, result.error, result.cause) == ("ABORTED", "Operator", "no longer needed")
@@ -222,6 +225,29 @@ def _assert_no_wakeup_after(aws, instant: float, timeout: float = 5) -> None:
     while any(w > instant for w in aws.clock.pending_wakeups()) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not [w for w in aws.clock.pending_wakeups() if w > instant]
+
+
+def test_an_execution_that_times_out_stops_waiting(aws, role_arn):
+    # AWS: an execution past its TimeoutSeconds runs nothing more. moto's engine interrupts the
+    # running Wait by setting and at once clearing an event; the simulated clock missed that
+    # pulse, so the Wait slept on and the clock later jumped to its wake-up, days ahead.
+    wait_seconds = 1_000_000
+    definition = {
+        "StartAt": "Wait Eleven Days",
+        "TimeoutSeconds": 60,
+        "States": {"Wait Eleven Days": {"Type": "Wait", "Seconds": wait_seconds, "End": True}},
+    }
+    started = aws.clock.now()
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "TIMED_OUT"
+
+    def wait_still_pending() -> bool:
+        return any(abs(wake_at - started - wait_seconds) < 300 for wake_at in aws.clock.pending_wakeups())
+
+    deadline = time.monotonic() + 5
+    while wait_still_pending() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not wait_still_pending()
 
 
 def test_wait_timestamp_is_read_as_utc_whatever_the_local_timezone(aws, role_arn, monkeypatch):
@@ -299,6 +325,167 @@ def test_an_execution_reaching_25000_history_events_fails_with_states_runtime(aw
     assert [e["type"] for e in result.events[-2:]] == ["PassStateExited", "ExecutionFailed"]
 
 
+def test_engine_work_takes_no_simulated_time_however_slow_the_machine(aws, role_arn, probe_arn, monkeypatch):
+    # AWS: a task's TimeoutSeconds bounds the task's own work. Here every AWS call the engine makes
+    # stalls 0.2 s of real time on each side (a loaded machine, a cold boto3 client): the clock
+    # must not treat those stalls as quiet and jump to the task's timeout.
+    import botocore.client
+
+    real_call = botocore.client.BaseClient._make_api_call
+
+    def slow_call(self, operation_name, api_params):
+        time.sleep(0.2)
+        try:
+            return real_call(self, operation_name, api_params)
+        finally:
+            time.sleep(0.2)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", slow_call)
+    definition = {
+        "StartAt": "Quick Task",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Quick Task": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": probe_arn, "Payload": {}},
+                "TimeoutSeconds": 5,
+                "End": True,
+            }
+        },
+    }
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "SUCCEEDED", result.error
+    assert result.simulated_seconds < 5
+
+
+# -- Step Functions: task tokens -----------------------------------------------------------------
+CALLBACK_PROBE_CODE = """
+import json, boto3
+
+sfn = boto3.client("stepfunctions")
+
+def lambda_handler(event, context):
+    token = event["token"]
+    sfn.send_task_heartbeat(taskToken=token)
+    if event.get("error"):
+        sfn.send_task_failure(taskToken=token, error=event["error"], cause=event["cause"])
+    else:
+        sfn.send_task_success(taskToken=token, output=json.dumps({"reported": "at once"}))
+"""
+
+
+@pytest.fixture(scope="module")
+def callback_probe_arn(aws, role_arn):
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("callback_probe.py", CALLBACK_PROBE_CODE)
+    return aws.client("lambda").create_function(
+        FunctionName=_unique("callback-probe"),
+        Runtime="python3.13",
+        Role=role_arn,
+        Handler="callback_probe.lambda_handler",
+        Code={"ZipFile": archive.getvalue()},
+        Timeout=30,
+    )["FunctionArn"]
+
+
+def _reporting_before_the_wait(function_arn: str, payload: dict) -> dict:
+    """A callback task whose function (invoked synchronously) reports before the invoke returns."""
+    return {
+        "StartAt": "Wait For Callback",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Wait For Callback": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"FunctionName": function_arn, "Payload": {"token.$": "$$.Task.Token", **payload}},
+                "HeartbeatSeconds": 60,
+                "TimeoutSeconds": 600,
+                "End": True,
+            }
+        },
+    }
+
+
+def test_task_token_is_valid_from_the_start_of_its_task(aws, role_arn, callback_probe_arn):
+    # AWS: a heartbeat or a result may arrive as soon as the token exists, even while the task is
+    # still invoking the function that got it. moto answered the heartbeat InvalidToken, and a
+    # result that early was missed: the task waited HeartbeatSeconds and timed out.
+    definition = _reporting_before_the_wait(callback_probe_arn, {})
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output == {"reported": "at once"}
+    assert result.simulated_seconds < 60
+
+
+def test_send_task_failure_keeps_its_error_and_cause(aws, role_arn, callback_probe_arn):
+    # AWS: SendTaskFailure's error and cause are the task's, and the execution's when uncaught;
+    # moto dropped the cause.
+    definition = _reporting_before_the_wait(callback_probe_arn, {"error": "JobFailed", "cause": 'disk "full"'})
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "FAILED"
+    assert (result.error, result.cause) == ("JobFailed", 'disk "full"')
+    [failed] = [e["taskFailedEventDetails"] for e in result.events if e["type"] == "TaskFailed"]
+    assert (failed["error"], failed["cause"]) == ("JobFailed", 'disk "full"')
+
+
+@pytest.mark.parametrize("caught_as", ["States.HeartbeatTimeout", "States.Timeout"])
+def test_missed_heartbeat_is_states_heartbeat_timeout_which_states_timeout_also_catches(aws, role_arn, caught_as):
+    # AWS: a task with no heartbeat for HeartbeatSeconds fails with States.HeartbeatTimeout;
+    # "States.Timeout" in a Catch or Retry matches it too. moto reported States.Timeout.
+    queue_url = aws.client("sqs").create_queue(QueueName=_unique("tokens"))["QueueUrl"]
+    definition = {
+        "StartAt": "Wait For Callback",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Wait For Callback": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {"QueueUrl": queue_url, "MessageBody": {"token.$": "$$.Task.Token"}},
+                "HeartbeatSeconds": 30,
+                "TimeoutSeconds": 600,
+                "Catch": [{"ErrorEquals": [caught_as], "ResultPath": "$.error", "Next": "Caught"}],
+                "End": True,
+            },
+            "Caught": {"Type": "Pass", "End": True},
+        },
+    }
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    assert result.status == "SUCCEEDED"
+    assert result.output["error"]["Error"] == "States.HeartbeatTimeout"
+    [timed_out] = [e["taskTimedOutEventDetails"] for e in result.events if e["type"] == "TaskTimedOut"]
+    assert timed_out["error"] == "States.HeartbeatTimeout"
+    assert 30 <= result.simulated_seconds < 35
+
+
+# -- DynamoDB ------------------------------------------------------------------------------------
+def test_table_export_is_named_under_its_table_and_takes_minutes(aws):
+    # AWS: an export's ARN is <table ARN>/export/<id> (what IAM scopes DescribeExport by), and an
+    # export runs for minutes, IN_PROGRESS meanwhile. moto named it after the whole table ARN plus
+    # "/import/", and finished at once.
+    from emulator.patches import DYNAMODB_EXPORT_SECONDS
+
+    dynamodb, name, bucket = aws.client("dynamodb"), _unique("export"), _unique("export-bucket")
+    aws.client("s3").create_bucket(Bucket=bucket)
+    table_arn = dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )["TableDescription"]["TableArn"]
+    dynamodb.update_continuous_backups(
+        TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
+    )
+    started = dynamodb.export_table_to_point_in_time(TableArn=table_arn, S3Bucket=bucket, S3Prefix="exports")
+    export_arn = started["ExportDescription"]["ExportArn"]
+    assert re.fullmatch(re.escape(table_arn) + r"/export/[0-9a-f]+", export_arn)
+    assert started["ExportDescription"]["ExportStatus"] == "IN_PROGRESS"
+    assert dynamodb.describe_export(ExportArn=export_arn)["ExportDescription"]["ExportStatus"] == "IN_PROGRESS"
+    aws.clock.advance(DYNAMODB_EXPORT_SECONDS)
+    assert dynamodb.describe_export(ExportArn=export_arn)["ExportDescription"]["ExportStatus"] == "COMPLETED"
+
+
 # -- Events ------------------------------------------------------------------------------------
 def _queue(aws) -> tuple[str, str]:
     sqs = aws.client("sqs")
@@ -338,6 +525,64 @@ def test_execution_status_change_event_reaches_sns_through_rule_and_input_transf
     bodies = _receive(aws, queue_url, expected=1)
     assert result.status == "FAILED"
     assert [json.loads(b) for b in bodies] == [{"summary": "Execution doomed FAILED", "error": "Exploded", "cause": 'a "quoted" cause'}]
+
+
+# The EC2 event of the EventBridge user guide's "Input transform examples", plus a value holding
+# quotes and a newline (as a Step Functions cause does).
+EC2_EVENT = {
+    "version": "0", "id": "7bf73129-1428-4cd3-a780-95db273d1602", "detail-type": "EC2 Instance State-change Notification",
+    "source": "aws.ec2", "account": "123456789012", "time": "2015-11-11T21:29:54Z", "region": "us-east-1",
+    "resources": ["arn:aws:ec2:us-east-1:123456789012:instance/i-abcd1111"],
+    "detail": {"instance-id": "i-0123456789", "state": "RUNNING", "note": 'said "stop"\nthen left'},
+}
+EC2_PATHS = {"instance": "$.detail.instance-id", "state": "$.detail.state", "note": "$.detail.note",
+             "detail": "$.detail", "resources": "$.resources", "missing": "$.detail.not-in-the-event"}
+
+
+@pytest.mark.parametrize(
+    "template, expected",
+    [
+        # The guide's examples: string values outside quotes get quotes; the JSON goes out minified.
+        ('{"instance" : <instance>, "state": [ 9, <state>, true ], "Transformed" : "Yes"}',
+         '{"instance":"i-0123456789","state":[9,"RUNNING",true],"Transformed":"Yes"}'),
+        ('{"instance" : <instance>, "state": "<state>", "instanceStatus": "instance \\"<instance>\\" is in <state>"}',
+         '{"instance":"i-0123456789","state":"RUNNING","instanceStatus":"instance \\"i-0123456789\\" is in RUNNING"}'),
+        # A string template is sent as it is, quotes included.
+        ('"instance <instance> is in <state>"', '"instance i-0123456789 is in RUNNING"'),
+        ("<instance> is in state <state>", "i-0123456789 is in state RUNNING"),
+        # "EventBridge doesn't escape values extracted by Input Path" inside a string...
+        ('{"text": "note: <note>"}', '{"text": "note: said "stop"\nthen left"}'),
+        # ...while a value standing alone is a JSON value, escapes and all.
+        ('{"note": <note>}', '{"note":"said \\"stop\\"\\nthen left"}'),
+        # An object or array referenced in a string loses its internal quotes; standing alone it is JSON.
+        ('{"text": "Resources: <resources>"}', '{"text":"Resources: [arn:aws:ec2:us-east-1:123456789012:instance/i-abcd1111]"}'),
+        ('{"detail": <detail>}', json.dumps({"detail": EC2_EVENT["detail"]}, separators=(",", ":"))),
+        # A path missing from the event: nothing inside a string, "" as a value.
+        ('{"text": "state <missing>", "value": <missing>}', '{"text":"state ","value":""}'),
+        ('{"event": <aws.events.event.json>}', json.dumps({"event": EC2_EVENT}, separators=(",", ":"))),
+    ],
+)
+def test_input_transformer_renders_as_eventbridge_documents(template, expected):
+    # When
+    rendered = render_input_transformer({"InputPathsMap": EC2_PATHS, "InputTemplate": template}, EC2_EVENT)
+    # Then
+    assert rendered == expected
+
+
+def test_rule_target_receives_the_transformed_text_unchanged(aws):
+    # Given: a rule whose target gets a string template (EventBridge keeps its quotes)
+    queue_url, queue_arn = _queue(aws)
+    events = aws.client("events")
+    rule = _unique("ec2")
+    events.put_rule(Name=rule, EventPattern=json.dumps({"source": ["aws.ec2"], "detail": {"instance-id": ["i-0123456789"]}}))
+    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn, "InputTransformer": {
+        "InputPathsMap": {"instance": "$.detail.instance-id", "state": "$.detail.state"},
+        "InputTemplate": '"instance <instance> is in <state>"'}}])
+    # When
+    delivered = aws.router.put(EC2_EVENT)
+    # Then
+    assert delivered == 1
+    assert _receive(aws, queue_url, expected=1) == ['"instance i-0123456789 is in RUNNING"']
 
 
 def test_scheduled_rule_fires_on_demand_with_a_scheduled_event(deployment, aws):
@@ -387,6 +632,37 @@ def test_every_stack_deployed_with_outputs_and_fully_resolved_machines(deploymen
         definition = sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["definition"]
         assert definition and "${" not in definition, machine["name"]
         assert "States" in json.loads(definition)
+
+
+def test_deployed_functions_run_with_their_layers(deployment):
+    # AWS: a function's Layers are extracted under /opt; moto's CloudFormation dropped them, so
+    # every handler importing the shared layer failed with Runtime.ImportModuleError.
+    lam = deployment.client("lambda")
+    functions = [f for f in lam.list_functions()["Functions"] if f["FunctionName"].startswith(("Alert", "JobPoller", "MapRetry"))]
+    assert functions
+    for function in functions:
+        layers = [layer["Arn"] for layer in function.get("Layers", [])]
+        assert any(":layer:AWSLambdaPowertoolsPythonV3-python313" in arn for arn in layers), function["FunctionName"]
+        assert any(":123456789012:layer:" in arn for arn in layers), function["FunctionName"]
+
+
+def test_cloudformation_creates_every_alarm_of_a_stack_with_its_dimensions_and_actions(deployment):
+    # AWS: each AWS::CloudWatch::Alarm of a template is an alarm DescribeAlarms returns, on the
+    # metric its dimensions name. moto's CloudFormation skips the type; the emulator models it.
+    body = deployment.client("cloudformation").get_template(StackName="MonitoringStack")["TemplateBody"]
+    resources = (json.loads(body) if isinstance(body, str) else body)["Resources"]
+    declared = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    pages = deployment.client("cloudwatch").get_paginator("describe_alarms").paginate(AlarmNamePrefix="MonitoringStack-")
+    alarms = [alarm for page in pages for alarm in page["MetricAlarms"]]
+
+    def shape(namespace, metric, dimensions, actions):
+        return namespace, metric, tuple(d["Name"] for d in dimensions), len(actions)
+
+    assert declared
+    assert sorted(shape(a["Namespace"], a["MetricName"], a["Dimensions"], a["AlarmActions"]) for a in alarms) == sorted(
+        shape(p["Namespace"], p["MetricName"], p["Dimensions"], p["AlarmActions"]) for p in declared
+    )
+    assert all(d["Value"] for alarm in alarms for d in alarm["Dimensions"])
 
 
 def test_the_app_never_imports_the_emulator():

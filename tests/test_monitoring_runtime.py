@@ -1,9 +1,10 @@
 """The synthesized status rule against real-shaped events: which ones match, and the message they become.
 
 Matching uses moto's EventBridge pattern matcher (``moto.events.models.EventPattern``; moto's
-``TestEventPattern`` API is a stub). The message is rendered the way EventBridge documents its
-input transformer, by ``render_input_template`` below (moto's own renderer does not quote string
-values placed outside quotes, which EventBridge does).
+``TestEventPattern`` API is a stub). The message is rendered by the emulator's input transformer
+(``emulator.events.render_input_transformer``, the one that delivers the deployed rule's
+notifications; tests/test_emulator_fidelity.py pins it to EventBridge's documented behaviour).
+moto's own renderer does not quote string values placed outside quotes, which EventBridge does.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
 from moto.events.models import EventPattern
 
+from emulator.events import render_input_transformer
 from stacks.config import AppConfig
 from stacks.monitoring.stack import MonitoringStack
 
@@ -112,69 +114,21 @@ def test_configured_statuses_decide_what_matches():
 # --- the message ------------------------------------------------------------------------------
 
 
-def _value_at(event: dict, path: str):
-    """EventBridge InputPathsMap paths are dot notation from ``$``."""
-    value = event
-    for key in path.removeprefix("$.").split("."):
-        value = value[key]  # a missing path raises: every path this rule reads must be in the event
-    return value
-
-
-def render_input_template(template: str, paths_map: dict[str, str], event: dict) -> str:
-    """Fill an InputTemplate as EventBridge documents it for JSON templates.
-
-    A ``<variable>`` outside quotes becomes the JSON value (a string gets its quotes); inside a
-    quoted string the value is spliced in as text, unescaped.
-    """
-    assert template.startswith("{"), "only JSON templates are rendered here"
-    values = {name: _value_at(event, path) for name, path in paths_map.items()}
-    out: list[str] = []
-    in_string = False
-    i = 0
-    while i < len(template):
-        char = template[i]
-        if char == "<":
-            end = template.find(">", i)
-            name = template[i + 1 : end]
-            if end > i and name in values:
-                value = values[name]
-                out.append(value if in_string and isinstance(value, str) else json.dumps(value))
-                i = end + 1
-                continue
-        if in_string and char == "\\":
-            out.append(template[i : i + 2])
-            i += 2
-            continue
-        if char == '"':
-            in_string = not in_string
-        out.append(char)
-        i += 1
-    return "".join(out)
-
-
-def test_renderer_follows_the_documented_eventbridge_example():
-    # Given: the EC2 example of the EventBridge user guide ("Input transform examples")
-    event = {"detail": {"instance-id": "i-0123456789", "state": "RUNNING"}}
-    paths = {"instance": "$.detail.instance-id", "state": "$.detail.state"}
-    template = (
-        '{"instance": <instance>, "state": [9, <state>, true], "Transformed": "Yes", '
-        '"text": "<instance> is <state>"}'
-    )
-    # When
-    rendered = json.loads(render_input_template(template, paths, event))
-    # Then
-    assert rendered == {
-        "instance": "i-0123456789",
-        "state": [9, "RUNNING", True],
-        "Transformed": "Yes",
-        "text": "i-0123456789 is RUNNING",
-    }
-
-
 def render_message(rule: dict, event: dict) -> dict:
-    transformer = rule["Targets"][0]["InputTransformer"]
-    rendered = render_input_template(transformer["InputTemplate"], transformer["InputPathsMap"], event)
-    return json.loads(rendered)
+    return json.loads(render_input_transformer(rule["Targets"][0]["InputTransformer"], event))
+
+
+@pytest.mark.parametrize("status", ["failed", "timed_out", "aborted", "succeeded", "running"])
+def test_every_path_the_message_reads_is_in_the_event(rule, status):
+    # Given: EventBridge renders a path missing from the event as "" or nothing, silently
+    paths = rule["Targets"][0]["InputTransformer"]["InputPathsMap"].values()
+    event = sample(status)
+    # Then
+    for path in paths:
+        node = event
+        for key in path.removeprefix("$.").split("."):
+            assert isinstance(node, dict) and key in node, f"{path} is not in the {status} event"
+            node = node[key]
 
 
 def test_failed_execution_becomes_a_message_a_person_can_act_on(rule):

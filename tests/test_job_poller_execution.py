@@ -1,0 +1,353 @@
+"""Job poller machines end to end: the deployed templates run in the local emulator, in simulated time.
+
+Each test starts its own executions, so the tests share one deployment in any order. Durations come
+from the execution history (simulated time); none of these tests measures wall-clock speed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+import uuid
+
+import pytest
+
+from emulator.patches import DYNAMODB_EXPORT_SECONDS
+from patterns_common.job_demo import MAX_DURATION_SECONDS
+
+# Lambda work (cold starts, S3 calls) takes a little real time, which the simulated clock counts too.
+SLACK_SECONDS = 5
+
+
+def poller_transitions(polls: int) -> int:
+    """State transitions of an S3-poller execution that succeeds on its ``polls``-th Get Job Status.
+
+    Validate Job Input, Run Job and Wait For Job To Start once; Get Job Status and Job Complete? per
+    poll; Wait Before Next Poll between two polls; Job Succeeded once: 3 + 2P + (P - 1) + 1.
+    """
+    return 3 * polls + 3
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def md5_of(execution_arn: str) -> str:
+    return hashlib.md5(execution_arn.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def entered_at(result, state_name: str) -> list[float]:
+    """Simulated seconds from the execution's start at which ``state_name`` was entered, in order."""
+    return [
+        (event["timestamp"] - result.start).total_seconds()
+        for event in result.events
+        if event["type"].endswith("StateEntered") and event["stateEnteredEventDetails"]["name"] == state_name
+    ]
+
+
+def assert_near(actual: list[float], expected: list[float]) -> None:
+    assert len(actual) == len(expected), (actual, expected)
+    for seen, due in zip(actual, expected):
+        assert due <= seen < due + SLACK_SECONDS, (actual, expected)
+
+
+def waits_entered(result) -> int:
+    return sum(1 for event in result.events if event["type"] == "WaitStateEntered")
+
+
+@pytest.fixture(scope="module")
+def bucket(deployment) -> str:
+    return deployment.output("JobPollerStack", "JobBucketName")
+
+
+def read_object(deployment, bucket: str, key: str) -> str:
+    return deployment.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# S3-backed poller
+# ---------------------------------------------------------------------------------------------
+def test_poller_succeeds_and_keeps_the_job_record_under_the_md5_of_the_execution_arn(deployment, bucket):
+    # Given: a 30-second job polled every 10 s
+    job = {"duration_seconds": 30}
+    # When
+    result = deployment.run(
+        "poller", {"job": job, "timeout_seconds": 300, "poll_interval_seconds": 10}, name=unique("success")
+    )
+    # Then
+    md5 = md5_of(result.execution_arn)
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output["status"] == "succeeded"
+    assert result.output["execution_md5"] == md5
+    assert result.output["job"] == job
+    context = json.loads(read_object(deployment, bucket, f"jobs/{md5}/context.json"))
+    assert context["job"] == job
+    assert context["timeout_seconds"] == 300
+    assert context["execution_arn"] == result.execution_arn
+    assert 0 <= context["job_start_timestamp"] - result.start.timestamp() < SLACK_SECONDS
+    assert read_object(deployment, bucket, f"jobs/{md5}/status.txt") == "succeeded"
+
+
+def test_poller_fails_with_the_runners_message(deployment):
+    # Given
+    job = {"duration_seconds": 20, "fail": True, "error_message": "disk quota exceeded on /data"}
+    # When
+    result = deployment.run("poller", {"job": job, "poll_interval_seconds": 10}, name=unique("failure"))
+    # Then
+    assert result.status == "FAILED"
+    assert result.error == "JobFailed"
+    assert result.cause == "disk quota exceeded on /data"
+    assert result.entered("Job Failed") == 1
+
+
+def test_poller_gives_up_on_a_job_still_running_at_its_timeout(deployment):
+    # Given: a 10-minute job allowed 2 minutes, polled every 30 s
+    payload = {"job": {"duration_seconds": 600}, "timeout_seconds": 120, "poll_interval_seconds": 30}
+    # When
+    result = deployment.run("poller", payload, name=unique("timeout"))
+    # Then: the poll at 120 s finds it still running and ends the execution, saying by how much
+    assert result.status == "FAILED"
+    assert result.error == "JobTimeout"
+    elapsed, limit = re.fullmatch(r"job still running after ([\d.]+) s; timeout_seconds is (\d+)", result.cause).groups()
+    assert 120 <= float(elapsed) < 120 + SLACK_SECONDS
+    assert limit == "120"
+    assert result.entered("Get Job Status") == 5  # at 0, 30, 60, 90 and 120 s
+
+
+def test_a_runner_that_dies_after_writing_running_ends_in_job_timeout(deployment, bucket):
+    # Given: a runner that crashes after 30 s of work, without a final status
+    payload = {"job": {"duration_seconds": 30, "crash": True}, "timeout_seconds": 180, "poll_interval_seconds": 60}
+    # When
+    result = deployment.run("poller", payload, name=unique("crash"))
+    # Then: polling stops at the timeout instead of looping for ever
+    assert result.status == "FAILED"
+    assert result.error == "JobTimeout"
+    assert result.cause.endswith("timeout_seconds is 180")
+    assert result.entered("Get Job Status") == 4  # at 0, 60, 120 and 180 s
+    assert read_object(deployment, bucket, f"jobs/{md5_of(result.execution_arn)}/status.txt") == "running"
+    runner_errors = [
+        call["error"]
+        for call in deployment.aws.runtime.invocations
+        if "JobPollerJobRunner" in call["function"] and call["start"] >= result.start.timestamp()
+    ]
+    assert runner_errors == ["SimulatedCrash"]
+
+
+def test_poller_waits_the_initial_wait_then_polls_at_the_interval(deployment):
+    # Given: a 100-second job, first checked after 60 s, then every 15 s
+    payload = {
+        "job": {"duration_seconds": 100},
+        "timeout_seconds": 600,
+        "initial_wait_seconds": 60,
+        "poll_interval_seconds": 15,
+    }
+    # When
+    result = deployment.run("poller", payload, name=unique("cadence"))
+    # Then: no poll before 60 s, then one every 15 s until the job is done (at 105 s)
+    assert result.status == "SUCCEEDED", result.cause
+    assert_near(entered_at(result, "Wait For Job To Start"), [0])
+    assert_near(entered_at(result, "Get Job Status"), [60, 75, 90, 105])
+    assert_near(entered_at(result, "Wait Before Next Poll"), [60, 75, 90])
+    assert result.transitions == poller_transitions(4)
+
+
+def test_a_long_job_polled_every_minute_after_an_initial_wait_costs_nine_transitions(deployment):
+    # Given: the longest job the demo runner allows (it is a Lambda function: 880 s of work),
+    # polled every 60 s, once with the initial wait set just under the job's duration, once without
+    job = {"duration_seconds": MAX_DURATION_SECONDS}
+    common = {"job": job, "timeout_seconds": 1800, "poll_interval_seconds": 60}
+    # When
+    tuned = deployment.run("poller", {**common, "initial_wait_seconds": 840}, name=unique("long-tuned"))
+    from_start = deployment.run("poller", {**common, "initial_wait_seconds": 0}, name=unique("long-from-start"))
+    # Then: two polls (840 s: running, 900 s: succeeded) and nine transitions in all
+    assert tuned.status == "SUCCEEDED", tuned.cause
+    assert_near(entered_at(tuned, "Get Job Status"), [840, 900])
+    assert tuned.transitions == poller_transitions(2) == 9
+    # and polling from the start costs one poll per minute of the job: 16 polls, 51 transitions
+    assert from_start.status == "SUCCEEDED", from_start.cause
+    assert from_start.entered("Get Job Status") == 16
+    assert from_start.transitions == poller_transitions(16) == 51
+
+
+def test_polling_every_second_costs_three_transitions_per_second_of_the_job(deployment):
+    # Given: a 1-minute job, polled every second from the start, or once just before it is done
+    # (the same comparison on the 880-second job is about 2,500 transitions against 9: too slow
+    # for the suite)
+    job = {"duration_seconds": 60}
+    # When
+    every_second = deployment.run(
+        "poller", {"job": job, "timeout_seconds": 600, "poll_interval_seconds": 1}, name=unique("every-second")
+    )
+    tuned = deployment.run(
+        "poller",
+        {"job": job, "timeout_seconds": 600, "initial_wait_seconds": 55, "poll_interval_seconds": 10},
+        name=unique("tuned"),
+    )
+    # Then: each poll of a second's interval costs Get Job Status, Job Complete? and a Wait; a poll
+    # cycle also spends the Lambda call's own time, so there are a few less than 60 of them
+    assert every_second.status == "SUCCEEDED", every_second.cause
+    polls = every_second.entered("Get Job Status")
+    assert 40 <= polls <= 61, [round(t, 1) for t in entered_at(every_second, "Get Job Status")]
+    assert every_second.transitions == poller_transitions(polls)
+    assert tuned.status == "SUCCEEDED", tuned.cause
+    assert tuned.transitions == poller_transitions(2) == 9
+    assert every_second.transitions > 13 * tuned.transitions
+
+
+def test_job_parameters_the_runner_refuses_fail_the_job_naming_the_field(deployment):
+    # Given: a job the demo runner cannot run (the machine hands `job` over as it is)
+    payload = {"job": {"duration_seconds": MAX_DURATION_SECONDS + 1}, "poll_interval_seconds": 10}
+    # When
+    result = deployment.run("poller", payload, name=unique("bad-job"))
+    # Then
+    assert result.status == "FAILED"
+    assert result.error == "JobFailed"
+    assert result.cause.startswith("job.duration_seconds must be a number from 0 to 880")
+
+
+# ---------------------------------------------------------------------------------------------
+# SDK-integration variant: DynamoDB export, no Lambda
+# ---------------------------------------------------------------------------------------------
+def test_export_poller_exports_the_alert_table_under_the_job_prefix(deployment, bucket):
+    # Given: an alert in the alert table (point-in-time recovery on, as the template asks)
+    table = deployment.output("AlertNotificationStack", "AlertTableName")
+    alert_id = unique("export")
+    deployment.client("dynamodb").put_item(TableName=table, Item={"alert_id": {"S": alert_id}})
+    # When: first check after 60 s, then every 50 s
+    result = deployment.run(
+        "export-poller", {"initial_wait_seconds": 60, "poll_interval_seconds": 50}, name=unique("export")
+    )
+    # Then: IN_PROGRESS until the export has run (the emulator's exports take 240 s), then COMPLETED:
+    # checks at 60, 110, 160, 210 and 260 s
+    checks = list(range(60, DYNAMODB_EXPORT_SECONDS + 50, 50))
+    md5 = md5_of(result.execution_arn)
+    assert result.status == "SUCCEEDED", result.cause
+    assert_near(entered_at(result, "Describe Export"), checks)
+    table_arn = deployment.client("dynamodb").describe_table(TableName=table)["Table"]["TableArn"]
+    assert result.output["export_arn"].startswith(f"{table_arn}/export/")
+    assert result.output["status"] == "succeeded"
+    assert result.output["execution_md5"] == md5
+    assert result.output["s3_bucket"] == bucket
+    assert result.output["s3_prefix"] == f"jobs/{md5}/export"
+    assert result.output["waited_seconds"] == checks[-1]
+    listed = deployment.client("s3").list_objects_v2(Bucket=bucket, Prefix=f"jobs/{md5}/export/")
+    keys = [item["Key"] for item in listed.get("Contents", [])]
+    assert keys and all(key.endswith(".gz") for key in keys)
+    s3 = deployment.client("s3")
+    exported = b"".join(gzip.decompress(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) for key in keys)
+    assert alert_id.encode() in exported
+
+
+def test_export_poller_times_out_once_it_has_waited_timeout_seconds(deployment):
+    # When: the export takes longer than the 120 s allowed
+    payload = {"timeout_seconds": 120, "initial_wait_seconds": 60, "poll_interval_seconds": 60}
+    result = deployment.run("export-poller", payload, name=unique("export-timeout"))
+    # Then
+    assert result.status == "FAILED"
+    assert result.error == "JobTimeout"
+    assert re.fullmatch(r"export \S+ still IN_PROGRESS after 120 s of waiting; timeout_seconds is 120", result.cause)
+    assert result.entered("Describe Export") == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Callback variant
+# ---------------------------------------------------------------------------------------------
+def test_callback_job_succeeds_with_no_polling(deployment):
+    # Given: a 2-minute job, twice the task's HeartbeatSeconds: the runner heartbeats every 15 s
+    job = {"duration_seconds": 120}
+    # When
+    result = deployment.run("callback", {"job": job, "timeout_seconds": 600}, name=unique("callback"))
+    # Then: the runner's own report ends the task; no Wait, no poll; four transitions in all
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output == {"status": "succeeded", "job": job}
+    assert waits_entered(result) == 0
+    assert result.entered("Run Job And Wait For Callback") == 1
+    assert result.transitions == 4
+    assert 120 <= result.simulated_seconds < 120 + SLACK_SECONDS
+
+
+def test_callback_job_that_finishes_at_once_is_reported_at_once(deployment):
+    # Given: a job that reports before the task has even begun waiting for its token
+    payload = {"job": {"duration_seconds": 0}, "timeout_seconds": 600}
+    # When
+    result = deployment.run("callback", payload, name=unique("callback-instant"))
+    # Then: no HeartbeatSeconds (60 s) wait for a result that is already there
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.simulated_seconds < SLACK_SECONDS
+
+
+def test_callback_job_fails_with_the_runners_message(deployment):
+    job = {"duration_seconds": 30, "fail": True, "error_message": "upstream API answered 503"}
+    result = deployment.run("callback", {"job": job, "timeout_seconds": 600}, name=unique("callback-fail"))
+    assert result.status == "FAILED"
+    assert result.error == "JobFailed"
+    assert result.cause == "upstream API answered 503"
+
+
+def test_callback_runner_that_stops_heartbeating_ends_in_job_timeout_a_minute_later(deployment):
+    # Given: a runner that heartbeats every 15 s, then dies at 120 s without reporting; the job
+    # was allowed 30 minutes
+    job = {"duration_seconds": 120, "crash": True}
+    # When
+    result = deployment.run("callback", {"job": job, "timeout_seconds": 1800}, name=unique("callback-crash"))
+    # Then: HeartbeatSeconds (60) after the last heartbeat (105 s), not at the 30-minute timeout
+    assert result.status == "FAILED"
+    assert result.error == "JobTimeout"
+    assert result.cause.startswith("no heartbeat from the job runner for 60 s")
+    timed_out = [e["taskTimedOutEventDetails"]["error"] for e in result.events if e["type"] == "TaskTimedOut"]
+    assert timed_out == ["States.HeartbeatTimeout"]
+    assert 165 <= result.simulated_seconds < 165 + SLACK_SECONDS
+
+
+def test_callback_job_past_its_timeout_ends_in_job_timeout(deployment):
+    # Given: a 5-minute job, heartbeating all along, allowed 2 minutes
+    job = {"duration_seconds": 300}
+    # When
+    result = deployment.run("callback", {"job": job, "timeout_seconds": 120}, name=unique("callback-timeout"))
+    # Then
+    assert result.status == "FAILED"
+    assert result.error == "JobTimeout"
+    assert result.cause == "job still running after 120 s; timeout_seconds is 120"
+    assert 120 <= result.simulated_seconds < 120 + SLACK_SECONDS
+
+
+def test_callback_runner_refusing_the_job_parameters_fails_the_job_naming_the_field(deployment):
+    payload = {"job": {"duration_seconds": 10, "fail": "yes"}, "timeout_seconds": 600}
+    result = deployment.run("callback", payload, name=unique("callback-bad-job"))
+    assert result.status == "FAILED"
+    assert result.error == "JobFailed"
+    assert result.cause == "job.fail must be true or false, got 'yes'"
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input: refused before any job starts
+# ---------------------------------------------------------------------------------------------
+FIRST_JOB_STATE = {"poller": "Run Job", "callback": "Run Job And Wait For Callback", "export-poller": "Start Table Export"}
+
+
+@pytest.mark.parametrize(
+    "machine, payload, field",
+    [
+        ("poller", {"timeout_seconds": 30}, "job"),
+        ("poller", {"job": "sleep 30"}, "job"),
+        ("poller", {"job": {}, "timeout_seconds": 0}, "timeout_seconds"),
+        ("poller", {"job": {}, "timeout_seconds": 60, "initial_wait_seconds": 90}, "initial_wait_seconds"),
+        ("poller", {"job": {}, "poll_interval_seconds": 2.5}, "poll_interval_seconds"),
+        ("poller", {"job": {}, "timeout": 30}, "timeout"),
+        ("callback", {"job": {}, "initial_wait_seconds": -1}, "initial_wait_seconds"),
+        ("callback", {"job": {}, "timeout_seconds": 60}, "timeout_seconds"),
+        ("export-poller", {"timeout_seconds": "soon"}, "timeout_seconds"),
+        ("export-poller", {"timeout_seconds": 100, "initial_wait_seconds": 300}, "initial_wait_seconds"),
+        ("export-poller", {"poll_interval_seconds": 0.5}, "poll_interval_seconds"),
+    ],
+)
+def test_bad_input_fails_with_invalid_job_input_naming_the_field(deployment, machine, payload, field):
+    # When
+    result = deployment.run(machine, payload, name=unique("bad-input"))
+    # Then
+    assert result.status == "FAILED"
+    assert result.error == "InvalidJobInput"
+    assert result.cause.startswith(f"{field} "), result.cause
+    assert result.entered(FIRST_JOB_STATE[machine]) == 0
