@@ -16,8 +16,8 @@ from emulator.session import Deployment
 
 ROOT = Path(__file__).resolve().parents[1]
 PASS_STATES = 5
-SEQUENTIAL_EXECUTIONS = 50
-CONCURRENT_EXECUTIONS = 100
+SEQUENTIAL_EXECUTIONS = 20
+CONCURRENT_EXECUTIONS = 50
 
 # Run in a fresh interpreter: what the first `python -m emulator ...` of a session pays before it
 # can deploy (importing moto's Step Functions engine, installing the emulator's patches, serving).

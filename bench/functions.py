@@ -15,7 +15,7 @@ from emulator.session import Deployment
 
 LAMBDAS_DIR = Path(__file__).resolve().parents[1] / "lambdas"
 SHARED_LAYER_DIR = LAMBDAS_DIR / "shared_layer"
-IMPORT_REPEATS = 3
+IMPORT_REPEATS = 1
 
 # What a fresh Lambda sandbox does first: import the handler module, code before layers on sys.path.
 IMPORT_PROBE = """

@@ -12,7 +12,7 @@ from emulator.follow import ExecutionResult, follow
 from emulator.server import ACCOUNT_ID, REGION
 
 # A run still going after this much wall time is stopped and reported as such.
-WALL_LIMIT_SECONDS = 240
+WALL_LIMIT_SECONDS = 600
 # How often the bench looks at the execution. The look is an in-process attribute read, not an
 # API call: an API request is work the simulated clock waits for, so polling describe_execution
 # would itself slow every Wait state down.

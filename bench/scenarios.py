@@ -63,23 +63,22 @@ def poller_runs(deployment: Deployment, machines: BenchMachines) -> list[Run]:
     runs: list[Run] = []
     callback_arn = deployment.machine_arn("callback")
     for duration, scenario in JOB_DURATIONS:
+        runner = "app's demo runner"
         if duration > DEMO_RUNNER_MAX_SECONDS:
             use_runner(deployment, machines.job_runner_name)
-            callback_arn = machines.callback_long
+            callback_arn, runner = machines.callback_long, "bench runner"
         timeout = 2 * duration
         designs = [
             (SEED004, machines.seed004_poller, {"job_duration_seconds": duration, "timeout_seconds": timeout},
-             "Get Job Status"),
+             "seed runner stand-in"),
             (OURS_POLLER, deployment.machine_arn("poller"),
              {"job": {"duration_seconds": duration}, "timeout_seconds": timeout,
-              "initial_wait_seconds": duration, "poll_interval_seconds": 60}, "Get Job Status"),
-            (OURS_CALLBACK, callback_arn, {"job": {"duration_seconds": duration}, "timeout_seconds": timeout}, None),
+              "initial_wait_seconds": duration, "poll_interval_seconds": 60}, runner),
+            (OURS_CALLBACK, callback_arn, {"job": {"duration_seconds": duration}, "timeout_seconds": timeout}, runner),
         ]
-        for design, arn, payload, poll_state in designs:
+        for design, arn, payload, design_runner in designs:
             figures, observed = run(deployment.aws, arn, payload, machine="poller", scenario=scenario, design=design)
-            figures.details["polls"] = observed.result.entered(poll_state) if poll_state else 0
-            figures.details["runner"] = "bench runner" if duration > DEMO_RUNNER_MAX_SECONDS and design != SEED004 else (
-                "seed runner stand-in" if design == SEED004 else "app's demo runner")
+            figures.details.update(polls=observed.result.entered("Get Job Status"), runner=design_runner)
             runs.append(figures)
     return runs
 
