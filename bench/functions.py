@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import statistics
 import subprocess
 import sys
 import zipfile
@@ -15,7 +14,6 @@ from emulator.session import Deployment
 
 LAMBDAS_DIR = Path(__file__).resolve().parents[1] / "lambdas"
 SHARED_LAYER_DIR = LAMBDAS_DIR / "shared_layer"
-IMPORT_REPEATS = 1
 
 # What a fresh Lambda sandbox does first: import the handler module, code before layers on sys.path.
 IMPORT_PROBE = """
@@ -60,14 +58,11 @@ def _environment(function: object, deployment: Deployment) -> dict[str, str]:
 
 
 def _import_seconds(asset_dir: Path, env: dict[str, str]) -> float:
-    samples = []
-    for _ in range(IMPORT_REPEATS):
-        output = subprocess.run(
-            [sys.executable, "-P", "-c", IMPORT_PROBE, str(asset_dir), str(SHARED_LAYER_DIR / "python")],
-            cwd=asset_dir, env=env, capture_output=True, text=True, check=True,
-        )
-        samples.append(float(output.stdout.strip().splitlines()[-1]))
-    return statistics.median(samples)
+    output = subprocess.run(
+        [sys.executable, "-P", "-c", IMPORT_PROBE, str(asset_dir), str(SHARED_LAYER_DIR / "python")],
+        cwd=asset_dir, env=env, capture_output=True, text=True, check=True,
+    )
+    return float(output.stdout.strip().splitlines()[-1])
 
 
 def assets(deployment: Deployment) -> list[Asset]:
