@@ -149,8 +149,8 @@ def _callback_runner_arn(definition: str) -> str:
     return task["Parameters"]["FunctionName"]
 
 
-def use_runner(deployment: Deployment, runner_name: str) -> None:
-    """Point the S3 poller's Run Job at ``runner_name`` (the function its JOB_RUNNER_FUNCTION_NAME names)."""
+def use_runner(deployment: Deployment, runner_name: str) -> str:
+    """Point the S3 poller's Run Job at ``runner_name`` (its JOB_RUNNER_FUNCTION_NAME); returns the previous one."""
     lam = deployment.client("lambda")
     for page in lam.get_paginator("list_functions").paginate():
         for function in page["Functions"]:
@@ -160,5 +160,5 @@ def use_runner(deployment: Deployment, runner_name: str) -> None:
                     FunctionName=function["FunctionName"],
                     Environment={"Variables": {**variables, "JOB_RUNNER_FUNCTION_NAME": runner_name}},
                 )
-                return
+                return variables["JOB_RUNNER_FUNCTION_NAME"]
     raise LookupError("no deployed function has JOB_RUNNER_FUNCTION_NAME (the S3 poller's Run Job)")

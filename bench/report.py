@@ -57,7 +57,8 @@ COMMON: list[Column] = [
 ]
 EXTRA: dict[str, list[Column]] = {
     "alert": [("Slack posts (expected)", lambda r: f"{r['details']['slack_posts']} ({r['details']['expected_posts']})")],
-    "poller": [("Polls", lambda r: r["details"]["polls"]), ("Runner", lambda r: r["details"]["runner"])],
+    "poller": [("Polls", lambda r: f"{r['details']['polls']:,}" if r["details"]["polls"] else "—"),
+               ("Runner", lambda r: r["details"]["runner"])],
     "map-retry": [
         ("Item processings", lambda r: f"{r['details']['processings']:,}"),
         ("Re-processings of succeeded items", lambda r: f"{r['details']['reprocessed_succeeded']:,}"),
@@ -77,8 +78,8 @@ def _pick(runs: Sequence[dict], scenario: str) -> list[dict]:
     return [r for r in runs if r["scenario"] == scenario]
 
 
-def _summary(run: dict, *, with_status: bool = False) -> str:
-    status = f", {run['status']}" if with_status else ""
+def _summary(run: dict) -> str:
+    status = "" if run["status"] == "SUCCEEDED" else f", {_status(run)}"
     return f"{run['design']}: {run['transitions']:,} transitions, {usd(run['cost_per_million'])} per million executions{status}"
 
 
@@ -97,9 +98,10 @@ def headline(data: dict) -> list[str]:
     if by_machine["map-retry"]:
         scenario = by_machine["map-retry"][-1]["scenario"]
         parts = "; ".join(
-            f"{r['design']}: {r['status']}, {r['details']['processings']:,} item processings of which "
-            f"{r['details']['reprocessed_succeeded']:,} re-ran a succeeded item, {r['details']['left_failed']:,} "
-            f"items left failed, {r['transitions']:,} transitions ({usd(r['cost_per_million'])} per million)"
+            f"{r['design']}: {r['status']}, {r['details']['processings']:,} item processings "
+            f"({r['details']['reprocessed_succeeded']:,} of them re-running an item that had succeeded), "
+            f"{r['details']['left_failed']:,} items left failed, {r['transitions']:,} transitions, "
+            f"{usd(r['cost_per_million'])} per million executions"
             for r in _pick(by_machine["map-retry"], scenario)
         )
         lines.append(f"- **Map retry, {scenario} at {data['failure_rate']:.0%} failures per attempt** — {parts}.")
@@ -132,11 +134,11 @@ def results_markdown(data: dict) -> str:
         "## How to read the tables",
         "",
         "- **Transitions**: states entered plus task retries, what Standard workflows bill "
-        f"({usd(pricing.STANDARD_TRANSITION_USD * 1000)} per 1,000). For a Distributed Map, the child executions' "
+        f"(${pricing.STANDARD_TRANSITION_USD * 1000:g} per 1,000). For a Distributed Map, the child executions' "
         "transitions are added (one per chunk invocation, one more per failed chunk): the parent's history does not "
         "hold them.",
         "- **Cost per 1M executions**: transitions and Lambda requests "
-        f"({usd(pricing.LAMBDA_REQUEST_USD * 1_000_000)} per million) at us-east-1 list prices (`emulator/pricing.py`). "
+        f"(${pricing.LAMBDA_REQUEST_USD * 1_000_000:.2f} per million) at us-east-1 list prices (`emulator/pricing.py`). "
         "Lambda duration is left out: handler durations here measure this machine, and the job runner's duration "
         "is the job itself, the same for every design.",
         "- **Lambda invocations**: every invocation while the execution ran (job runners included).",

@@ -1,0 +1,51 @@
+"""The benchmark's own logic: item bookkeeping and the repaired seed machines (no emulator needed)."""
+
+from __future__ import annotations
+
+import json
+
+from bench.deploy import SEEDS_DIR
+from bench.scenarios import FAILURE_RATE, item_figures
+from patterns_common.items_demo import fails_by_chance
+
+
+def _first_id(attempt_fails: list[bool]) -> str:
+    """An id whose first attempts fail exactly as ``attempt_fails`` says."""
+    return next(
+        item_id for item_id in (f"probe-{n}" for n in range(10_000))
+        if [fails_by_chance(item_id, k + 1, FAILURE_RATE) for k in range(len(attempt_fails))] == attempt_fails
+    )
+
+
+def test_item_figures_tell_first_successes_from_reprocessings():
+    # Given: one item succeeds at once and is processed 3 times (a whole-Map retry re-ran it twice),
+    # one fails once then succeeds, one fails its only attempt, one is never reached
+    ok, fail_then_ok, fail = _first_id([False]), _first_id([True, False]), _first_id([True, True])
+    counts = {ok: 3, fail_then_ok: 2, fail: 1}
+    # When
+    figures = item_figures([ok, fail_then_ok, fail, "never"], counts)
+    # Then
+    assert figures == {"processings": 6, "reprocessed_succeeded": 2, "left_failed": 2, "never_processed": 1}
+
+
+def test_seed_machines_only_name_states_they_define():
+    # Given every repaired seed definition (seed 001 named a state NotifyOverflow it never defined)
+    for path in sorted(SEEDS_DIR.glob("*.asl.json")):
+        definition = json.loads(path.read_text())
+        # When its transitions are collected, nested Map processors included
+        problems = []
+
+        def check(states: dict, start_at: str) -> None:
+            targets = {start_at}
+            for state in states.values():
+                targets |= {state.get("Next"), state.get("Default")} - {None}
+                targets |= {rule["Next"] for rule in state.get("Choices", [])}
+                targets |= {catcher["Next"] for catcher in state.get("Catch", [])}
+                processor = state.get("ItemProcessor") or state.get("Iterator")
+                if processor:
+                    check(processor["States"], processor["StartAt"])
+            problems.extend(sorted(targets - set(states)))
+
+        check(definition["States"], definition["StartAt"])
+        # Then
+        assert problems == [], f"{path.name} points at undefined states {problems}"
