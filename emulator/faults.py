@@ -85,8 +85,11 @@ class Faults:
     # -- Lambda --------------------------------------------------------------------------------
     def lambda_throttled(self, function: str, *, times: int | None = 1, matching: str | None = None) -> Armed:
         """Invoke answers 429 TooManyRequestsException (Step Functions: ``Lambda.TooManyRequestsException``)."""
-        body = {"Type": "User", "message": "Rate Exceeded.",
-                "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded"}
+        body = {
+            "Type": "User",
+            "message": "Rate Exceeded.",
+            "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded",
+        }
         return self.lambda_error(
             function, status=429, code="TooManyRequestsException", body=body, times=times, matching=matching
         )
@@ -99,8 +102,14 @@ class Faults:
         )
 
     def lambda_error(
-        self, function: str, *, status: int, code: str, body: dict | None = None,
-        times: int | None = 1, matching: str | None = None,
+        self,
+        function: str,
+        *,
+        status: int,
+        code: str,
+        body: dict | None = None,
+        times: int | None = 1,
+        matching: str | None = None,
     ) -> Armed:
         """Invoke answers ``status`` with error ``code``: any Lambda API error, modelled or not."""
         body = body or {"Type": "Service", "message": f"{code} (injected fault)"}
@@ -108,14 +117,17 @@ class Faults:
         answer = _json_error(status, code, body, headers)
         return self._armed(Fault("lambda", "Invoke", function, matching, times, answer=answer))
 
-    def lambda_disconnected(
-        self, function: str, *, times: int | None = 1, matching: str | None = None
-    ) -> Armed:
+    def lambda_disconnected(self, function: str, *, times: int | None = 1, matching: str | None = None) -> Armed:
         """Invoke's connection is closed before any answer (Step Functions: ``Lambda.SdkClientException``)."""
         return self._armed(Fault("lambda", "Invoke", function, matching, times, answer=_drop_connection))
 
     def lambda_timed_out(
-        self, function: str, *, times: int | None = 1, matching: str | None = None, run_handler: bool = False,
+        self,
+        function: str,
+        *,
+        times: int | None = 1,
+        matching: str | None = None,
+        run_handler: bool = False,
     ) -> Armed:
         """The invocation runs for the function's whole timeout and fails with ``Sandbox.Timedout``.
 
@@ -127,14 +139,24 @@ class Faults:
 
     # -- S3 and DynamoDB -----------------------------------------------------------------------
     def s3_throttled(
-        self, operation: str, *, bucket: str | None = None, times: int | None = 1, matching: str | None = None,
+        self,
+        operation: str,
+        *,
+        bucket: str | None = None,
+        times: int | None = 1,
+        matching: str | None = None,
     ) -> Armed:
         """The S3 ``operation`` (e.g. "GetObject", "PutObject") answers 503 SlowDown."""
         _check_operation("s3", operation)
         return self._armed(Fault("s3", operation, bucket, matching, times, answer=_s3_slow_down))
 
     def dynamodb_throttled(
-        self, operation: str, *, table: str | None = None, times: int | None = 1, matching: str | None = None,
+        self,
+        operation: str,
+        *,
+        table: str | None = None,
+        times: int | None = 1,
+        matching: str | None = None,
         error: str = "ProvisionedThroughputExceededException",
     ) -> Armed:
         """The DynamoDB ``operation`` answers 400 ``error``.
@@ -168,9 +190,7 @@ class Faults:
                 if fault in self._faults:
                     self._faults.remove(fault)
 
-    def _take(
-        self, service: str, operation: str, resource: str, text: Callable[[], str], label: str
-    ) -> Fault | None:
+    def _take(self, service: str, operation: str, resource: str, text: Callable[[], str], label: str) -> Fault | None:
         """The first armed fault for this call, with the call counted against it; None to let it through."""
         with self._lock:
             for fault in self._faults:
@@ -327,6 +347,7 @@ _DYNAMODB_THROTTLES = {
     "ThrottlingException": ("com.amazon.coral.availability", "Rate of requests exceeds the allowed throughput."),
 }
 
+
 def _status_line(status: int) -> str:
     try:
         return f"{status} {http.HTTPStatus(status).phrase}"
@@ -338,12 +359,15 @@ def _json_error(status: int, code: str, body: dict, headers: dict[str, str]) -> 
     def answer(environ: dict, start_response: Callable[..., Any]) -> list[bytes]:
         _read_body(environ)  # an unread body would reach the client as a reset instead of this answer
         payload = json.dumps(body).encode()
-        start_response(_status_line(status), [
-            ("Content-Type", "application/json"),
-            ("Content-Length", str(len(payload))),
-            ("x-amzn-RequestId", str(uuid.uuid4())),
-            *headers.items(),
-        ])
+        start_response(
+            _status_line(status),
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(payload))),
+                ("x-amzn-RequestId", str(uuid.uuid4())),
+                *headers.items(),
+            ],
+        )
         return [payload]
 
     return answer
@@ -351,18 +375,25 @@ def _json_error(status: int, code: str, body: dict, headers: dict[str, str]) -> 
 
 def _s3_slow_down(environ: dict, start_response: Callable[..., Any]) -> list[bytes]:
     request_id = uuid.uuid4().hex[:16].upper()
-    body = b"" if environ["REQUEST_METHOD"] == "HEAD" else (
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
-        "<Message>Please reduce your request rate.</Message>"
-        f"<RequestId>{request_id}</RequestId><HostId>injected-fault</HostId></Error>"
-    ).encode()
+    body = (
+        b""
+        if environ["REQUEST_METHOD"] == "HEAD"
+        else (
+            '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+            "<Message>Please reduce your request rate.</Message>"
+            f"<RequestId>{request_id}</RequestId><HostId>injected-fault</HostId></Error>"
+        ).encode()
+    )
     _read_body(environ)
-    start_response(_status_line(503), [
-        ("Content-Type", "application/xml"),
-        ("Content-Length", str(len(body))),
-        ("x-amz-request-id", request_id),
-        ("x-amz-id-2", "injected-fault"),
-    ])
+    start_response(
+        _status_line(503),
+        [
+            ("Content-Type", "application/xml"),
+            ("Content-Length", str(len(body))),
+            ("x-amz-request-id", request_id),
+            ("x-amz-id-2", "injected-fault"),
+        ],
+    )
     return [body]
 
 

@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 from emulator.faults import s3_operation
 from emulator.follow import run
 
-PROBE_CODE = '''
+PROBE_CODE = """
 import boto3
 
 def lambda_handler(event, context):
@@ -32,7 +32,7 @@ def lambda_handler(event, context):
         body = boto3.client("s3").get_object(Bucket=event["bucket"], Key=event["key"])["Body"].read()
         return {"body": body.decode()}
     return {"echo": event}
-'''
+"""
 
 RETRYABLE = {"IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2}
 
@@ -92,8 +92,11 @@ def table(aws) -> str:
 def _no_retry_client(aws, service: str):
     """A client that reports the first answer, as the Step Functions engine does (no SDK retries)."""
     return boto3.client(
-        service, endpoint_url=aws.endpoint_url, region_name="us-east-1",
-        aws_access_key_id="emulator", aws_secret_access_key="emulator",
+        service,
+        endpoint_url=aws.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="emulator",
+        aws_secret_access_key="emulator",
         config=Config(retries={"total_max_attempts": 1}),
     )
 
@@ -147,7 +150,9 @@ def test_throttled_function_answers_429_for_its_first_calls_then_runs(aws, probe
                 _invoke(aws, probe, {"n": 1})
             errors.append(raised.value.response)
         response, body = _invoke(aws, probe, {"n": 2})
-    assert [(e["Error"]["Code"], e["ResponseMetadata"]["HTTPStatusCode"]) for e in errors] == [("TooManyRequestsException", 429)] * 2
+    assert [(e["Error"]["Code"], e["ResponseMetadata"]["HTTPStatusCode"]) for e in errors] == [
+        ("TooManyRequestsException", 429)
+    ] * 2
     assert errors[0]["ResponseMetadata"]["HTTPHeaders"]["retry-after"] == "1"
     assert body == {"echo": {"n": 2}} and "FunctionError" not in response
     assert fault.hits == 2 and fault.failed == [probe, probe]
@@ -160,7 +165,11 @@ def test_throttled_function_answers_429_for_its_first_calls_then_runs(aws, probe
         (lambda f, fn: f.lambda_throttled(fn), "Lambda.TooManyRequestsException", "Status Code: 429"),
         (lambda f, fn: f.lambda_service_error(fn), "Lambda.ServiceException", "Status Code: 500"),
         # A code the Lambda API does not model: the Java SDK's base exception class.
-        (lambda f, fn: f.lambda_error(fn, status=502, code="BadGateway"), "Lambda.AWSLambdaException", "Status Code: 502"),
+        (
+            lambda f, fn: f.lambda_error(fn, status=502, code="BadGateway"),
+            "Lambda.AWSLambdaException",
+            "Status Code: 502",
+        ),
         # No answer at all: the SDK's client-side exception.
         (lambda f, fn: f.lambda_disconnected(fn), "Lambda.SdkClientException", "Unable to execute HTTP request"),
     ],
@@ -180,7 +189,9 @@ def test_step_functions_names_lambda_api_failures_as_aws_does(aws, role_arn, pro
 
 def test_retry_on_lambda_throttling_succeeds_once_the_throttling_stops(aws, role_arn, probe):
     # Given: a task retrying Lambda.TooManyRequestsException 3 times, and a function throttled twice
-    machine = _machine(aws, role_arn, _invoke_task(probe, {"action": "echo", "v": 1}, retry_on="Lambda.TooManyRequestsException"))
+    machine = _machine(
+        aws, role_arn, _invoke_task(probe, {"action": "echo", "v": 1}, retry_on="Lambda.TooManyRequestsException")
+    )
     before = aws.runtime.count(probe)
     # When
     with aws.faults.lambda_throttled(probe, times=2):
@@ -369,14 +380,21 @@ S3_CALLS = {
 @pytest.mark.parametrize("operation", sorted(S3_CALLS))
 def test_s3_requests_are_recognised_by_operation_from_botocores_model(operation):
     # Given: the request boto3 would send (path-style, as to the emulator's endpoint)
-    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:1", region_name="us-east-1",
-                      aws_access_key_id="x", aws_secret_access_key="x")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url="http://127.0.0.1:1",
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
 
     def recognise(request, **kwargs):
         url = urlsplit(request.url)
         bucket, _, key = url.path.lstrip("/").partition("/")
         query = dict(parse_qsl(url.query, keep_blank_values=True))
-        raise _Sent(s3_operation(request.method, bucket, key, query, {k.lower(): v for k, v in request.headers.items()}))
+        raise _Sent(
+            s3_operation(request.method, bucket, key, query, {k.lower(): v for k, v in request.headers.items()})
+        )
 
     s3.meta.events.register("before-send", recognise)
     # When

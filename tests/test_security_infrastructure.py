@@ -22,20 +22,22 @@ from stacks.common.nag import nag_name
 # X-Ray writes and sampling reads (X-Ray "Actions, resources, and condition keys"), and the
 # CloudWatch Logs vended-log delivery actions Step Functions logging needs (Step Functions guide,
 # "IAM policies for logging to CloudWatch Logs").
-UNSCOPABLE_ACTIONS = frozenset({
-    "xray:PutTraceSegments",
-    "xray:PutTelemetryRecords",
-    "xray:GetSamplingRules",
-    "xray:GetSamplingTargets",
-    "logs:CreateLogDelivery",
-    "logs:GetLogDelivery",
-    "logs:UpdateLogDelivery",
-    "logs:DeleteLogDelivery",
-    "logs:ListLogDeliveries",
-    "logs:PutResourcePolicy",
-    "logs:DescribeResourcePolicies",
-    "logs:DescribeLogGroups",
-})
+UNSCOPABLE_ACTIONS = frozenset(
+    {
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "xray:GetSamplingRules",
+        "xray:GetSamplingTargets",
+        "logs:CreateLogDelivery",
+        "logs:GetLogDelivery",
+        "logs:UpdateLogDelivery",
+        "logs:DeleteLogDelivery",
+        "logs:ListLogDeliveries",
+        "logs:PutResourcePolicy",
+        "logs:DescribeResourcePolicies",
+        "logs:DescribeLogGroups",
+    }
+)
 
 # Shapes real secrets have: a Slack webhook or token, AWS access keys, private keys, credentials in URLs.
 SECRET_SHAPES = {
@@ -162,9 +164,11 @@ def test_every_acknowledgement_is_for_a_finding_that_exists(identity_statements,
     for s in identity_statements:
         resources_by_path.setdefault(s.path, set()).update(s.resources)
     stale = [
-        (rule, path) for rule, path in acknowledgements
+        (rule, path)
+        for rule, path in acknowledgements
         if rule.startswith("AwsSolutions-IAM5[Resource::")
-        and rule.removeprefix("AwsSolutions-IAM5[Resource::").removesuffix("]") not in resources_by_path.get(path, set())
+        and rule.removeprefix("AwsSolutions-IAM5[Resource::").removesuffix("]")
+        not in resources_by_path.get(path, set())
     ]
     assert stale == []
 
@@ -193,13 +197,19 @@ def test_every_bucket_is_encrypted_private_and_ssl_only(synthesized_app):
         algorithms = {r["ServerSideEncryptionByDefault"]["SSEAlgorithm"] for r in rules}
         assert algorithms and algorithms <= {"AES256", "aws:kms", "aws:kms:dsse"}, logical_id
         assert props["PublicAccessBlockConfiguration"] == {
-            "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True,
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
         }
         assert props.get("AccessControl", "Private") == "Private" and "WebsiteConfiguration" not in props
         denies = [
-            s for s in policies[(stack, logical_id)]
-            if s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-            and s["Action"] == "s3:*" and s["Principal"] in ({"AWS": "*"}, "*")
+            s
+            for s in policies[(stack, logical_id)]
+            if s["Effect"] == "Deny"
+            and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            and s["Action"] == "s3:*"
+            and s["Principal"] in ({"AWS": "*"}, "*")
         ]
         assert len(denies) == 1, logical_id
         assert {nag_name(r) for r in denies[0]["Resource"]} == {f"<{logical_id}.Arn>", f"<{logical_id}.Arn>/*"}
@@ -227,12 +237,16 @@ def test_every_topic_is_kms_encrypted_and_ssl_only(synthesized_app):
         key = props["KmsMasterKeyId"]["Fn::GetAtt"][0]
         assert keys[(stack, key)]["EnableKeyRotation"] is True
         statements = [
-            s for policy_stack, policy in policies if policy_stack == stack
-            and {"Ref": logical_id} in policy["Topics"] for s in policy["PolicyDocument"]["Statement"]
+            s
+            for policy_stack, policy in policies
+            if policy_stack == stack and {"Ref": logical_id} in policy["Topics"]
+            for s in policy["PolicyDocument"]["Statement"]
         ]
         assert any(
-            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-            and "sns:Publish" in _as_list(s["Action"]) and s["Principal"] in ("*", {"AWS": "*"})
+            s["Effect"] == "Deny"
+            and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            and "sns:Publish" in _as_list(s["Action"])
+            and s["Principal"] in ("*", {"AWS": "*"})
             for s in statements
         ), logical_id
 
@@ -243,7 +257,9 @@ def test_every_queue_is_encrypted_and_ssl_only(synthesized_app):
     policies = [props for _, _, props in _resources(synthesized_app, "AWS::SQS::QueuePolicy")]
     for _, logical_id, props in queues:
         assert props.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in props, logical_id
-        statements = [s for p in policies if {"Ref": logical_id} in p["Queues"] for s in p["PolicyDocument"]["Statement"]]
+        statements = [
+            s for p in policies if {"Ref": logical_id} in p["Queues"] for s in p["PolicyDocument"]["Statement"]
+        ]
         assert any(
             s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements
         ), logical_id
