@@ -41,7 +41,7 @@ _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/(?P<service>[^/]+)
 _LAMBDA_INVOKE = re.compile(r"^/2015-03-31/functions/(?P<function>[^/]+)/invocations/?$")
 
 
-@dataclass
+@dataclass(eq=False)
 class Fault:
     """One armed fault and what it did."""
 
@@ -165,6 +165,8 @@ class Faults:
         ThrottlingException (control-plane and on-demand rate limits).
         """
         _check_operation("dynamodb", operation)
+        if error not in _DYNAMODB_THROTTLES:
+            raise ValueError(f"error must be one of {', '.join(_DYNAMODB_THROTTLES)}, not {error!r}")
         namespace, message = _DYNAMODB_THROTTLES[error]
         answer = _json_error(400, error, {"__type": f"{namespace}#{error}", "message": message}, {})
         return self._armed(Fault("dynamodb", operation, table, matching, times, answer=answer))
