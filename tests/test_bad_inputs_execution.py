@@ -437,22 +437,25 @@ def test_input_over_256_kib_is_refused_by_the_api(deployment, machine):
 
 # -- the job runner refuses its own parameters: a whole job, failed cleanly -------------------------
 @pytest.mark.parametrize(
-    ("job", "cause"),
+    ("machine", "job", "cause"),
     [
-        ({"duration_seconds": -1}, "job.duration_seconds must be a number from 0 to 880, got -1"),
-        ({"duration_seconds": 5, "fail": "yes"}, "job.fail must be true or false"),
-        ({"sleep": 10}, "job.sleep is not a demo job field"),
+        ("poller", {"duration_seconds": -1}, "job.duration_seconds must be a number from 0 to 880, got -1"),
+        ("poller", {"duration_seconds": 5, "fail": "yes"}, "job.fail must be true or false"),
+        ("poller", {"sleep": 10}, "job.sleep is not a demo job field"),
+        ("callback", {"duration_seconds": "10"}, "job.duration_seconds must be a number from 0 to 880"),
+        ("callback", {"fail": True, "crash": True}, "job.fail and job.crash cannot both be true"),
     ],
 )
-def test_job_parameters_the_runner_refuses_end_in_job_failed_with_its_message(deployment, world, job, cause):
+def test_job_parameters_the_runner_refuses_end_in_job_failed_with_its_message(deployment, world, machine, job, cause):
     # The machines hand `job` to the runner as is; the runner owns its parameters and reports them
-    # as the job's failure: a finished job with its whole record, not one left running.
-    result = deployment.run("poller", {"job": job, "timeout_seconds": 300, "poll_interval_seconds": 5})
+    # as the job's failure: a finished job (with its whole record, for the S3 poller), not one left running.
+    result = deployment.run(machine, {"job": job, "timeout_seconds": 300, "poll_interval_seconds": 5})
     assert (result.status, result.error) == ("FAILED", "JobFailed"), result.cause
     assert cause in result.cause
-    md5 = hashlib.md5(result.execution_arn.encode()).hexdigest()
-    status = world.s3.get_object(Bucket=world.job_bucket, Key=f"jobs/{md5}/status.txt")["Body"].read()
-    assert status == b"failed"
-    assert sorted(world.keys(world.job_bucket, f"jobs/{md5}/")) == [
-        f"jobs/{md5}/{n}" for n in ("context.json", "result.json", "status.txt")
-    ]
+    if machine == "poller":
+        prefix = f"jobs/{hashlib.md5(result.execution_arn.encode()).hexdigest()}/"
+        status = world.s3.get_object(Bucket=world.job_bucket, Key=f"{prefix}status.txt")["Body"].read()
+        assert status == b"failed"
+        assert sorted(world.keys(world.job_bucket, prefix)) == [
+            f"{prefix}{name}" for name in ("context.json", "result.json", "status.txt")
+        ]
