@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.clock import SimClock
+from emulator.faults import Faults
 
 # Instances one function may run at once before further invocations queue (Lambda would scale on;
 # two cores gain nothing from more).
@@ -120,8 +121,11 @@ class _FunctionPool:
 
 
 class LambdaRuntime:
-    def __init__(self, clock: SimClock, endpoint_url: str, workdir: Path, layer_resolver: Callable[[str], Any]) -> None:
+    def __init__(
+        self, clock: SimClock, endpoint_url: str, workdir: Path, layer_resolver: Callable[[str], Any], faults: Faults | None = None
+    ) -> None:
         self.clock = clock
+        self.faults = faults or Faults()
         self.endpoint_url = endpoint_url
         self.workdir = workdir
         self._resolve_layer = layer_resolver
@@ -160,6 +164,10 @@ class LambdaRuntime:
         record = {"function": fn.function_name, "request_id": request_id, "type": invocation_type,
                   "start": self.clock.now(), "error": None, "memory_mb": int(fn.memory_size)}
         self.invocations.append(record)
+        timeout_fault = self.faults.take_lambda_timeout(fn.function_name, payload)
+        if timeout_fault is not None and not timeout_fault.run_handler:
+            self.clock.sleep(float(fn.timeout))
+            return self._finish(record, self._timed_out(request_id, float(fn.timeout)))
         try:
             worker = pool.acquire()
         except RuntimeError as exc:
@@ -185,6 +193,13 @@ class LambdaRuntime:
             result, healthy = self._await_reply(worker, deadline, request_id, float(fn.timeout))
         finally:
             pool.release(worker, healthy)
+        if timeout_fault is not None and result.error_type != "Sandbox.Timedout":
+            # The handler did its work; its answer is lost when the function times out.
+            self.clock.sleep(max(0.0, deadline - self.clock.now()))
+            result = self._timed_out(request_id, float(fn.timeout))
+        return self._finish(record, result)
+
+    def _finish(self, record: dict, result: InvokeResult) -> InvokeResult:
         record["error"] = result.error_type
         record["end"] = self.clock.now()
         return result

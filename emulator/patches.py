@@ -227,10 +227,15 @@ def install_stepfunctions_fidelity(on_status_change: Callable[..., None]) -> Non
         setattr(importlib.import_module(module_name), "extract_json", extract_json)
 
     # AWS: StartExecution without a name gets a UUID; moto names every one "None" and collides.
+    # AWS refuses input that is not JSON with InvalidExecutionInput (moto answers an error with no
+    # code) and input over 262,144 UTF-8 bytes with ValidationException (moto accepts it and the
+    # execution fails later with States.DataLimitExceeded).
     original_start = StepFunctionsParserBackend.start_execution
 
-    def start_execution(self: Any, state_machine_arn: str, name: str | None = None, *args: Any, **kwargs: Any) -> Any:
-        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+    def start_execution(self: Any, state_machine_arn: str, name: str | None = None, execution_input: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if execution_input is not None:
+            _check_execution_input(execution_input)
+        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, *args, **kwargs)
 
     StepFunctionsParserBackend.start_execution = start_execution
 
@@ -365,6 +370,24 @@ def _patch_callback_tasks() -> None:
     StateTask._from_error = from_error
 
 
+MAX_EXECUTION_INPUT_BYTES = 262_144  # StartExecution's documented length constraint on input
+
+
+def _check_execution_input(execution_input: str) -> None:
+    from moto.stepfunctions.exceptions import InvalidExecutionInput, ValidationException
+
+    size = len(execution_input.encode("utf-8"))
+    if size > MAX_EXECUTION_INPUT_BYTES:
+        raise ValidationException(
+            "1 validation error detected: Value at 'input' failed to satisfy constraint: "
+            f"Member must have length less than or equal to {MAX_EXECUTION_INPUT_BYTES}"
+        )
+    try:
+        json.loads(execution_input)
+    except ValueError as error:
+        raise InvalidExecutionInput(f"Invalid State Machine Execution Input: '{error}'") from None
+
+
 def _modules_importing(module: types.ModuleType, name: str, value: Any) -> list[str]:
     import sys
 
@@ -437,6 +460,60 @@ def install_lambda_invocation_type() -> None:
     )
 
     state_task_service_lambda._SUPPORTED_API_PARAM_BINDINGS["invoke"].add("InvocationType")
+
+
+def install_lambda_task_error_names() -> None:
+    """Name lambda:invoke API failures as AWS does (its Java SDK's exception classes).
+
+    A modelled Lambda error code keeps its name (``Lambda.TooManyRequestsException``,
+    ``Lambda.ServiceException``); any other code is ``Lambda.AWSLambdaException``, and a call
+    that got no answer at all (connection closed or refused) is ``Lambda.SdkClientException``.
+    moto named them ``Lambda.<whatever code came back>`` and ``States.Runtime``.
+    """
+    import botocore.session
+    from botocore.exceptions import BotoCoreError
+    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+        CustomErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda import (
+        StateTaskServiceLambda,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    modelled = {shape.name for shape in botocore.session.get_session().get_service_model("lambda").error_shapes}
+    original_client_error = StateTaskServiceLambda._error_cause_from_client_error
+    original_from_error = StateTaskServiceLambda._from_error
+
+    def error_cause_from_client_error(client_error: Any) -> tuple[str, str]:
+        error, cause = original_client_error(client_error)
+        if client_error.response["Error"]["Code"] not in modelled:
+            error = "Lambda.AWSLambdaException"
+        return error, cause
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if not isinstance(ex, BotoCoreError):
+            return original_from_error(self, env, ex)
+        error = "Lambda.SdkClientException"
+        return FailureEvent(
+            env=env,
+            error_name=CustomErrorName(error),
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(
+                taskFailedEventDetails=TaskFailedEventDetails(
+                    error=error,
+                    cause=f"Unable to execute HTTP request: {ex}",
+                    resource=self._get_sfn_resource(),
+                    resourceType=self._get_sfn_resource_type(),
+                )
+            ),
+        )
+
+    StateTaskServiceLambda._error_cause_from_client_error = staticmethod(error_cause_from_client_error)
+    StateTaskServiceLambda._from_error = from_error
 
 
 # ------------------------------------------------------------------------------------------------

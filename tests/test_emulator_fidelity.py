@@ -300,6 +300,31 @@ def test_executions_started_without_a_name_get_unique_names(aws, role_arn):
     assert uuid.UUID(first.rsplit(":", 1)[-1]) and uuid.UUID(second.rsplit(":", 1)[-1])
 
 
+@pytest.mark.parametrize("text", ["not json", '{"alert_id": "a"', "{'alert_id': 'a'}"])
+def test_start_execution_refuses_input_that_is_not_json(aws, role_arn, text):
+    # AWS: StartExecution answers InvalidExecutionInput and starts nothing; moto answered an
+    # error without a code.
+    arn = _machine(aws, role_arn, {"StartAt": "Done", "TimeoutSeconds": 60, "States": {"Done": {"Type": "Succeed"}}})
+    sfn = aws.client("stepfunctions")
+    with pytest.raises(sfn.exceptions.InvalidExecutionInput, match="Invalid State Machine Execution Input"):
+        sfn.start_execution(stateMachineArn=arn, input=text)
+    assert sfn.list_executions(stateMachineArn=arn)["executions"] == []
+
+
+def test_start_execution_refuses_input_over_262144_utf8_bytes(aws, role_arn):
+    # AWS: StartExecution's input has a length constraint of 262,144 bytes (UTF-8); a longer
+    # one is a ValidationException and starts nothing. moto started it, and it failed later.
+    arn = _machine(aws, role_arn, {"StartAt": "Done", "TimeoutSeconds": 60, "States": {"Done": {"Type": "Succeed"}}})
+    sfn = aws.client("stepfunctions")
+    fits = json.dumps({"text": "é" * 131_066}, ensure_ascii=False)  # exactly 262,144 bytes
+    too_long = json.dumps({"text": "é" * 131_067}, ensure_ascii=False)  # 262,146 bytes, 131,079 characters
+    assert len(fits.encode()) == 262_144 and len(too_long) < 262_144 < len(too_long.encode())
+    sfn.start_execution(stateMachineArn=arn, input=fits)
+    with pytest.raises(sfn.exceptions.ValidationException, match="less than or equal to 262144"):
+        sfn.start_execution(stateMachineArn=arn, input=too_long)
+    assert len(sfn.list_executions(stateMachineArn=arn)["executions"]) == 1
+
+
 @pytest.mark.parametrize("value", ["plain text", None, 42, [1, 2], {"a": "b"}, True])
 def test_describe_execution_output_is_json_text_for_every_output_type(aws, role_arn, value):
     # AWS: output is the JSON encoding of the result ("\"plain text\"", "null", ...); moto
