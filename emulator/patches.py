@@ -386,6 +386,22 @@ def install_cloudformation_fidelity() -> None:
 
     Table.create_from_cloudformation_json = classmethod(table_create)
 
+    # AWS::Lambda::Function Layers are dropped by moto's CloudFormation: every function whose
+    # code imports from a layer (the shared patterns_common package) failed to import. A Ref to
+    # a layer of the same stack resolves to moto's LayerVersion model, not its ARN.
+    from moto.awslambda.models import LambdaFunction
+
+    original_function_create = LambdaFunction.create_from_cloudformation_json.__func__
+
+    def function_create(cls: Any, resource_name: str, cloudformation_json: dict, *args: Any, **kwargs: Any) -> Any:
+        fn = original_function_create(cls, resource_name, cloudformation_json, *args, **kwargs)
+        layers = cloudformation_json.get("Properties", {}).get("Layers")
+        if layers:
+            fn.layers = fn._get_layers_data([getattr(layer, "arn", layer) for layer in layers])
+        return fn
+
+    LambdaFunction.create_from_cloudformation_json = classmethod(function_create)
+
     # AWS::KMS::Key Tags are {Key, Value} in CloudFormation; moto hands them to KMS's tagger,
     # which expects {TagKey, TagValue}, and the whole stack fails.
     from moto.kms.models import Key

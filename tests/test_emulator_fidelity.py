@@ -322,6 +322,18 @@ def test_every_stack_deployed_with_outputs_and_fully_resolved_machines(deploymen
         assert "States" in json.loads(definition)
 
 
+def test_functions_deployed_by_cloudformation_keep_their_layers(deployment):
+    # AWS: AWS::Lambda::Function Layers attach the layers; moto's CloudFormation dropped them, so
+    # every function importing the shared layer failed with Runtime.ImportModuleError.
+    lambda_ = deployment.client("lambda")
+    functions = [f for f in lambda_.list_functions()["Functions"] if f["FunctionName"].startswith("MapRetryStack-")]
+    assert functions
+    for function in functions:
+        layers = [layer["Arn"] for layer in function.get("Layers", [])]
+        assert any(":layer:MapRetryStack-LambdaLayersShared" in arn for arn in layers), function["FunctionName"]
+        assert any(":layer:AWSLambdaPowertoolsPythonV3" in arn for arn in layers), function["FunctionName"]
+
+
 def test_the_app_never_imports_the_emulator():
     sources = [ROOT / "app.py", *(ROOT / "stacks").rglob("*.py"), *(ROOT / "lambdas").rglob("*.py")]
     imports = re.compile(r"^\s*(from|import)\s+emulator\b", re.MULTILINE)
