@@ -17,7 +17,7 @@ import types
 import uuid
 from typing import Any, Callable
 
-from emulator.clock import SimClock, SimEvent
+from emulator.clock import LOAN_HEADER, SimClock, SimEvent, SimThread
 
 MOTO_VERSION = "5.2.5"
 
@@ -54,14 +54,17 @@ def install_engine_clock(clock: SimClock) -> None:
 
     Covers Wait states (Seconds/Timestamp and their paths), Retry back-off, task and heartbeat
     timeouts, callback waits, the machine's TimeoutSeconds, and all history/describe timestamps.
+    The engine's threads are busy on the clock while they run (SimThread), so time jumps only
+    when every one of them waits on the clock.
     """
     import moto.stepfunctions.parser as parser_pkg
 
     SimEvent.clock = clock
+    SimThread.clock = clock
     sim_datetime = _sim_datetime_class(clock)
     time_shim = _ClockModule(_time, time=clock.now, sleep=clock.sleep)
     datetime_shim = _ClockModule(_datetime, datetime=sim_datetime)
-    threading_shim = _ClockModule(threading, Event=SimEvent)
+    threading_shim = _ClockModule(threading, Event=SimEvent, Thread=SimThread)
     modules = [importlib.import_module("moto.stepfunctions.models"), importlib.import_module("moto.stepfunctions.responses")]
     for info in pkgutil.walk_packages(parser_pkg.__path__, parser_pkg.__name__ + "."):
         if ".antlr." in info.name or info.name.endswith(".antlr"):
@@ -82,10 +85,13 @@ def install_engine_clock(clock: SimClock) -> None:
                 setattr(module, name, threading_shim)
             elif value is threading.Event:
                 setattr(module, name, SimEvent)
+            elif value is threading.Thread:
+                setattr(module, name, SimThread)
 
     _patch_program_timeout(clock)
     _patch_wait_timestamp_utc(clock)
     _patch_progress_reports(clock)
+    _patch_engine_clients(clock)
 
 
 def _patch_program_timeout(clock: SimClock) -> None:
@@ -108,7 +114,7 @@ def _patch_program_timeout(clock: SimClock) -> None:
             finally:
                 finished.set()
 
-        worker = threading.Thread(target=run, daemon=True)
+        worker = SimThread(target=run, daemon=True)
         program_module.TMP_THREADS.append(worker)
         worker.start()
         if not clock.wait(finished, timeout):
@@ -149,6 +155,59 @@ def _patch_progress_reports(clock: SimClock) -> None:
             clock.touch()
 
     EventManager.add_event = add_event
+
+
+def _patch_engine_clients(clock: SimClock) -> None:
+    """The engine's calls to AWS services: one client per service, each call lending its tokens.
+
+    AWS: concurrent tasks (a Map's iterations) each succeed or fail on their own. moto builds a
+    boto3 client from the shared default session for every task call; that is not thread-safe,
+    and concurrent iterations failed at random with States.Runtime ("'dict' object has no
+    attribute 'region'"). Clients are thread-safe once built, so each is built once.
+
+    Each call lends the calling engine thread's busy tokens to its request (SimClock.lend): the
+    clock cannot jump between the engine and the endpoint, however slow the host, yet it jumps
+    while the request only waits (a Lambda handler's time.sleep).
+    """
+    from moto.settings import moto_server_port
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    original_client_for = boto_client.boto_client_for
+    clients: dict[tuple[str, str, str], Any] = {}
+    clients_lock = threading.Lock()
+    calling = threading.local()
+
+    def add_loan_header(request: Any, **_: Any) -> None:
+        key = getattr(calling, "loan", None)
+        if key:
+            request.headers[LOAN_HEADER] = key
+
+    def lending(client: Any) -> Any:
+        make_api_call = client._make_api_call
+
+        def _make_api_call(operation_name: str, api_params: dict) -> Any:
+            with clock.lend() as key:
+                calling.loan = key
+                try:
+                    return make_api_call(operation_name, api_params)
+                finally:
+                    calling.loan = None
+
+        client._make_api_call = _make_api_call
+        client.meta.events.register("before-send", add_loan_header)
+        return client
+
+    def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        # moto's own function ignores state_credentials (the execution's role) too.
+        with clients_lock:
+            key = (region, service, str(moto_server_port()))
+            if key not in clients:
+                clients[key] = lending(original_client_for(region, service))
+            return clients[key]
+
+    for module_name in _modules_importing(boto_client, "boto_client_for", original_client_for):
+        setattr(importlib.import_module(module_name), "boto_client_for", boto_client_for)
+    boto_client.boto_client_for = boto_client_for
 
 
 # ------------------------------------------------------------------------------------------------

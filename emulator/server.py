@@ -14,7 +14,7 @@ import boto3
 from botocore.config import Config
 
 from emulator import patches
-from emulator.clock import SimClock
+from emulator.clock import LOAN_HEADER, SimClock
 from emulator.events import EventRouter
 from emulator.lambda_runtime import LambdaRuntime
 
@@ -100,9 +100,12 @@ class LocalAws:
         moto_app = DomainDispatcherApplication(create_backend_app)
         clock = self.clock
 
+        loan_key = "HTTP_" + LOAN_HEADER.upper().replace("-", "_")
+
         def app(environ: dict, start_response: Any) -> list[bytes]:
-            # A request being served is work: the simulated clock does not jump meanwhile.
-            with clock.busy():
+            # A request being served is work: the simulated clock does not jump meanwhile. A call
+            # from the engine lends its caller's token, released while this request only waits.
+            with clock.borrow(environ.get(loan_key)), clock.busy():
                 return list(moto_app(environ, start_response))
 
         self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
