@@ -331,6 +331,32 @@ def test_ten_thousand_items_from_s3_run_in_one_execution_retrying_only_failures(
     assert len(result.events) < 100
 
 
+def test_slow_items_in_s3_mode_spread_over_passes_instead_of_timing_their_chunk_out(deployment, runner):
+    # Given: five items of 200 s each, one chunk; the chunk processor has 10 minutes, so one
+    # invocation cannot run them all
+    s3 = deployment.client("s3")
+    bucket = deployment.output("MapRetryStack", "ItemsBucketName")
+    ids = [_unique(f"slow{n}") for n in range(5)]
+    key = f"inputs/{_unique('slow')}.json"
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps([{"id": i, "sleep_seconds": 200} for i in ids]).encode())
+    # When
+    result = runner.run({"items_s3_uri": f"s3://{bucket}/{key}", "max_attempts": 3})
+    # Then: each invocation stopped before an item it had no time for; every item succeeded on
+    # its first attempt, and each was processed once
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output["succeeded_count"] == 5 and result.output["passes"] == 3
+    run_prefix = f"runs/{result.execution_arn.rsplit(':', 1)[-1]}/"
+    assert _read_json(s3, bucket, f"{run_prefix}result.json")["attempts"] == {i: 1 for i in ids}
+    processed = [
+        r
+        for pass_number in (1, 2, 3)
+        for entry in _read_json(s3, bucket, f"{run_prefix}pass-{pass_number:02d}/manifest.json")
+        for r in _read_json(s3, bucket, entry["results_key"])
+    ]
+    assert sorted(processed) == sorted(ids)
+    assert all(call["error"] is None for call in runner.calls_of("ChunkProcessor"))
+
+
 # ---- invalid input ----------------------------------------------------------------------------
 
 
