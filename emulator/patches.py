@@ -174,8 +174,23 @@ def _patch_engine_calls_hand_over(clock: SimClock) -> None:
     def add_ticket(request: Any, **_: Any) -> None:
         request.headers[TICKET_HEADER] = local.ticket
 
-    def boto_client_for(*args: Any, **kwargs: Any) -> Any:
-        client = original_factory(*args, **kwargs)
+    clients: dict[tuple[str, str, str], Any] = {}
+    clients_lock = threading.Lock()
+
+    def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        # AWS: a Map's iterations call services independently. moto built a client per task call
+        # from boto3's shared default session, which is not thread-safe: concurrent iterations
+        # failed at random with States.Runtime. Clients are thread-safe once built; build each
+        # once. (moto ignores state_credentials, the execution's role, too.)
+        from moto.settings import moto_server_port
+
+        key = (region, service, str(moto_server_port()))
+        with clients_lock:
+            if key not in clients:
+                clients[key] = _handing_over(original_factory(region, service))
+            return clients[key]
+
+    def _handing_over(client: Any) -> Any:
         make_api_call = client._make_api_call
 
         def handing_over(operation_name: str, api_params: dict) -> Any:

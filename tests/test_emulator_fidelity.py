@@ -270,7 +270,76 @@ def test_wait_timestamp_is_read_as_utc_whatever_the_local_timezone(aws, role_arn
     assert 1790 <= result.simulated_seconds <= 1801
 
 
+def test_a_slow_host_does_not_make_simulated_time_run_ahead(aws, role_arn, probe_arn):
+    # AWS: time passes only as it passes. The emulator jumps its clock when nothing is working;
+    # the engine's calls to Lambda must count as work from start to end, however slow the host,
+    # while a handler's sleep inside such a call still passes in simulated time.
+    # Given: every engine call to Lambda delayed 200 ms of real time before it is sent
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    engine_lambda = boto_client.boto_client_for("us-east-1", "lambda")
+
+    def slow_host(**_):
+        time.sleep(0.2)
+
+    definition = {
+        "StartAt": "Sleep Ten Minutes",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Sleep Ten Minutes": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": probe_arn, "Payload": {"sleep": 600}},
+                "End": True,
+            }
+        },
+    }
+    engine_lambda.meta.events.register("before-send", slow_host)
+    try:
+        # When
+        result = run(aws, _machine(aws, role_arn, definition), {})
+    finally:
+        engine_lambda.meta.events.unregister("before-send", slow_host)
+    # Then: no jump to the machine's timeout during the delay; the handler's 600 s passed
+    assert result.status == "SUCCEEDED", result.error
+    assert 600 <= result.simulated_seconds < 620
+    assert result.wall_seconds < 15
+
+
 # -- Step Functions: fidelity fixes -----------------------------------------------------------
+def test_concurrent_lambda_tasks_in_a_map_each_succeed(aws, role_arn, probe_arn):
+    # AWS: a Map's iterations call Lambda independently. moto built a boto3 client per call from
+    # one shared session, and concurrent iterations failed at random with States.Runtime.
+    definition = {
+        "StartAt": "Call Probe For Each",
+        "TimeoutSeconds": 300,
+        "States": {
+            "Call Probe For Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "MaxConcurrency": 40,
+                "ItemProcessor": {
+                    "ProcessorConfig": {"Mode": "INLINE"},
+                    "StartAt": "Call Probe",
+                    "States": {
+                        "Call Probe": {
+                            "Type": "Task",
+                            "Resource": "arn:aws:states:::lambda:invoke",
+                            "Parameters": {"FunctionName": probe_arn, "Payload": {}},
+                            "ResultSelector": {"ok": True},
+                            "End": True,
+                        }
+                    },
+                },
+                "End": True,
+            }
+        },
+    }
+    result = run(aws, _machine(aws, role_arn, definition), {"items": list(range(40))})
+    assert result.status == "SUCCEEDED", (result.error, result.cause)
+    assert result.output == [{"ok": True}] * 40
+
+
 def test_empty_jsonpath_filter_result_is_an_empty_list(aws, role_arn):
     # AWS: "$[?(@.status == 'failed')]" over results with no failure yields []; moto raised
     # States.Runtime ("could not be found in the input").
