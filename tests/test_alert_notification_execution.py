@@ -459,7 +459,10 @@ def test_every_notification_failing_fails_with_notification_delivery_failed(depl
     # Then: the loops still ran to the end, then the execution failed with a searchable error
     assert result.status == "FAILED"
     assert result.error == "NotificationDeliveryFailed"
-    assert f"All 4 notifications of alert {alert_id} failed" in result.cause
+    assert result.cause == (
+        f"All 4 notifications of alert {alert_id} failed; each failure is in the execution history at"
+        " Note Which Notification Failed."
+    )
     sent = notifications(slack, alert_id)
     assert [(n.round, n.user, n.status) for n in sent] == [(r, u, 404) for r in (1, 2) for u in users]
     assert result.retries == 0
