@@ -162,11 +162,6 @@ def state_spans(result: ExecutionResult, state: str) -> list[tuple[float, float]
     return spans
 
 
-def lambda_error(result: ExecutionResult) -> dict:
-    """The Lambda error payload a failed Lambda task ended the execution with (its cause)."""
-    return json.loads(result.cause)
-
-
 # --------------------------------------------------------------------------------------------------
 # The loops
 # --------------------------------------------------------------------------------------------------
@@ -318,7 +313,7 @@ def test_a_missing_alert_fails_with_alert_not_found(deployment, slack):
     # Then
     assert result.status == "FAILED"
     assert result.error == "AlertNotFound"
-    assert alert_id in lambda_error(result)["errorMessage"]
+    assert result.cause == f"alert_id: the alert table has no item {alert_id!r}"
     assert result.entered(NOTIFY) == 0
 
 
@@ -373,9 +368,21 @@ def test_each_invalid_field_fails_with_invalid_alert_config_naming_it(deployment
     # Then: nobody was notified, and the cause starts with the field
     assert result.status == "FAILED"
     assert result.error == "InvalidAlertConfig"
-    assert lambda_error(result)["errorMessage"].startswith(f"{field}: ")
+    assert result.cause.startswith(f"{field}: "), result.cause
     assert result.entered(NOTIFY) == 0
     assert notifications(slack, alert_id) == []
+
+
+def test_a_rejected_alert_ends_with_the_plain_message_not_the_lambda_error_document(deployment, slack, alerts):
+    # Given: the README's example of an invalid alert
+    alert_id = alerts.put(alert_id=_unique("zero-rounds"), **_item(notification_count=0))
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the error name is the Lambda's, the cause is only its message (no errorType, no stackTrace)
+    assert (result.status, result.error) == ("FAILED", "InvalidAlertConfig")
+    assert result.cause == "notification_count: must be an integer of at least 1, got 0"
+    assert result.entered("Explain Why The Alert Cannot Run") == 1
+    assert result.entered("Alert Cannot Run") == 1
 
 
 @pytest.mark.parametrize("payload", [{}, {"alert_id": ""}, {"alert_id": 7}, {"id": "disk-full-web-1"}])
@@ -385,7 +392,7 @@ def test_an_input_without_a_usable_alert_id_fails_with_invalid_alert_config(depl
     # Then
     assert result.status == "FAILED"
     assert result.error == "InvalidAlertConfig"
-    assert lambda_error(result)["errorMessage"].startswith("alert_id: ")
+    assert result.cause.startswith("alert_id: "), result.cause
 
 
 # --------------------------------------------------------------------------------------------------
@@ -452,7 +459,10 @@ def test_every_notification_failing_fails_with_notification_delivery_failed(depl
     # Then: the loops still ran to the end, then the execution failed with a searchable error
     assert result.status == "FAILED"
     assert result.error == "NotificationDeliveryFailed"
-    assert f"All 4 notifications of alert {alert_id} failed" in result.cause
+    assert result.cause == (
+        f"All 4 notifications of alert {alert_id} failed; each failure is in the execution history at"
+        " Note Which Notification Failed."
+    )
     sent = notifications(slack, alert_id)
     assert [(n.round, n.user, n.status) for n in sent] == [(r, u, 404) for r in (1, 2) for u in users]
     assert result.retries == 0

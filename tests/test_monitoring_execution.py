@@ -118,13 +118,13 @@ def _run(deployment: Any, machine: str, payload: Any, name: str) -> Any:
     return deployment.run(machine, payload, name=name)
 
 
-def _cause_names_lambda_error(error_type: str) -> Callable[[str], bool]:
-    return lambda cause: json.loads(cause)["errorType"] == error_type
-
-
 # machine: (input that makes it fail cheaply, the error it ends with, what the cause must say)
 FAILURES: dict[str, tuple[Callable[[], Any], str, Callable[[str], bool]]] = {
-    "alert": (lambda: {"alert_id": _unique("no-such-alert")}, "AlertNotFound", _cause_names_lambda_error("AlertNotFound")),
+    "alert": (
+        lambda: {"alert_id": _unique("no-such-alert")},
+        "AlertNotFound",
+        lambda cause: cause.startswith("alert_id: the alert table has no item 'no-such-alert"),
+    ),
     "poller": (_job_that_fails, "JobFailed", lambda cause: cause == QUOTED_FAILURE),
     "export-poller": (
         lambda: {"timeout_seconds": 0},
