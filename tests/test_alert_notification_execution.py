@@ -21,6 +21,7 @@ import pytest
 from boto3.dynamodb.types import TypeSerializer
 
 from emulator.follow import ExecutionResult, follow
+from tests.emulator_helpers import unique
 
 STACK = "AlertNotificationStack"
 MACHINE = "alert"
@@ -40,10 +41,6 @@ class Notification:
     user: str
     message: str
     status: int
-
-
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def _users(*names: str) -> list[str]:
@@ -88,7 +85,7 @@ class AlertTable:
     def put_alert(
         self, users: list[str] | dict[str, str], *, rounds: int = 1, interval: int = 300, status: str = "active"
     ) -> str:
-        alert_id = _unique("disk-full")
+        alert_id = unique("disk-full")
         return self.put(
             alert_id=alert_id,
             notification_count=rounds,
@@ -293,7 +290,7 @@ def test_an_alert_resolved_before_the_first_round_notifies_nobody(deployment, sl
 def test_an_item_without_a_status_is_active(deployment, slack, alerts):
     # Given: the status is optional; absent means active
     [user] = _users("foo")
-    alert_id = alerts.put(alert_id=_unique("no-status"), notification_count=1, user_accounts=[user])
+    alert_id = alerts.put(alert_id=unique("no-status"), notification_count=1, user_accounts=[user])
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then: the default message went out
@@ -307,7 +304,7 @@ def test_an_item_without_a_status_is_active(deployment, slack, alerts):
 # --------------------------------------------------------------------------------------------------
 def test_a_missing_alert_fails_with_alert_not_found(deployment, slack):
     # Given
-    alert_id = _unique("never-written")
+    alert_id = unique("never-written")
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then
@@ -362,7 +359,7 @@ INVALID_ITEMS = {
 @pytest.mark.parametrize("item, field", INVALID_ITEMS.values(), ids=INVALID_ITEMS.keys())
 def test_each_invalid_field_fails_with_invalid_alert_config_naming_it(deployment, slack, alerts, item, field):
     # Given
-    alert_id = alerts.put(alert_id=_unique("invalid"), **item)
+    alert_id = alerts.put(alert_id=unique("invalid"), **item)
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then: nobody was notified, and the cause starts with the field
@@ -375,7 +372,7 @@ def test_each_invalid_field_fails_with_invalid_alert_config_naming_it(deployment
 
 def test_a_rejected_alert_ends_with_the_plain_message_not_the_lambda_error_document(deployment, slack, alerts):
     # Given: the README's example of an invalid alert
-    alert_id = alerts.put(alert_id=_unique("zero-rounds"), **_item(notification_count=0))
+    alert_id = alerts.put(alert_id=unique("zero-rounds"), **_item(notification_count=0))
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then: the error name is the Lambda's, the cause is only its message (no errorType, no stackTrace)
@@ -486,7 +483,7 @@ def test_a_repeated_notification_for_the_same_execution_round_and_user_posts_onc
     # Given: the deployed notifier, and one notification as the machine sends it
     function = _stack_resource(deployment, "AWS::Lambda::Function", "NotifyUser")
     [user] = _users("foo")
-    alert_id = _unique("repeat")
+    alert_id = unique("repeat")
     event = {
         "execution_id": f"arn:aws:states:us-east-1:123456789012:execution:alerts:{uuid.uuid4()}",
         "alert_id": alert_id,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from emulator.follow import ExecutionResult
+from tests.emulator_helpers import unique
 
 ALERT_STACK, POLLER_STACK, MAP_STACK = "AlertNotificationStack", "JobPollerStack", "MapRetryStack"
 # Functions that do the work: none may run for an input that is refused.
@@ -27,10 +27,6 @@ WORKERS = {
     "export-poller": (),
     "map-retry": ("ItemProcessor", "ChunkProcessor"),
 }
-
-
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def _item(alert_id: str, **overrides: Any) -> dict:
@@ -60,7 +56,7 @@ class World:
 
     def alert(self, **overrides: Any) -> dict:
         """Store an alert item (valid unless overridden; None drops a field) and return the input for it."""
-        alert_id = _unique("bad-input")
+        alert_id = unique("bad-input")
         item = _item(alert_id, **overrides)
         self.dynamodb.put_item(
             TableName=self.alert_table, Item={k: TypeSerializer().serialize(v) for k, v in item.items()}
@@ -75,7 +71,7 @@ class World:
         return {k: TypeDeserializer().deserialize(v) for k, v in item["Item"].items()} if "Item" in item else None
 
     def upload(self, body: bytes) -> str:
-        key = f"inputs/{_unique('bad-input')}.json"
+        key = f"inputs/{unique('bad-input')}.json"
         self.s3.put_object(Bucket=self.items_bucket, Key=key, Body=body)
         self.uploads.append(key)
         return f"s3://{self.items_bucket}/{key}"
@@ -131,7 +127,7 @@ CASES: dict[str, Case] = {
         "alert_id",
     ),
     "alert: unknown alert id": case(
-        "alert", lambda w: {"alert_id": _unique("no-such-alert")}, "AlertNotFound", "has no item", "no-such-alert"
+        "alert", lambda w: {"alert_id": unique("no-such-alert")}, "AlertNotFound", "has no item", "no-such-alert"
     ),
     # -- alert: the item -------------------------------------------------------------------------
     "alert: zero rounds": case(
@@ -328,7 +324,7 @@ CASES: dict[str, Case] = {
     ),
     "map-retry: S3 object missing": case(
         "map-retry",
-        lambda w: {"items_s3_uri": f"s3://{w.items_bucket}/inputs/{_unique('missing')}.json"},
+        lambda w: {"items_s3_uri": f"s3://{w.items_bucket}/inputs/{unique('missing')}.json"},
         "InvalidItems",
         "cannot read",
         "NoSuchKey",
@@ -406,7 +402,7 @@ def test_bad_input_matrix_covers_every_machine_with_at_least_30_inputs():
 def test_input_that_is_not_json_is_refused_before_any_execution_starts(deployment, machine):
     sfn = deployment.client("stepfunctions")
     arn = deployment.machine_arn(machine)
-    name = _unique("not-json")
+    name = unique("not-json")
     with pytest.raises(sfn.exceptions.InvalidExecutionInput):
         sfn.start_execution(stateMachineArn=arn, name=name, input="{'alert_id': 'disk-full-web-1'}")
     with pytest.raises(sfn.exceptions.ExecutionDoesNotExist):
@@ -418,7 +414,7 @@ def test_input_over_256_kib_is_refused_by_the_api(deployment, machine):
     # 3,000 items of 90-character ids: 300 KiB, past StartExecution's 262,144-byte input limit.
     sfn = deployment.client("stepfunctions")
     arn = deployment.machine_arn(machine)
-    name = _unique("too-big")
+    name = unique("too-big")
     payload = {"items": [{"id": f"{i:05d}-" + "y" * 84} for i in range(3_000)]}
     assert len(json.dumps(payload)) > 262_144
     with pytest.raises(sfn.exceptions.ValidationException, match="262144"):

@@ -6,10 +6,7 @@ and machines of their own in the shared deployment, so no fault can touch the ap
 
 from __future__ import annotations
 
-import io
 import json
-import uuid
-import zipfile
 from urllib.parse import parse_qsl, urlsplit
 
 import boto3
@@ -19,6 +16,7 @@ from botocore.exceptions import ClientError
 
 from emulator.faults import s3_operation
 from emulator.follow import run
+from tests.emulator_helpers import create_function, unique
 
 PROBE_CODE = """
 import boto3
@@ -37,10 +35,6 @@ def lambda_handler(event, context):
 RETRYABLE = {"IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2}
 
 
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 @pytest.fixture(scope="module")
 def aws(deployment):
     yield deployment.aws
@@ -49,36 +43,25 @@ def aws(deployment):
 
 @pytest.fixture(scope="module")
 def role_arn(aws):
-    return aws.client("iam").create_role(RoleName=_unique("faults"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    return aws.client("iam").create_role(RoleName=unique("faults"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
 
 
 @pytest.fixture(scope="module")
 def probe(aws, role_arn) -> str:
     """A function of this module's own; its name is unique, so faults on it touch nothing else."""
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("probe.py", PROBE_CODE)
-    return aws.client("lambda").create_function(
-        FunctionName=_unique("fault-probe"),
-        Runtime="python3.13",
-        Role=role_arn,
-        Handler="probe.lambda_handler",
-        Code={"ZipFile": archive.getvalue()},
-        Timeout=30,
-        MemorySize=128,
-    )["FunctionName"]
+    return create_function(aws, role_arn, "fault-probe", "probe", PROBE_CODE, Timeout=30, MemorySize=128)["FunctionName"]
 
 
 @pytest.fixture(scope="module")
 def bucket(aws) -> str:
-    name = _unique("fault-bucket")
+    name = unique("fault-bucket")
     aws.client("s3").create_bucket(Bucket=name)
     return name
 
 
 @pytest.fixture(scope="module")
 def table(aws) -> str:
-    name = _unique("fault-table")
+    name = unique("fault-table")
     aws.client("dynamodb").create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -115,7 +98,7 @@ def _machine(aws, role_arn, task: dict, *, catch_all: bool = False) -> str:
         "States": {"Task": {"Type": "Task", "End": True, **task}, "Caught": {"Type": "Pass", "End": True}},
     }
     return aws.client("stepfunctions").create_state_machine(
-        name=_unique("faults"), definition=json.dumps(definition), roleArn=role_arn
+        name=unique("faults"), definition=json.dumps(definition), roleArn=role_arn
     )["stateMachineArn"]
 
 
@@ -221,7 +204,7 @@ def test_matching_limits_a_fault_to_calls_whose_payload_contains_the_text(aws, p
 def test_timed_out_function_lasts_its_timeout_then_fails_with_sandbox_timedout(aws, probe, bucket):
     # AWS: a function still running at its timeout (30 s here) is stopped; the error type is
     # Sandbox.Timedout and the invocation lasted the whole timeout.
-    key = _unique("never-written")
+    key = unique("never-written")
     started = aws.clock.now()
     with aws.faults.lambda_timed_out(probe) as fault:
         response, error = _invoke(aws, probe, {"action": "put", "bucket": bucket, "key": key})
@@ -239,7 +222,7 @@ def test_timed_out_function_lasts_its_timeout_then_fails_with_sandbox_timedout(a
 
 def test_timed_out_function_with_run_handler_keeps_its_side_effects_but_loses_its_answer(aws, probe, bucket):
     # A handler that did its work and then hung: what a retried task must not do twice.
-    key = _unique("written-then-timed-out")
+    key = unique("written-then-timed-out")
     with aws.faults.lambda_timed_out(probe, run_handler=True):
         response, error = _invoke(aws, probe, {"action": "put", "bucket": bucket, "key": key})
     assert error["errorType"] == "Sandbox.Timedout"
@@ -259,7 +242,7 @@ def test_step_functions_sees_the_timeout_as_sandbox_timedout_and_can_retry_it(aw
 def test_throttled_s3_operation_answers_503_slow_down_for_its_first_calls(aws, bucket):
     # AWS: S3 asks clients to slow down with HTTP 503 and error code SlowDown.
     s3 = _no_retry_client(aws, "s3")
-    key = _unique("object")
+    key = unique("object")
     s3.put_object(Bucket=bucket, Key=key, Body=b"payload")
     with aws.faults.s3_throttled("GetObject", bucket=bucket, times=1) as fault:
         with pytest.raises(ClientError) as raised:
@@ -274,7 +257,7 @@ def test_throttled_s3_operation_answers_503_slow_down_for_its_first_calls(aws, b
 def test_s3_fault_names_its_bucket_and_key(aws, bucket):
     # Given: PutObject throttled in this module's bucket, for keys containing "slow/" only
     s3 = _no_retry_client(aws, "s3")
-    other_bucket = _unique("fault-other")
+    other_bucket = unique("fault-other")
     s3.create_bucket(Bucket=other_bucket)
     with aws.faults.s3_throttled("PutObject", bucket=bucket, matching="slow/", times=None) as fault:
         # When
@@ -291,7 +274,7 @@ def test_s3_fault_names_its_bucket_and_key(aws, bucket):
 def test_boto3_inside_a_handler_retries_s3_throttling_by_itself(aws, probe, bucket):
     # AWS SDKs retry SlowDown with back-off: two throttled GetObject calls cost the handler
     # nothing but time.
-    key = _unique("read-by-handler")
+    key = unique("read-by-handler")
     aws.client("s3").put_object(Bucket=bucket, Key=key, Body=b"stored")
     with aws.faults.s3_throttled("GetObject", bucket=bucket, times=2) as fault:
         response, body = _invoke(aws, probe, {"action": "get", "bucket": bucket, "key": key})
@@ -304,7 +287,7 @@ def test_boto3_inside_a_handler_retries_s3_throttling_by_itself(aws, probe, buck
 def test_throttled_dynamodb_operation_answers_400_with_the_throttling_error(aws, table, error):
     dynamodb = _no_retry_client(aws, "dynamodb")
     with aws.faults.dynamodb_throttled("GetItem", table=table, error=error) as fault:
-        dynamodb.put_item(TableName=table, Item={"pk": {"S": _unique("other-operation")}})
+        dynamodb.put_item(TableName=table, Item={"pk": {"S": unique("other-operation")}})
         with pytest.raises(ClientError) as raised:
             dynamodb.get_item(TableName=table, Key={"pk": {"S": "present"}})
         item = dynamodb.get_item(TableName=table, Key={"pk": {"S": "present"}})["Item"]

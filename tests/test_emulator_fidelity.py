@@ -6,12 +6,10 @@ deployed into (the ``deployment`` fixture), using small machines and functions o
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import time
 import uuid
-import zipfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import pytest
 
 from emulator.events import render_input_transformer
 from emulator.follow import follow, run
+from tests.emulator_helpers import create_function, unique, wait_for_event
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,10 +46,6 @@ def lambda_handler(event, context):
 '''
 
 
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 @pytest.fixture(scope="module")
 def aws(deployment):
     return deployment.aws
@@ -59,29 +54,20 @@ def aws(deployment):
 @pytest.fixture(scope="module")
 def role_arn(aws):
     iam = aws.client("iam")
-    return iam.create_role(RoleName=_unique("fidelity"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    return iam.create_role(RoleName=unique("fidelity"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
 
 
 @pytest.fixture(scope="module")
 def probe_arn(aws, role_arn):
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("probe.py", PROBE_CODE)
-    return aws.client("lambda").create_function(
-        FunctionName=_unique("probe"),
-        Runtime="python3.13",
-        Role=role_arn,
-        Handler="probe.lambda_handler",
-        Code={"ZipFile": archive.getvalue()},
-        Timeout=900,
-        MemorySize=512,
+    return create_function(
+        aws, role_arn, "probe", "probe", PROBE_CODE, Timeout=900, MemorySize=512,
         Environment={"Variables": {"GREETING": "hello from the function's environment"}},
     )["FunctionArn"]
 
 
 def _machine(aws, role_arn, definition: dict) -> str:
     return aws.client("stepfunctions").create_state_machine(
-        name=_unique("fidelity"), definition=json.dumps(definition), roleArn=role_arn
+        name=unique("fidelity"), definition=json.dumps(definition), roleArn=role_arn
     )["stateMachineArn"]
 
 
@@ -202,22 +188,13 @@ def test_stopping_an_execution_interrupts_its_wait(aws, role_arn):
     arn = _machine(aws, role_arn, definition)
     with aws.clock.busy():  # simulated time stands still until the stop, so the wait cannot end first
         execution = sfn.start_execution(stateMachineArn=arn)["executionArn"]
-        _wait_for_event(sfn, execution, "WaitStateEntered")
+        wait_for_event(sfn, execution, "WaitStateEntered")
         # When
         sfn.stop_execution(executionArn=execution, error="Operator", cause="no longer needed")
     # Then: ABORTED with the stop's error and cause, and no wake-up left for the day-long wait
     result = follow(aws, execution)
     assert (result.status, result.error, result.cause) == ("ABORTED", "Operator", "no longer needed")
     _assert_no_wakeup_after(aws, result.start.timestamp() + 3600)
-
-
-def _wait_for_event(sfn, execution_arn: str, event_type: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(e["type"] == event_type for e in sfn.get_execution_history(executionArn=execution_arn)["events"]):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{execution_arn} never reached {event_type}")
 
 
 def _assert_no_wakeup_after(aws, instant: float, timeout: float = 5) -> None:
@@ -456,17 +433,7 @@ def lambda_handler(event, context):
 
 @pytest.fixture(scope="module")
 def callback_probe_arn(aws, role_arn):
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("callback_probe.py", CALLBACK_PROBE_CODE)
-    return aws.client("lambda").create_function(
-        FunctionName=_unique("callback-probe"),
-        Runtime="python3.13",
-        Role=role_arn,
-        Handler="callback_probe.lambda_handler",
-        Code={"ZipFile": archive.getvalue()},
-        Timeout=30,
-    )["FunctionArn"]
+    return create_function(aws, role_arn, "callback-probe", "callback_probe", CALLBACK_PROBE_CODE, Timeout=30)["FunctionArn"]
 
 
 def _reporting_before_the_wait(function_arn: str, payload: dict) -> dict:
@@ -513,7 +480,7 @@ def test_send_task_failure_keeps_its_error_and_cause(aws, role_arn, callback_pro
 def test_missed_heartbeat_is_states_heartbeat_timeout_which_states_timeout_also_catches(aws, role_arn, caught_as):
     # AWS: a task with no heartbeat for HeartbeatSeconds fails with States.HeartbeatTimeout;
     # "States.Timeout" in a Catch or Retry matches it too. moto reported States.Timeout.
-    queue_url = aws.client("sqs").create_queue(QueueName=_unique("tokens"))["QueueUrl"]
+    queue_url = aws.client("sqs").create_queue(QueueName=unique("tokens"))["QueueUrl"]
     definition = {
         "StartAt": "Wait For Callback",
         "TimeoutSeconds": 3600,
@@ -545,7 +512,7 @@ def test_table_export_is_named_under_its_table_and_takes_minutes(aws):
     # "/import/", and finished at once.
     from emulator.patches import DYNAMODB_EXPORT_SECONDS
 
-    dynamodb, name, bucket = aws.client("dynamodb"), _unique("export"), _unique("export-bucket")
+    dynamodb, name, bucket = aws.client("dynamodb"), unique("export"), unique("export-bucket")
     aws.client("s3").create_bucket(Bucket=bucket)
     table_arn = dynamodb.create_table(
         TableName=name,
@@ -568,7 +535,7 @@ def test_table_export_is_named_under_its_table_and_takes_minutes(aws):
 # -- Events ------------------------------------------------------------------------------------
 def _queue(aws) -> tuple[str, str]:
     sqs = aws.client("sqs")
-    url = sqs.create_queue(QueueName=_unique("fidelity"))["QueueUrl"]
+    url = sqs.create_queue(QueueName=unique("fidelity"))["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     return url, arn
 
@@ -588,10 +555,10 @@ def test_execution_status_change_event_reaches_sns_through_rule_and_input_transf
     arn = _machine(aws, role_arn, {"StartAt": "Boom", "TimeoutSeconds": 60, "States": {
         "Boom": {"Type": "Fail", "Error": "Exploded", "Cause": 'a "quoted" cause'}}})
     queue_url, queue_arn = _queue(aws)
-    topic = aws.client("sns").create_topic(Name=_unique("status"))["TopicArn"]
+    topic = aws.client("sns").create_topic(Name=unique("status"))["TopicArn"]
     aws.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"})
     events = aws.client("events")
-    rule = _unique("status")
+    rule = unique("status")
     events.put_rule(Name=rule, EventPattern=json.dumps({
         "source": ["aws.states"], "detail-type": ["Step Functions Execution Status Change"],
         "detail": {"status": ["FAILED"], "stateMachineArn": [arn]}}))
@@ -652,7 +619,7 @@ def test_rule_target_receives_the_transformed_text_unchanged(aws):
     # Given: a rule whose target gets a string template (EventBridge keeps its quotes)
     queue_url, queue_arn = _queue(aws)
     events = aws.client("events")
-    rule = _unique("ec2")
+    rule = unique("ec2")
     events.put_rule(Name=rule, EventPattern=json.dumps({"source": ["aws.ec2"], "detail": {"instance-id": ["i-0123456789"]}}))
     events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn, "InputTransformer": {
         "InputPathsMap": {"instance": "$.detail.instance-id", "state": "$.detail.state"},
@@ -667,7 +634,7 @@ def test_rule_target_receives_the_transformed_text_unchanged(aws):
 def test_scheduled_rule_fires_on_demand_with_a_scheduled_event(deployment, aws):
     queue_url, queue_arn = _queue(aws)
     events = aws.client("events")
-    rule = _unique("hourly")
+    rule = unique("hourly")
     events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
     events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
     assert aws.router.fire_schedule(rule) == 1
@@ -681,7 +648,7 @@ def test_scheduled_rule_fires_as_simulated_time_passes_its_rate(aws):
     # Given: a rate(1 hour) rule whose schedule follows the simulated clock
     queue_url, queue_arn = _queue(aws)
     events = aws.client("events")
-    rule = _unique("hourly")
+    rule = unique("hourly")
     events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
     events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
     aws.router.fire_on_clock({rule})

@@ -10,7 +10,6 @@ so tests do not depend on each other or on their order.
 from __future__ import annotations
 
 import json
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -18,13 +17,10 @@ from typing import Any
 import pytest
 
 from patterns_common.items_demo import fails_by_chance
+from tests.emulator_helpers import unique
 
 MACHINE = "map-retry"
 OUTCOMES = ("TaskSucceeded", "TaskFailed", "TaskTimedOut")
-
-
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 @dataclass(frozen=True)
@@ -67,7 +63,7 @@ class Runner:
     def run(self, payload: Any) -> Any:
         runtime = self.deployment.aws.runtime
         before = len(runtime.invocations)
-        result = self.deployment.run(MACHINE, payload, name=_unique("map-retry"))
+        result = self.deployment.run(MACHINE, payload, name=unique("map-retry"))
         self.invocations = runtime.invocations[before:]
         return result
 
@@ -101,7 +97,7 @@ def runner(deployment) -> Runner:
 
 def test_all_items_succeeding_first_time_take_one_pass_and_one_call_each(runner):
     # Given
-    ids = [_unique("ok") for _ in range(5)]
+    ids = [unique("ok") for _ in range(5)]
     # When
     result = runner.run({"items": [{"id": i} for i in ids], "max_attempts": 3})
     # Then
@@ -114,7 +110,7 @@ def test_all_items_succeeding_first_time_take_one_pass_and_one_call_each(runner)
 
 def test_an_item_failing_once_is_the_only_item_processed_again(runner):
     # Given: default options (two passes); the middle item fails its first attempt
-    first, flaky, last = _unique("A"), _unique("B"), _unique("C")
+    first, flaky, last = unique("A"), unique("B"), unique("C")
     items = [{"id": first}, {"id": flaky, "fail_attempts": 1}, {"id": last}]
     # When
     result = runner.run({"items": items})
@@ -133,7 +129,7 @@ def test_an_item_failing_once_is_the_only_item_processed_again(runner):
 
 def test_an_item_failing_every_pass_fails_the_execution_with_retry_failed(runner):
     # Given
-    good, bad = _unique("good"), _unique("always-bad")
+    good, bad = unique("good"), unique("always-bad")
     items = [{"id": good}, {"id": bad, "fail_attempts": 99}]
     # When
     result = runner.run({"items": items, "max_attempts": 3, "fail_on_remaining": True})
@@ -147,7 +143,7 @@ def test_an_item_failing_every_pass_fails_the_execution_with_retry_failed(runner
 
 def test_retry_failed_cause_lists_twenty_ids_then_how_many_more(runner):
     # Given: 30 items that all fail; fail_on_remaining left to its default (true)
-    ids = [_unique(f"F{n:02d}") for n in range(30)]
+    ids = [unique(f"F{n:02d}") for n in range(30)]
     # When
     result = runner.run({"items": [{"id": i, "fail_attempts": 1} for i in ids], "max_attempts": 1})
     # Then
@@ -160,7 +156,7 @@ def test_retry_failed_cause_lists_twenty_ids_then_how_many_more(runner):
 
 def test_an_item_failing_every_pass_is_reported_when_remaining_failures_are_allowed(runner):
     # Given
-    good, bad = _unique("good"), _unique("always-bad")
+    good, bad = unique("good"), unique("always-bad")
     items = [{"id": good}, {"id": bad, "fail_attempts": 99}]
     # When
     result = runner.run({"items": items, "max_attempts": 3, "fail_on_remaining": False})
@@ -177,7 +173,7 @@ def test_an_item_failing_every_pass_is_reported_when_remaining_failures_are_allo
 
 def test_max_attempts_one_runs_a_single_pass_without_waiting(runner):
     # Given
-    good, flaky = _unique("good"), _unique("flaky")
+    good, flaky = unique("good"), unique("flaky")
     items = [{"id": good}, {"id": flaky, "fail_attempts": 1}]
     # When
     result = runner.run({"items": items, "max_attempts": 1, "fail_on_remaining": False})
@@ -191,7 +187,7 @@ def test_max_attempts_one_runs_a_single_pass_without_waiting(runner):
 
 def test_max_attempts_five_retries_an_item_four_times_with_doubling_waits(runner):
     # Given: an item that succeeds on its fifth and last attempt
-    good, stubborn = _unique("good"), _unique("stubborn")
+    good, stubborn = unique("good"), unique("stubborn")
     items = [{"id": good}, {"id": stubborn, "fail_attempts": 4}]
     # When
     result = runner.run({"items": items, "max_attempts": 5})
@@ -210,7 +206,7 @@ def test_max_attempts_five_retries_an_item_four_times_with_doubling_waits(runner
 
 def test_a_processor_crash_is_recorded_under_its_exception_name_and_the_map_carries_on(runner):
     # Given
-    good, crashing = _unique("good"), _unique("crashing")
+    good, crashing = unique("good"), unique("crashing")
     items = [{"id": good}, {"id": crashing, "raise_unexpected": True}]
     # When
     result = runner.run({"items": items, "max_attempts": 2, "fail_on_remaining": False})
@@ -225,7 +221,7 @@ def test_a_processor_crash_is_recorded_under_its_exception_name_and_the_map_carr
 
 def test_a_timed_out_processor_fails_that_item_only(runner):
     # Given: one item sleeps past the processor function's 30 s timeout
-    good, slow = _unique("good"), _unique("slow")
+    good, slow = unique("good"), unique("slow")
     items = [{"id": good}, {"id": slow, "sleep_seconds": 45}]
     # When
     result = runner.run({"items": items, "max_attempts": 1, "fail_on_remaining": False})
@@ -243,7 +239,7 @@ def test_with_random_failures_each_item_succeeds_once_and_is_never_processed_aft
     # Given: 100 items failing each attempt with probability 0.3 (seeded by id and attempt, so the
     # attempt on which each item first succeeds is known in advance)
     rate, max_attempts = 0.3, 5
-    ids = [_unique(f"R{n:03d}") for n in range(100)]
+    ids = [unique(f"R{n:03d}") for n in range(100)]
     expected_attempts = {
         i: next((a for a in range(1, max_attempts + 1) if not fails_by_chance(i, a, rate)), max_attempts) for i in ids
     }
@@ -283,7 +279,7 @@ def test_ten_thousand_items_from_s3_run_in_one_execution_retrying_only_failures(
     # Given: 10,000 items in the items bucket; every 100th fails once, one fails every pass
     s3 = deployment.client("s3")
     bucket = deployment.output("MapRetryStack", "ItemsBucketName")
-    prefix = _unique("S")
+    prefix = unique("S")
     ids = [f"{prefix}-{n:05d}" for n in range(10_000)]
     flaky = set(ids[7::100])
     hopeless = ids[4242]
@@ -336,8 +332,8 @@ def test_slow_items_in_s3_mode_spread_over_passes_instead_of_timing_their_chunk_
     # invocation cannot run them all
     s3 = deployment.client("s3")
     bucket = deployment.output("MapRetryStack", "ItemsBucketName")
-    ids = [_unique(f"slow{n}") for n in range(5)]
-    key = f"inputs/{_unique('slow')}.json"
+    ids = [unique(f"slow{n}") for n in range(5)]
+    key = f"inputs/{unique('slow')}.json"
     s3.put_object(Bucket=bucket, Key=key, Body=json.dumps([{"id": i, "sleep_seconds": 200} for i in ids]).encode())
     # When
     result = runner.run({"items_s3_uri": f"s3://{bucket}/{key}", "max_attempts": 3})
