@@ -299,7 +299,9 @@ class LambdaRuntime:
 
 
 def _unzip(data: bytes, target: Path) -> None:
-    partial = target.with_name(target.name + ".partial")
+    # One partial directory per call: two cold starts of one function at once (a Map, or load)
+    # extracted into the same directory, and the second failed once the first had renamed it.
+    partial = target.with_name(f"{target.name}.partial-{uuid.uuid4().hex[:8]}")
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         archive.extractall(partial)
     try:

@@ -384,6 +384,37 @@ def _patch_callback_tasks() -> None:
 
     StateTask._from_error = from_error
 
+    # AWS: SendTask{Success,Failure,Heartbeat} finds its token whatever else is running. moto
+    # searched every RUNNING execution's engine environment, and an execution that had only just
+    # started had none yet (None): the call failed with a 500 AttributeError, so under load a
+    # runner's heartbeat was lost and its task timed out. Executions with no environment hold no
+    # token yet; the token search skips them.
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    searching_tokens = threading.local()
+    original_get_executions = StepFunctionsParserBackend._get_executions
+
+    def get_executions(self: Any, *args: Any, **kwargs: Any) -> Any:
+        executions = original_get_executions(self, *args, **kwargs)
+        if getattr(searching_tokens, "active", False):
+            executions = [e for e in executions if getattr(e.exec_worker, "env", None) is not None]
+        return executions
+
+    StepFunctionsParserBackend._get_executions = get_executions
+
+    def searching(original: Callable[..., Any]) -> Callable[..., Any]:
+        def send(self: Any, *args: Any, **kwargs: Any) -> Any:
+            searching_tokens.active = True
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                searching_tokens.active = False
+
+        return send
+
+    for name in ("send_task_heartbeat", "send_task_success", "send_task_failure"):
+        setattr(StepFunctionsParserBackend, name, searching(getattr(StepFunctionsParserBackend, name)))
+
 
 MAX_EXECUTION_INPUT_BYTES = 262_144  # StartExecution's documented length constraint on input
 

@@ -465,6 +465,48 @@ def test_task_token_is_valid_from_the_start_of_its_task(aws, role_arn, callback_
     assert result.simulated_seconds < 60
 
 
+def test_task_token_calls_find_their_token_while_another_execution_is_still_starting(
+    aws, role_arn, callback_probe_arn
+):
+    # AWS: SendTaskSuccess/Heartbeat find their token whatever else is running. moto searched every
+    # RUNNING execution's engine environment, and one that had just started had none yet: the call
+    # failed with a 500 (under load, callback runners lost heartbeats and their tasks timed out).
+    from types import SimpleNamespace
+
+    from moto.stepfunctions.parser.models import ExecutionStatus, stepfunctions_parser_backends
+
+    from emulator.server import ACCOUNT_ID, REGION
+
+    bystander_arn = _machine(aws, role_arn, {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
+    backend = stepfunctions_parser_backends[ACCOUNT_ID][REGION]
+    [bystander] = [m for m in backend.state_machines if m.arn == bystander_arn]
+    starting = SimpleNamespace(status=ExecutionStatus.RUNNING, exec_worker=SimpleNamespace(env=None))
+    bystander.executions.append(starting)
+    try:
+        result = run(aws, _machine(aws, role_arn, _reporting_before_the_wait(callback_probe_arn, {})), {})
+    finally:
+        bystander.executions.remove(starting)
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output == {"reported": "at once"}
+
+
+def test_concurrent_cold_starts_of_one_function_unpack_its_code_once_without_error(tmp_path):
+    # AWS: many instances of one function may start at once (a Map state, a burst of invocations).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from emulator.lambda_runtime import _unzip
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        for n in range(50):
+            zf.writestr(f"pkg{n}/module.py", "VALUE = 1\n" * 200)
+    target = tmp_path / "function-code"
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda _: _unzip(archive.getvalue(), target), range(8)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["function-code"]
+    assert (target / "pkg49" / "module.py").read_text().startswith("VALUE = 1")
+
+
 def test_send_task_failure_keeps_its_error_and_cause(aws, role_arn, callback_probe_arn):
     # AWS: SendTaskFailure's error and cause are the task's, and the execution's when uncaught;
     # moto dropped the cause.
