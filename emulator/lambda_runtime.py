@@ -27,9 +27,11 @@ from typing import Any, Callable
 from emulator.clock import SimClock
 from emulator.faults import Faults
 
-# Instances one function may run at once before further invocations queue (Lambda would scale on;
-# two cores gain nothing from more).
-MAX_INSTANCES_PER_FUNCTION = 8
+# Instances one function may run at once before further invocations queue. Lambda scales out at
+# once, and a queued invocation holds the clock still (it is work not yet done), so a low cap made
+# queued callback runners miss their task's heartbeat window in real time. Most instances only
+# sleep in simulated time; each costs a process (~60 MB).
+MAX_INSTANCES_PER_FUNCTION = 64
 WORKER_SCRIPT = Path(__file__).with_name("lambda_worker.py")
 
 

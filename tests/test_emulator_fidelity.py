@@ -6,10 +6,12 @@ deployed into (the ``deployment`` fixture), using small machines and functions o
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import time
 import uuid
+import zipfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 

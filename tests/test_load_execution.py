@@ -202,9 +202,8 @@ def _plan(alerts: Alerts) -> list[Planned]:
             payload = {"job": job, "timeout_seconds": 300, "poll_interval_seconds": 10}
             planned.append(Planned("poller", payload, _expect_job(job)))
     for i in range(40):
-        # Jobs shorter than the runner's 15 s heartbeat interval. Open: under this load, 2-3 of 20
-        # callback jobs of 15-20 s (which heartbeat) ended in JobTimeout after HeartbeatSeconds (60 s).
-        job = {"duration_seconds": 5 + i % 2 * 5}
+        # Half of them long enough to send heartbeats (every 15 s) before reporting.
+        job = {"duration_seconds": 5 + i % 2 * 15}
         planned.append(Planned("callback", {"job": job, "timeout_seconds": 600}, _expect_job(job)))
     for i in range(50):
         ids = [f"load-{i}-{n}" for n in range(3)]
