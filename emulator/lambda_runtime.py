@@ -25,10 +25,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.clock import SimClock
+from emulator.faults import Faults
 
-# Instances one function may run at once before further invocations queue (Lambda would scale on;
-# two cores gain nothing from more).
-MAX_INSTANCES_PER_FUNCTION = 8
+# Instances one function may run at once before further invocations queue. Lambda scales out at
+# once, and a queued invocation holds the clock still (it is work not yet done), so a low cap made
+# queued callback runners miss their task's heartbeat window in real time. Most instances only
+# sleep in simulated time; each costs a process (~60 MB).
+MAX_INSTANCES_PER_FUNCTION = 64
 WORKER_SCRIPT = Path(__file__).with_name("lambda_worker.py")
 
 
@@ -120,8 +123,11 @@ class _FunctionPool:
 
 
 class LambdaRuntime:
-    def __init__(self, clock: SimClock, endpoint_url: str, workdir: Path, layer_resolver: Callable[[str], Any]) -> None:
+    def __init__(
+        self, clock: SimClock, endpoint_url: str, workdir: Path, layer_resolver: Callable[[str], Any], faults: Faults | None = None
+    ) -> None:
         self.clock = clock
+        self.faults = faults or Faults()
         self.endpoint_url = endpoint_url
         self.workdir = workdir
         self._resolve_layer = layer_resolver
@@ -160,6 +166,10 @@ class LambdaRuntime:
         record = {"function": fn.function_name, "request_id": request_id, "type": invocation_type,
                   "start": self.clock.now(), "error": None, "memory_mb": int(fn.memory_size)}
         self.invocations.append(record)
+        timeout_fault = self.faults.take_lambda_timeout(fn.function_name, payload)
+        if timeout_fault is not None and not timeout_fault.run_handler:
+            self.clock.sleep(float(fn.timeout))
+            return self._finish(record, self._timed_out(request_id, float(fn.timeout)))
         try:
             worker = pool.acquire()
         except RuntimeError as exc:
@@ -185,6 +195,13 @@ class LambdaRuntime:
             result, healthy = self._await_reply(worker, deadline, request_id, float(fn.timeout))
         finally:
             pool.release(worker, healthy)
+        if timeout_fault is not None and result.error_type != "Sandbox.Timedout":
+            # The handler did its work; its answer is lost when the function times out.
+            self.clock.sleep(max(0.0, deadline - self.clock.now()))
+            result = self._timed_out(request_id, float(fn.timeout))
+        return self._finish(record, result)
+
+    def _finish(self, record: dict, result: InvokeResult) -> InvokeResult:
         record["error"] = result.error_type
         record["end"] = self.clock.now()
         return result
@@ -284,7 +301,9 @@ class LambdaRuntime:
 
 
 def _unzip(data: bytes, target: Path) -> None:
-    partial = target.with_name(target.name + ".partial")
+    # One partial directory per call: two cold starts of one function at once (a Map, or load)
+    # extracted into the same directory, and the second failed once the first had renamed it.
+    partial = target.with_name(f"{target.name}.partial-{uuid.uuid4().hex[:8]}")
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         archive.extractall(partial)
     try:

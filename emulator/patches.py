@@ -174,8 +174,23 @@ def _patch_engine_calls_hand_over(clock: SimClock) -> None:
     def add_ticket(request: Any, **_: Any) -> None:
         request.headers[TICKET_HEADER] = local.ticket
 
-    def boto_client_for(*args: Any, **kwargs: Any) -> Any:
-        client = original_factory(*args, **kwargs)
+    clients: dict[tuple[str, str, str], Any] = {}
+    clients_lock = threading.Lock()
+
+    def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        # AWS: a Map's iterations call services independently. moto built a client per task call
+        # from boto3's shared default session, which is not thread-safe: concurrent iterations
+        # failed at random with States.Runtime. Clients are thread-safe once built; build each
+        # once. (moto ignores state_credentials, the execution's role, too.)
+        from moto.settings import moto_server_port
+
+        key = (region, service, str(moto_server_port()))
+        with clients_lock:
+            if key not in clients:
+                clients[key] = _handing_over(original_factory(region, service))
+            return clients[key]
+
+    def _handing_over(client: Any) -> Any:
         make_api_call = client._make_api_call
 
         def handing_over(operation_name: str, api_params: dict) -> Any:
@@ -227,10 +242,15 @@ def install_stepfunctions_fidelity(on_status_change: Callable[..., None]) -> Non
         setattr(importlib.import_module(module_name), "extract_json", extract_json)
 
     # AWS: StartExecution without a name gets a UUID; moto names every one "None" and collides.
+    # AWS refuses input that is not JSON with InvalidExecutionInput (moto answers an error with no
+    # code) and input over 262,144 UTF-8 bytes with ValidationException (moto accepts it and the
+    # execution fails later with States.DataLimitExceeded).
     original_start = StepFunctionsParserBackend.start_execution
 
-    def start_execution(self: Any, state_machine_arn: str, name: str | None = None, *args: Any, **kwargs: Any) -> Any:
-        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+    def start_execution(self: Any, state_machine_arn: str, name: str | None = None, execution_input: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if execution_input is not None:
+            _check_execution_input(execution_input)
+        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, *args, **kwargs)
 
     StepFunctionsParserBackend.start_execution = start_execution
 
@@ -402,6 +422,55 @@ def _patch_callback_tasks() -> None:
 
     StateTask._from_error = from_error
 
+    # AWS: SendTask{Success,Failure,Heartbeat} finds its token whatever else is running. moto
+    # searched every RUNNING execution's engine environment, and an execution that had only just
+    # started had none yet (None): the call failed with a 500 AttributeError, so under load a
+    # runner's heartbeat was lost and its task timed out. Executions with no environment hold no
+    # token yet; the token search skips them.
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    searching_tokens = threading.local()
+    original_get_executions = StepFunctionsParserBackend._get_executions
+
+    def get_executions(self: Any, *args: Any, **kwargs: Any) -> Any:
+        executions = original_get_executions(self, *args, **kwargs)
+        if getattr(searching_tokens, "active", False):
+            executions = [e for e in executions if getattr(e.exec_worker, "env", None) is not None]
+        return executions
+
+    StepFunctionsParserBackend._get_executions = get_executions
+
+    def searching(original: Callable[..., Any]) -> Callable[..., Any]:
+        def send(self: Any, *args: Any, **kwargs: Any) -> Any:
+            searching_tokens.active = True
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                searching_tokens.active = False
+
+        return send
+
+    for name in ("send_task_heartbeat", "send_task_success", "send_task_failure"):
+        setattr(StepFunctionsParserBackend, name, searching(getattr(StepFunctionsParserBackend, name)))
+
+
+MAX_EXECUTION_INPUT_BYTES = 262_144  # StartExecution's documented length constraint on input
+
+
+def _check_execution_input(execution_input: str) -> None:
+    from moto.stepfunctions.exceptions import InvalidExecutionInput, ValidationException
+
+    size = len(execution_input.encode("utf-8"))
+    if size > MAX_EXECUTION_INPUT_BYTES:
+        raise ValidationException(
+            "1 validation error detected: Value at 'input' failed to satisfy constraint: "
+            f"Member must have length less than or equal to {MAX_EXECUTION_INPUT_BYTES}"
+        )
+    try:
+        json.loads(execution_input)
+    except ValueError as error:
+        raise InvalidExecutionInput(f"Invalid State Machine Execution Input: '{error}'") from None
+
 
 def _modules_importing(module: types.ModuleType, name: str, value: Any) -> list[str]:
     import sys
@@ -475,6 +544,60 @@ def install_lambda_invocation_type() -> None:
     )
 
     state_task_service_lambda._SUPPORTED_API_PARAM_BINDINGS["invoke"].add("InvocationType")
+
+
+def install_lambda_task_error_names() -> None:
+    """Name lambda:invoke API failures as AWS does (its Java SDK's exception classes).
+
+    A modelled Lambda error code keeps its name (``Lambda.TooManyRequestsException``,
+    ``Lambda.ServiceException``); any other code is ``Lambda.AWSLambdaException``, and a call
+    that got no answer at all (connection closed or refused) is ``Lambda.SdkClientException``.
+    moto named them ``Lambda.<whatever code came back>`` and ``States.Runtime``.
+    """
+    import botocore.session
+    from botocore.exceptions import BotoCoreError
+    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+        CustomErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda import (
+        StateTaskServiceLambda,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    modelled = {shape.name for shape in botocore.session.get_session().get_service_model("lambda").error_shapes}
+    original_client_error = StateTaskServiceLambda._error_cause_from_client_error
+    original_from_error = StateTaskServiceLambda._from_error
+
+    def error_cause_from_client_error(client_error: Any) -> tuple[str, str]:
+        error, cause = original_client_error(client_error)
+        if client_error.response["Error"]["Code"] not in modelled:
+            error = "Lambda.AWSLambdaException"
+        return error, cause
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if not isinstance(ex, BotoCoreError):
+            return original_from_error(self, env, ex)
+        error = "Lambda.SdkClientException"
+        return FailureEvent(
+            env=env,
+            error_name=CustomErrorName(error),
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(
+                taskFailedEventDetails=TaskFailedEventDetails(
+                    error=error,
+                    cause=f"Unable to execute HTTP request: {ex}",
+                    resource=self._get_sfn_resource(),
+                    resourceType=self._get_sfn_resource_type(),
+                )
+            ),
+        )
+
+    StateTaskServiceLambda._error_cause_from_client_error = staticmethod(error_cause_from_client_error)
+    StateTaskServiceLambda._from_error = from_error
 
 
 # ------------------------------------------------------------------------------------------------

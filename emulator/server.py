@@ -16,6 +16,7 @@ from botocore.config import Config
 from emulator import patches
 from emulator.clock import TICKET_HEADER, SimClock
 from emulator.events import EventRouter
+from emulator.faults import Faults
 from emulator.lambda_runtime import LambdaRuntime
 
 ACCOUNT_ID = "123456789012"
@@ -58,6 +59,7 @@ def _install_patches_once() -> SimClock:
             patches.install_lambda_runtime(_current)
             patches.install_lambda_invocation_type()
             patches.install_dynamodb_exports(clock)
+            patches.install_lambda_task_error_names()
             patches.install_cloudformation_fidelity()
             _clock = clock
         return _clock
@@ -70,6 +72,7 @@ class LocalAws:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="local-aws-"))
         self.auto_schedules = auto_schedules
+        self.faults = Faults()  # switched on per test: see emulator/faults.py
         self.endpoint_url = ""
         self.clock: SimClock
         self.runtime: LambdaRuntime
@@ -98,7 +101,7 @@ class LocalAws:
         default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
         self.clock = _install_patches_once()
 
-        moto_app = DomainDispatcherApplication(create_backend_app)
+        moto_app = self.faults.wsgi(DomainDispatcherApplication(create_backend_app))
         clock = self.clock
 
         ticket_key = "HTTP_" + TICKET_HEADER.upper().replace("-", "_")
@@ -118,12 +121,13 @@ class LocalAws:
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
         self._thread.start()
 
-        self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer)
+        self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults)
         self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
         _current.runtime, _current.router = self.runtime, self.router
         return self
 
     def stop(self) -> None:
+        self.faults.clear()
         self.abort_running_executions()
         _current.runtime, _current.router = None, None
         if self._server is not None:

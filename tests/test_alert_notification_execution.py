@@ -21,6 +21,7 @@ import pytest
 from boto3.dynamodb.types import TypeSerializer
 
 from emulator.follow import ExecutionResult, follow
+from tests.emulator_helpers import unique
 
 STACK = "AlertNotificationStack"
 MACHINE = "alert"
@@ -40,10 +41,6 @@ class Notification:
     user: str
     message: str
     status: int
-
-
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def _users(*names: str) -> list[str]:
@@ -88,7 +85,7 @@ class AlertTable:
     def put_alert(
         self, users: list[str] | dict[str, str], *, rounds: int = 1, interval: int = 300, status: str = "active"
     ) -> str:
-        alert_id = _unique("disk-full")
+        alert_id = unique("disk-full")
         return self.put(
             alert_id=alert_id,
             notification_count=rounds,
@@ -160,11 +157,6 @@ def state_spans(result: ExecutionResult, state: str) -> list[tuple[float, float]
         elif event["type"].endswith("StateExited") and event["stateExitedEventDetails"]["name"] == state:
             spans.append((entered, offset))
     return spans
-
-
-def lambda_error(result: ExecutionResult) -> dict:
-    """The Lambda error payload a failed Lambda task ended the execution with (its cause)."""
-    return json.loads(result.cause)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -298,7 +290,7 @@ def test_an_alert_resolved_before_the_first_round_notifies_nobody(deployment, sl
 def test_an_item_without_a_status_is_active(deployment, slack, alerts):
     # Given: the status is optional; absent means active
     [user] = _users("foo")
-    alert_id = alerts.put(alert_id=_unique("no-status"), notification_count=1, user_accounts=[user])
+    alert_id = alerts.put(alert_id=unique("no-status"), notification_count=1, user_accounts=[user])
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then: the default message went out
@@ -312,13 +304,13 @@ def test_an_item_without_a_status_is_active(deployment, slack, alerts):
 # --------------------------------------------------------------------------------------------------
 def test_a_missing_alert_fails_with_alert_not_found(deployment, slack):
     # Given
-    alert_id = _unique("never-written")
+    alert_id = unique("never-written")
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then
     assert result.status == "FAILED"
     assert result.error == "AlertNotFound"
-    assert alert_id in lambda_error(result)["errorMessage"]
+    assert result.cause == f"alert_id: the alert table has no item {alert_id!r}"
     assert result.entered(NOTIFY) == 0
 
 
@@ -367,15 +359,27 @@ INVALID_ITEMS = {
 @pytest.mark.parametrize("item, field", INVALID_ITEMS.values(), ids=INVALID_ITEMS.keys())
 def test_each_invalid_field_fails_with_invalid_alert_config_naming_it(deployment, slack, alerts, item, field):
     # Given
-    alert_id = alerts.put(alert_id=_unique("invalid"), **item)
+    alert_id = alerts.put(alert_id=unique("invalid"), **item)
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then: nobody was notified, and the cause starts with the field
     assert result.status == "FAILED"
     assert result.error == "InvalidAlertConfig"
-    assert lambda_error(result)["errorMessage"].startswith(f"{field}: ")
+    assert result.cause.startswith(f"{field}: "), result.cause
     assert result.entered(NOTIFY) == 0
     assert notifications(slack, alert_id) == []
+
+
+def test_a_rejected_alert_ends_with_the_plain_message_not_the_lambda_error_document(deployment, slack, alerts):
+    # Given: the README's example of an invalid alert
+    alert_id = alerts.put(alert_id=unique("zero-rounds"), **_item(notification_count=0))
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the error name is the Lambda's, the cause is only its message (no errorType, no stackTrace)
+    assert (result.status, result.error) == ("FAILED", "InvalidAlertConfig")
+    assert result.cause == "notification_count: must be an integer of at least 1, got 0"
+    assert result.entered("Explain Why The Alert Cannot Run") == 1
+    assert result.entered("Alert Cannot Run") == 1
 
 
 @pytest.mark.parametrize("payload", [{}, {"alert_id": ""}, {"alert_id": 7}, {"id": "disk-full-web-1"}])
@@ -385,7 +389,7 @@ def test_an_input_without_a_usable_alert_id_fails_with_invalid_alert_config(depl
     # Then
     assert result.status == "FAILED"
     assert result.error == "InvalidAlertConfig"
-    assert lambda_error(result)["errorMessage"].startswith("alert_id: ")
+    assert result.cause.startswith("alert_id: "), result.cause
 
 
 # --------------------------------------------------------------------------------------------------
@@ -452,7 +456,10 @@ def test_every_notification_failing_fails_with_notification_delivery_failed(depl
     # Then: the loops still ran to the end, then the execution failed with a searchable error
     assert result.status == "FAILED"
     assert result.error == "NotificationDeliveryFailed"
-    assert f"All 4 notifications of alert {alert_id} failed" in result.cause
+    assert result.cause == (
+        f"All 4 notifications of alert {alert_id} failed; each failure is in the execution history at"
+        " Note Which Notification Failed."
+    )
     sent = notifications(slack, alert_id)
     assert [(n.round, n.user, n.status) for n in sent] == [(r, u, 404) for r in (1, 2) for u in users]
     assert result.retries == 0
@@ -476,7 +483,7 @@ def test_a_repeated_notification_for_the_same_execution_round_and_user_posts_onc
     # Given: the deployed notifier, and one notification as the machine sends it
     function = _stack_resource(deployment, "AWS::Lambda::Function", "NotifyUser")
     [user] = _users("foo")
-    alert_id = _unique("repeat")
+    alert_id = unique("repeat")
     event = {
         "execution_id": f"arn:aws:states:us-east-1:123456789012:execution:alerts:{uuid.uuid4()}",
         "alert_id": alert_id,
@@ -505,7 +512,8 @@ def _executions_by_alert(deployment, alert_ids: set[str]) -> dict[str, list[dict
     for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=deployment.machine_arn(MACHINE)):
         for execution in page["executions"]:
             described = sfn.describe_execution(executionArn=execution["executionArn"])
-            alert_id = json.loads(described["input"]).get("alert_id")
+            document = json.loads(described["input"])  # any JSON value: other tests start bad input too
+            alert_id = document.get("alert_id") if isinstance(document, dict) else None
             if alert_id in found:
                 found[alert_id].append(described)
     return found

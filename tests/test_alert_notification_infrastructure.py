@@ -200,6 +200,15 @@ def test_machine_ends_with_searchable_error_names(state, error):
     assert STATES[state]["Type"] == "Fail" and STATES[state]["Error"] == error
 
 
+def test_a_rejected_alert_keeps_the_lambda_error_name_and_only_its_message_as_cause():
+    # Then: the seed let these errors end the execution, so the cause was the whole JSON error document
+    [catch] = STATES["Fetch Alert Config"]["Catch"]
+    assert catch["ErrorEquals"] == ["AlertNotFound", "InvalidAlertConfig"]
+    explain = STATES[catch["Next"]]
+    assert explain["Parameters"] == {"Error.$": "$.Error", "Cause.$": "States.StringToJson($.Cause)"}
+    assert STATES[explain["Next"]] == {"Type": "Fail", "ErrorPath": "$.Error", "CausePath": "$.Cause.errorMessage"}
+
+
 def test_output_has_exactly_the_interface_fields():
     output = STATES["Report Notification Summary"]["Parameters"]
     assert {key.removesuffix(".$") for key in output} == {

@@ -142,6 +142,19 @@ def test_execution_input_without_a_usable_alert_id_is_rejected(config_logic, eve
         config_logic.read_alert_id(event)
 
 
+@pytest.mark.parametrize(("value", "shown"), [(Decimal(0), "got 0"), (Decimal("-3"), "got -3"), (Decimal("2.50"), "got 2.5"), ("3", "got '3'")])
+def test_a_bad_count_is_quoted_as_written_in_the_item(config_logic, value, shown):
+    # DynamoDB hands numbers over as Decimal; the message shows 0, not Decimal('0').
+    with pytest.raises(config_logic.InvalidAlertConfig, match=rf"^notification_count: must be an integer of at least 1, {shown}$"):
+        config_logic.parse_alert_config(alert_item(notification_count=value))
+
+
+def test_execution_input_with_another_field_is_rejected_naming_it(config_logic):
+    # The config lives in the item; a count in the input would be silently ignored.
+    with pytest.raises(config_logic.InvalidAlertConfig, match=r"^notification_count: is not an input field"):
+        config_logic.read_alert_id({"alert_id": "disk-full-web-1", "notification_count": 1})
+
+
 def test_rounds_that_could_exceed_the_history_limit_are_rejected_with_the_largest_that_fits(config_logic):
     # Given: 60 users; every attempt of every notification may fail and be retried
     users = [f"user{i}@example.com" for i in range(60)]

@@ -19,6 +19,7 @@ import pytest
 
 from emulator.events import render_input_transformer
 from emulator.follow import follow, run
+from tests.emulator_helpers import create_function, unique, wait_for_event
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,10 +48,6 @@ def lambda_handler(event, context):
 '''
 
 
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 @pytest.fixture(scope="module")
 def aws(deployment):
     return deployment.aws
@@ -59,29 +56,20 @@ def aws(deployment):
 @pytest.fixture(scope="module")
 def role_arn(aws):
     iam = aws.client("iam")
-    return iam.create_role(RoleName=_unique("fidelity"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    return iam.create_role(RoleName=unique("fidelity"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
 
 
 @pytest.fixture(scope="module")
 def probe_arn(aws, role_arn):
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("probe.py", PROBE_CODE)
-    return aws.client("lambda").create_function(
-        FunctionName=_unique("probe"),
-        Runtime="python3.13",
-        Role=role_arn,
-        Handler="probe.lambda_handler",
-        Code={"ZipFile": archive.getvalue()},
-        Timeout=900,
-        MemorySize=512,
+    return create_function(
+        aws, role_arn, "probe", "probe", PROBE_CODE, Timeout=900, MemorySize=512,
         Environment={"Variables": {"GREETING": "hello from the function's environment"}},
     )["FunctionArn"]
 
 
 def _machine(aws, role_arn, definition: dict) -> str:
     return aws.client("stepfunctions").create_state_machine(
-        name=_unique("fidelity"), definition=json.dumps(definition), roleArn=role_arn
+        name=unique("fidelity"), definition=json.dumps(definition), roleArn=role_arn
     )["stateMachineArn"]
 
 
@@ -202,22 +190,13 @@ def test_stopping_an_execution_interrupts_its_wait(aws, role_arn):
     arn = _machine(aws, role_arn, definition)
     with aws.clock.busy():  # simulated time stands still until the stop, so the wait cannot end first
         execution = sfn.start_execution(stateMachineArn=arn)["executionArn"]
-        _wait_for_event(sfn, execution, "WaitStateEntered")
+        wait_for_event(sfn, execution, "WaitStateEntered")
         # When
         sfn.stop_execution(executionArn=execution, error="Operator", cause="no longer needed")
     # Then: ABORTED with the stop's error and cause, and no wake-up left for the day-long wait
     result = follow(aws, execution)
     assert (result.status, result.error, result.cause) == ("ABORTED", "Operator", "no longer needed")
     _assert_no_wakeup_after(aws, result.start.timestamp() + 3600)
-
-
-def _wait_for_event(sfn, execution_arn: str, event_type: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(e["type"] == event_type for e in sfn.get_execution_history(executionArn=execution_arn)["events"]):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{execution_arn} never reached {event_type}")
 
 
 def _assert_no_wakeup_after(aws, instant: float, timeout: float = 5) -> None:
@@ -270,7 +249,76 @@ def test_wait_timestamp_is_read_as_utc_whatever_the_local_timezone(aws, role_arn
     assert 1790 <= result.simulated_seconds <= 1801
 
 
+def test_a_slow_host_does_not_make_simulated_time_run_ahead(aws, role_arn, probe_arn):
+    # AWS: time passes only as it passes. The emulator jumps its clock when nothing is working;
+    # the engine's calls to Lambda must count as work from start to end, however slow the host,
+    # while a handler's sleep inside such a call still passes in simulated time.
+    # Given: every engine call to Lambda delayed 200 ms of real time before it is sent
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    engine_lambda = boto_client.boto_client_for("us-east-1", "lambda")
+
+    def slow_host(**_):
+        time.sleep(0.2)
+
+    definition = {
+        "StartAt": "Sleep Ten Minutes",
+        "TimeoutSeconds": 3600,
+        "States": {
+            "Sleep Ten Minutes": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": probe_arn, "Payload": {"sleep": 600}},
+                "End": True,
+            }
+        },
+    }
+    engine_lambda.meta.events.register("before-send", slow_host)
+    try:
+        # When
+        result = run(aws, _machine(aws, role_arn, definition), {})
+    finally:
+        engine_lambda.meta.events.unregister("before-send", slow_host)
+    # Then: no jump to the machine's timeout during the delay; the handler's 600 s passed
+    assert result.status == "SUCCEEDED", result.error
+    assert 600 <= result.simulated_seconds < 620
+    assert result.wall_seconds < 15
+
+
 # -- Step Functions: fidelity fixes -----------------------------------------------------------
+def test_concurrent_lambda_tasks_in_a_map_each_succeed(aws, role_arn, probe_arn):
+    # AWS: a Map's iterations call Lambda independently. moto built a boto3 client per call from
+    # one shared session, and concurrent iterations failed at random with States.Runtime.
+    definition = {
+        "StartAt": "Call Probe For Each",
+        "TimeoutSeconds": 300,
+        "States": {
+            "Call Probe For Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "MaxConcurrency": 40,
+                "ItemProcessor": {
+                    "ProcessorConfig": {"Mode": "INLINE"},
+                    "StartAt": "Call Probe",
+                    "States": {
+                        "Call Probe": {
+                            "Type": "Task",
+                            "Resource": "arn:aws:states:::lambda:invoke",
+                            "Parameters": {"FunctionName": probe_arn, "Payload": {}},
+                            "ResultSelector": {"ok": True},
+                            "End": True,
+                        }
+                    },
+                },
+                "End": True,
+            }
+        },
+    }
+    result = run(aws, _machine(aws, role_arn, definition), {"items": list(range(40))})
+    assert result.status == "SUCCEEDED", (result.error, result.cause)
+    assert result.output == [{"ok": True}] * 40
+
+
 def test_empty_jsonpath_filter_result_is_an_empty_list(aws, role_arn):
     # AWS: "$[?(@.status == 'failed')]" over results with no failure yields []; moto raised
     # States.Runtime ("could not be found in the input").
@@ -298,6 +346,31 @@ def test_executions_started_without_a_name_get_unique_names(aws, role_arn):
     second = sfn.start_execution(stateMachineArn=arn)["executionArn"]
     assert first != second
     assert uuid.UUID(first.rsplit(":", 1)[-1]) and uuid.UUID(second.rsplit(":", 1)[-1])
+
+
+@pytest.mark.parametrize("text", ["not json", '{"alert_id": "a"', "{'alert_id': 'a'}"])
+def test_start_execution_refuses_input_that_is_not_json(aws, role_arn, text):
+    # AWS: StartExecution answers InvalidExecutionInput and starts nothing; moto answered an
+    # error without a code.
+    arn = _machine(aws, role_arn, {"StartAt": "Done", "TimeoutSeconds": 60, "States": {"Done": {"Type": "Succeed"}}})
+    sfn = aws.client("stepfunctions")
+    with pytest.raises(sfn.exceptions.InvalidExecutionInput, match="Invalid State Machine Execution Input"):
+        sfn.start_execution(stateMachineArn=arn, input=text)
+    assert sfn.list_executions(stateMachineArn=arn)["executions"] == []
+
+
+def test_start_execution_refuses_input_over_262144_utf8_bytes(aws, role_arn):
+    # AWS: StartExecution's input has a length constraint of 262,144 bytes (UTF-8); a longer
+    # one is a ValidationException and starts nothing. moto started it, and it failed later.
+    arn = _machine(aws, role_arn, {"StartAt": "Done", "TimeoutSeconds": 60, "States": {"Done": {"Type": "Succeed"}}})
+    sfn = aws.client("stepfunctions")
+    fits = json.dumps({"text": "é" * 131_066}, ensure_ascii=False)  # exactly 262,144 bytes
+    too_long = json.dumps({"text": "é" * 131_067}, ensure_ascii=False)  # 262,146 bytes, 131,079 characters
+    assert len(fits.encode()) == 262_144 and len(too_long) < 262_144 < len(too_long.encode())
+    sfn.start_execution(stateMachineArn=arn, input=fits)
+    with pytest.raises(sfn.exceptions.ValidationException, match="less than or equal to 262144"):
+        sfn.start_execution(stateMachineArn=arn, input=too_long)
+    assert len(sfn.list_executions(stateMachineArn=arn)["executions"]) == 1
 
 
 @pytest.mark.parametrize("value", ["plain text", None, 42, [1, 2], {"a": "b"}, True])
@@ -377,17 +450,7 @@ def lambda_handler(event, context):
 
 @pytest.fixture(scope="module")
 def callback_probe_arn(aws, role_arn):
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("callback_probe.py", CALLBACK_PROBE_CODE)
-    return aws.client("lambda").create_function(
-        FunctionName=_unique("callback-probe"),
-        Runtime="python3.13",
-        Role=role_arn,
-        Handler="callback_probe.lambda_handler",
-        Code={"ZipFile": archive.getvalue()},
-        Timeout=30,
-    )["FunctionArn"]
+    return create_function(aws, role_arn, "callback-probe", "callback_probe", CALLBACK_PROBE_CODE, Timeout=30)["FunctionArn"]
 
 
 def _reporting_before_the_wait(function_arn: str, payload: dict) -> dict:
@@ -419,6 +482,48 @@ def test_task_token_is_valid_from_the_start_of_its_task(aws, role_arn, callback_
     assert result.simulated_seconds < 60
 
 
+def test_task_token_calls_find_their_token_while_another_execution_is_still_starting(
+    aws, role_arn, callback_probe_arn
+):
+    # AWS: SendTaskSuccess/Heartbeat find their token whatever else is running. moto searched every
+    # RUNNING execution's engine environment, and one that had just started had none yet: the call
+    # failed with a 500 (under load, callback runners lost heartbeats and their tasks timed out).
+    from types import SimpleNamespace
+
+    from moto.stepfunctions.parser.models import ExecutionStatus, stepfunctions_parser_backends
+
+    from emulator.server import ACCOUNT_ID, REGION
+
+    bystander_arn = _machine(aws, role_arn, {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
+    backend = stepfunctions_parser_backends[ACCOUNT_ID][REGION]
+    [bystander] = [m for m in backend.state_machines if m.arn == bystander_arn]
+    starting = SimpleNamespace(status=ExecutionStatus.RUNNING, exec_worker=SimpleNamespace(env=None))
+    bystander.executions.append(starting)
+    try:
+        result = run(aws, _machine(aws, role_arn, _reporting_before_the_wait(callback_probe_arn, {})), {})
+    finally:
+        bystander.executions.remove(starting)
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output == {"reported": "at once"}
+
+
+def test_concurrent_cold_starts_of_one_function_unpack_its_code_once_without_error(tmp_path):
+    # AWS: many instances of one function may start at once (a Map state, a burst of invocations).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from emulator.lambda_runtime import _unzip
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        for n in range(50):
+            zf.writestr(f"pkg{n}/module.py", "VALUE = 1\n" * 200)
+    target = tmp_path / "function-code"
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda _: _unzip(archive.getvalue(), target), range(8)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["function-code"]
+    assert (target / "pkg49" / "module.py").read_text().startswith("VALUE = 1")
+
+
 def test_send_task_failure_keeps_its_error_and_cause(aws, role_arn, callback_probe_arn):
     # AWS: SendTaskFailure's error and cause are the task's, and the execution's when uncaught;
     # moto dropped the cause.
@@ -434,7 +539,7 @@ def test_send_task_failure_keeps_its_error_and_cause(aws, role_arn, callback_pro
 def test_missed_heartbeat_is_states_heartbeat_timeout_which_states_timeout_also_catches(aws, role_arn, caught_as):
     # AWS: a task with no heartbeat for HeartbeatSeconds fails with States.HeartbeatTimeout;
     # "States.Timeout" in a Catch or Retry matches it too. moto reported States.Timeout.
-    queue_url = aws.client("sqs").create_queue(QueueName=_unique("tokens"))["QueueUrl"]
+    queue_url = aws.client("sqs").create_queue(QueueName=unique("tokens"))["QueueUrl"]
     definition = {
         "StartAt": "Wait For Callback",
         "TimeoutSeconds": 3600,
@@ -466,7 +571,7 @@ def test_table_export_is_named_under_its_table_and_takes_minutes(aws):
     # "/import/", and finished at once.
     from emulator.patches import DYNAMODB_EXPORT_SECONDS
 
-    dynamodb, name, bucket = aws.client("dynamodb"), _unique("export"), _unique("export-bucket")
+    dynamodb, name, bucket = aws.client("dynamodb"), unique("export"), unique("export-bucket")
     aws.client("s3").create_bucket(Bucket=bucket)
     table_arn = dynamodb.create_table(
         TableName=name,
@@ -489,7 +594,7 @@ def test_table_export_is_named_under_its_table_and_takes_minutes(aws):
 # -- Events ------------------------------------------------------------------------------------
 def _queue(aws) -> tuple[str, str]:
     sqs = aws.client("sqs")
-    url = sqs.create_queue(QueueName=_unique("fidelity"))["QueueUrl"]
+    url = sqs.create_queue(QueueName=unique("fidelity"))["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     return url, arn
 
@@ -509,10 +614,10 @@ def test_execution_status_change_event_reaches_sns_through_rule_and_input_transf
     arn = _machine(aws, role_arn, {"StartAt": "Boom", "TimeoutSeconds": 60, "States": {
         "Boom": {"Type": "Fail", "Error": "Exploded", "Cause": 'a "quoted" cause'}}})
     queue_url, queue_arn = _queue(aws)
-    topic = aws.client("sns").create_topic(Name=_unique("status"))["TopicArn"]
+    topic = aws.client("sns").create_topic(Name=unique("status"))["TopicArn"]
     aws.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"})
     events = aws.client("events")
-    rule = _unique("status")
+    rule = unique("status")
     events.put_rule(Name=rule, EventPattern=json.dumps({
         "source": ["aws.states"], "detail-type": ["Step Functions Execution Status Change"],
         "detail": {"status": ["FAILED"], "stateMachineArn": [arn]}}))
@@ -573,7 +678,7 @@ def test_rule_target_receives_the_transformed_text_unchanged(aws):
     # Given: a rule whose target gets a string template (EventBridge keeps its quotes)
     queue_url, queue_arn = _queue(aws)
     events = aws.client("events")
-    rule = _unique("ec2")
+    rule = unique("ec2")
     events.put_rule(Name=rule, EventPattern=json.dumps({"source": ["aws.ec2"], "detail": {"instance-id": ["i-0123456789"]}}))
     events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn, "InputTransformer": {
         "InputPathsMap": {"instance": "$.detail.instance-id", "state": "$.detail.state"},
@@ -588,7 +693,7 @@ def test_rule_target_receives_the_transformed_text_unchanged(aws):
 def test_scheduled_rule_fires_on_demand_with_a_scheduled_event(deployment, aws):
     queue_url, queue_arn = _queue(aws)
     events = aws.client("events")
-    rule = _unique("hourly")
+    rule = unique("hourly")
     events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
     events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
     assert aws.router.fire_schedule(rule) == 1
@@ -602,7 +707,7 @@ def test_scheduled_rule_fires_as_simulated_time_passes_its_rate(aws):
     # Given: a rate(1 hour) rule whose schedule follows the simulated clock
     queue_url, queue_arn = _queue(aws)
     events = aws.client("events")
-    rule = _unique("hourly")
+    rule = unique("hourly")
     events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
     events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
     aws.router.fire_on_clock({rule})

@@ -358,24 +358,42 @@ def test_a_pass_is_split_into_chunks_listed_in_a_manifest():
 
 
 def test_a_chunk_runs_each_item_like_an_iteration_and_stops_when_out_of_time():
-    # Given
+    # Given: 100 s left, 10 s kept in reserve; each item takes 20 s
     entries = [
         {"item": {"id": "A"}, "attempt": 1},
         {"item": {"id": "B", "fail_attempts": 1}, "attempt": 1},
         {"item": {"id": "C", "raise_unexpected": True}, "attempt": 1},
         {"item": {"id": "D"}, "attempt": 1},
+        {"item": {"id": "E"}, "attempt": 1},
     ]
+    remaining = {"ms": 100_000}
     started: list[str] = []
 
     def process(item, attempt):
         started.append(item["id"])
+        remaining["ms"] -= 20_000
         return process_item(item, attempt)
 
-    # When: time runs out after three items
-    results = mr.process_chunk(entries, process, out_of_time=lambda: len(started) >= 3)
-    # Then
-    assert results == ["A", {"id": "B", "error": "ItemProcessingFailed"}, {"id": "C", "error": "RuntimeError"}]
-    assert started == ["A", "B", "C"]
+    # When
+    results = mr.process_chunk(entries, process, lambda: remaining["ms"], reserve_ms=10_000)
+    # Then: D starts with 40 s left (10 s reserve + 20 s for the longest item fit); E would not
+    assert results == ["A", {"id": "B", "error": "ItemProcessingFailed"}, {"id": "C", "error": "RuntimeError"}, "D"]
+    assert started == ["A", "B", "C", "D"]
+
+
+def test_a_chunk_keeps_back_time_for_its_longest_item_so_far():
+    # Given: 600 s left, 30 s reserve, items of 200 s (short ones first)
+    durations = {"quick": 1_000, "slow-1": 200_000, "slow-2": 200_000, "slow-3": 200_000}
+    entries = [{"item": {"id": i}, "attempt": 1} for i in durations]
+    remaining = {"ms": 600_000}
+
+    def process(item, attempt):
+        remaining["ms"] -= durations[item["id"]]
+
+    # When
+    results = mr.process_chunk(entries, process, lambda: remaining["ms"], reserve_ms=30_000)
+    # Then: after two slow items 199 s are left, less than 30 s + 200 s, so slow-3 waits
+    assert results == ["quick", "slow-1", "slow-2"]
 
 
 def test_a_failed_chunk_fails_all_its_items_and_a_finished_one_reports_its_results():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -20,6 +19,7 @@ import pytest
 
 from emulator.follow import follow
 from emulator.session import MACHINES
+from tests.emulator_helpers import unique, wait_for_event
 
 CONSOLE_URL = "https://us-east-1.console.aws.amazon.com/states/home?region=us-east-1#/v2/executions/details/{}"
 # How long to keep reading after the expected messages, so a duplicate or a stray one is seen.
@@ -27,10 +27,6 @@ CONSOLE_URL = "https://us-east-1.console.aws.amazon.com/states/home?region=us-ea
 SETTLE_SECONDS = 0.5
 ARRIVAL_TIMEOUT_SECONDS = 10
 QUOTED_FAILURE = 'disk "quota" exceeded\non /data'
-
-
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def _millis(moment: datetime) -> int:
@@ -42,7 +38,7 @@ class StatusInbox:
 
     def __init__(self, deployment: Any) -> None:
         self._sqs = deployment.client("sqs")
-        self.url = self._sqs.create_queue(QueueName=_unique("status-inbox"))["QueueUrl"]
+        self.url = self._sqs.create_queue(QueueName=unique("status-inbox"))["QueueUrl"]
         arn = self._sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         topic = deployment.output("MonitoringStack", "StatusTopicArn")
         deployment.client("sns").subscribe(
@@ -118,13 +114,13 @@ def _run(deployment: Any, machine: str, payload: Any, name: str) -> Any:
     return deployment.run(machine, payload, name=name)
 
 
-def _cause_names_lambda_error(error_type: str) -> Callable[[str], bool]:
-    return lambda cause: json.loads(cause)["errorType"] == error_type
-
-
 # machine: (input that makes it fail cheaply, the error it ends with, what the cause must say)
 FAILURES: dict[str, tuple[Callable[[], Any], str, Callable[[str], bool]]] = {
-    "alert": (lambda: {"alert_id": _unique("no-such-alert")}, "AlertNotFound", _cause_names_lambda_error("AlertNotFound")),
+    "alert": (
+        lambda: {"alert_id": unique("no-such-alert")},
+        "AlertNotFound",
+        lambda cause: cause.startswith("alert_id: the alert table has no item 'no-such-alert"),
+    ),
     "poller": (_job_that_fails, "JobFailed", lambda cause: cause == QUOTED_FAILURE),
     "export-poller": (
         lambda: {"timeout_seconds": 0},
@@ -148,7 +144,7 @@ def test_every_machine_of_the_app_is_covered():
 def test_a_failed_execution_sends_one_message_a_person_can_act_on(deployment, inbox, machine):
     # Given
     payload, error, cause_is_right = FAILURES[machine]
-    name = _unique(f"fails-{machine}")
+    name = unique(f"fails-{machine}")
     # When
     result = _run(deployment, machine, payload(), name)
     # Then: exactly one message, JSON, with what the execution's own description says
@@ -161,7 +157,7 @@ def test_a_failed_execution_sends_one_message_a_person_can_act_on(deployment, in
 
 def test_a_succeeded_execution_sends_nothing(deployment, inbox):
     # Given
-    name = _unique("succeeds")
+    name = unique("succeeds")
     # When
     result = _run(deployment, "poller", {"job": {}, "poll_interval_seconds": 1}, name)
     # Then
@@ -173,13 +169,13 @@ def test_an_aborted_execution_sends_one_message(deployment, inbox):
     # Given: a poller waiting an hour for its job; simulated time is held until it is stopped, so
     # the wait cannot end first
     sfn = deployment.client("stepfunctions")
-    name = _unique("aborted")
+    name = unique("aborted")
     payload = {"job": {"duration_seconds": 0}, "timeout_seconds": 7200, "initial_wait_seconds": 3600}
     with deployment.aws.clock.busy():
         arn = sfn.start_execution(stateMachineArn=deployment.machine_arn("poller"), name=name, input=json.dumps(payload))[
             "executionArn"
         ]
-        _wait_for_event(sfn, arn, "WaitStateEntered")
+        wait_for_event(sfn, arn, "WaitStateEntered", timeout=ARRIVAL_TIMEOUT_SECONDS)
         # When
         sfn.stop_execution(executionArn=arn)
     result = follow(deployment.aws, arn, timeout_seconds=ARRIVAL_TIMEOUT_SECONDS)
@@ -190,16 +186,6 @@ def test_an_aborted_execution_sends_one_message(deployment, inbox):
     message = json.loads(messages[0])
     _assert_message_describes(message, _expected_message(deployment, "poller", result, name), result)
     assert (message["error"], message["cause"]) == (None, None)
-
-
-def _wait_for_event(sfn: Any, execution_arn: str, event_type: str) -> None:
-    deadline = time.monotonic() + ARRIVAL_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
-        if any(event["type"] == event_type for event in events):
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"{execution_arn} never reached {event_type}")
 
 
 # -- alarms --------------------------------------------------------------------------------------

@@ -69,6 +69,13 @@ def read_alert_id(event: Mapping[str, Any]) -> str:
         raise InvalidAlertConfig(
             "alert_id", f"the execution input must be {{\"alert_id\": \"...\"}} with 1 to {MAX_ALERT_ID_LENGTH} characters"
         )
+    unknown = sorted(set(event) - {"alert_id"})
+    if unknown:
+        # Someone passing {"alert_id": ..., "notification_count": 1} expects it to count; it would not.
+        raise InvalidAlertConfig(
+            unknown[0], "is not an input field: the execution input is {\"alert_id\": \"...\"} and the rest of "
+            "the config lives in the alert item"
+        )
     return alert_id
 
 
@@ -105,8 +112,13 @@ def _integer(item: Mapping[str, Any], field: str, *, default: int | None, low: i
     # bool is an int in Python and a distinct type in DynamoDB: reject it explicitly.
     integral = isinstance(value, (int, Decimal)) and not isinstance(value, bool) and value == int(value)
     if not integral or value < low or (high is not None and value > high):
-        raise InvalidAlertConfig(field, f"must be an integer {bounds}, got {value!r}")
+        raise InvalidAlertConfig(field, f"must be an integer {bounds}, got {_shown(value)}")
     return int(value)
+
+
+def _shown(value: Any) -> str:
+    """A value as the person who wrote the item sees it: DynamoDB numbers arrive as Decimal."""
+    return format(value.normalize(), "f") if isinstance(value, Decimal) else repr(value)
 
 
 def _user_list(accounts: Any) -> list[str]:

@@ -13,8 +13,8 @@ from patterns_common.map_retry import process_chunk
 from patterns_common.map_retry_store import RunStore
 from patterns_common.observability import logger, tracer
 
-# Stop starting items this long before the function's timeout, so the results of the items that
-# ran are written instead of being lost with a killed invocation. Items left over run next pass.
+# Time kept back, beyond the longest item so far, for writing the results before the function's
+# timeout; a killed invocation would lose them. Items left over run next pass.
 TIME_RESERVE_MS = 30_000
 
 store = RunStore(boto3.client("s3"), os.environ["ITEMS_BUCKET_NAME"])
@@ -29,7 +29,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         logger.info("Chunk already processed; its items are not run again")
         return {"chunk": event["chunk"], "reused": True}
     entries = store.read_json(event["chunk_key"])
-    results = process_chunk(entries, process_item, lambda: context.get_remaining_time_in_millis() < TIME_RESERVE_MS)
+    results = process_chunk(entries, process_item, context.get_remaining_time_in_millis, TIME_RESERVE_MS)
     store.write_json(event["results_key"], results)
     failed = sum(isinstance(result, dict) for result in results)
     logger.info("Processed chunk", extra={"items": len(entries), "run": len(results), "failed": failed})

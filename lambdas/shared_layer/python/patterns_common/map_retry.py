@@ -344,16 +344,21 @@ def plan_pass(
 def process_chunk(
     entries: Sequence[PendingEntry],
     process: Callable[[dict[str, Any], int], Any],
-    out_of_time: Callable[[], bool],
+    remaining_ms: Callable[[], int],
+    reserve_ms: int,
 ) -> list[IterationResult]:
     """Run each entry like one inline iteration: an exception becomes ``{"id", "error"}``.
 
-    Entries left when ``out_of_time()`` turns true are not started (and not in the results), so
-    the chunk's invocation ends with its results written instead of being killed mid-item.
+    Before each entry it checks the time left (``remaining_ms``, the invocation's clock): it
+    starts the entry only if ``reserve_ms`` plus the longest entry so far still fit, so an
+    invocation is not killed mid-item with the results of the items it finished unwritten (they
+    would be run again). Entries not started are left out of the results and run next pass.
     """
     results: list[IterationResult] = []
+    longest_ms = 0
     for entry in entries:
-        if out_of_time():
+        before_ms = remaining_ms()
+        if before_ms < reserve_ms + longest_ms:
             break
         item_id = entry["item"]["id"]
         try:
@@ -362,6 +367,7 @@ def process_chunk(
             results.append({"id": item_id, "error": type(error).__name__})
         else:
             results.append(item_id)
+        longest_ms = max(longest_ms, before_ms - remaining_ms())
     return results
 
 

@@ -1,0 +1,39 @@
+"""Small helpers the emulator tests share: unique names, functions from inline code, waiting."""
+
+from __future__ import annotations
+
+import io
+import time
+import uuid
+import zipfile
+from typing import Any
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_function(aws: Any, role_arn: str, prefix: str, module: str, code: str, **settings: Any) -> dict:
+    """Create a Python 3.13 function whose ``module``.py is ``code``; returns CreateFunction's answer."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(f"{module}.py", code)
+    return aws.client("lambda").create_function(
+        FunctionName=unique(prefix),
+        Runtime="python3.13",
+        Role=role_arn,
+        Handler=f"{module}.lambda_handler",
+        Code={"ZipFile": archive.getvalue()},
+        **settings,
+    )
+
+
+def wait_for_event(sfn: Any, execution_arn: str, event_type: str, timeout: float = 10) -> None:
+    """Block until the execution's history holds an event of ``event_type``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+        if any(event["type"] == event_type for event in events):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{execution_arn} never reached {event_type}")

@@ -1,0 +1,406 @@
+"""Fault matrix across every machine: each fault ends as documented, and nothing is lost or sent twice.
+
+Each case arms one fault (``deployment.aws.faults`` or the Slack stand-in), runs one execution and
+asserts its documented outcome (retried and succeeded, or its named error), then the invariants
+that must hold whatever the fault:
+
+- no alert notification delivered twice for one (execution, round, user);
+- no Map item processed again after it succeeded (from the execution history);
+- no job status lost (status.txt and result.json agree with the outcome);
+- every failed execution announced exactly once on the status topic, and no other announced as failed.
+
+Faults that hit a Lambda's own SDK calls (S3 GetObject) are retried by boto3 inside the handler;
+faults on the engine's calls (lambda:invoke, dynamodb:getItem, aws-sdk:dynamodb) are retried only by
+the machine's Retry, which is what these cases prove.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from boto3.dynamodb.types import TypeSerializer
+
+from emulator.follow import ExecutionResult
+from tests.test_alert_notification_execution import notifications
+from tests.test_monitoring_execution import StatusInbox
+
+ALERT_STACK, POLLER_STACK = "AlertNotificationStack", "JobPollerStack"
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _md5(execution_arn: str) -> str:
+    return hashlib.md5(execution_arn.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+class World:
+    """Deployed names, alert items of the matrix's own, and the invariants every case checks."""
+
+    def __init__(self, deployment: Any) -> None:
+        self.deployment = deployment
+        self.faults = deployment.aws.faults
+        self.slack = deployment.slack
+        self.alert_table = deployment.output(ALERT_STACK, "AlertTableName")
+        self.job_bucket = deployment.output(POLLER_STACK, "JobBucketName")
+        self.inbox = StatusInbox(deployment)
+        self.alert_ids: list[str] = []
+
+    def alert(self, users: int = 2, rounds: int = 1) -> dict:
+        alert_id = _unique("fault-matrix")
+        suffix = uuid.uuid4().hex[:6]
+        item = {
+            "alert_id": alert_id,
+            "notification_count": rounds,
+            "user_accounts": [f"user{i}.{suffix}@example.com" for i in range(users)],
+            "status": "active",
+            "interval_seconds": 60,
+            "message": f"Disk above 90% on {alert_id}",
+        }
+        serialize = TypeSerializer().serialize
+        self.deployment.client("dynamodb").put_item(
+            TableName=self.alert_table, Item={k: serialize(v) for k, v in item.items()}
+        )
+        self.alert_ids.append(alert_id)
+        return {"alert_id": alert_id}
+
+    def job_object(self, result: ExecutionResult, name: str) -> str | None:
+        s3 = self.deployment.client("s3")
+        try:
+            body = s3.get_object(Bucket=self.job_bucket, Key=f"jobs/{_md5(result.execution_arn)}/{name}")["Body"]
+        except s3.exceptions.NoSuchKey:
+            return None
+        return body.read().decode("utf-8")
+
+    def clean(self) -> None:
+        for alert_id in self.alert_ids:
+            self.deployment.client("dynamodb").delete_item(
+                TableName=self.alert_table, Key={"alert_id": {"S": alert_id}}
+            )
+
+
+@pytest.fixture(scope="module")
+def world(deployment) -> Iterator[World]:
+    world = World(deployment)
+    deployment.slack.reset()
+    yield world
+    deployment.slack.reset()
+    deployment.aws.faults.clear()
+    world.clean()
+
+
+# ------------------------------------------------------------------------------------------------
+# Invariants
+# ------------------------------------------------------------------------------------------------
+def assert_no_notification_delivered_twice(world: World, machine: str, payload: Any) -> None:
+    if machine != "alert":
+        return
+    delivered = Counter((n.round, n.user) for n in notifications(world.slack, payload["alert_id"], delivered_only=True))
+    assert [key for key, count in delivered.items() if count > 1] == []
+
+
+def assert_no_item_processed_after_it_succeeded(result: ExecutionResult) -> None:
+    """Walks each Process Item / Process Item Chunk success back to its TaskScheduled (previousEventId)."""
+    by_id = {event["id"]: event for event in result.events}
+
+    def scheduled_of(event: dict) -> dict:
+        while event["type"] != "TaskScheduled":
+            event = by_id[event["previousEventId"]]
+        return event
+
+    def work_of(scheduled: dict) -> str | None:
+        payload = json.loads(scheduled["taskScheduledEventDetails"]["parameters"]).get("Payload")
+        if isinstance(payload, dict) and isinstance(payload.get("item"), dict):
+            return payload["item"].get("id")
+        if isinstance(payload, dict) and "chunk" in payload:
+            return json.dumps(payload["chunk"], sort_keys=True)
+        return None
+
+    succeeded_at: dict[str, int] = {}
+    for event in result.events:
+        if event["type"] == "TaskSucceeded":
+            work = work_of(scheduled_of(event))
+            if work is not None:
+                succeeded_at.setdefault(work, event["id"])
+    again = [
+        work_of(event)
+        for event in result.events
+        if event["type"] == "TaskScheduled"
+        and work_of(event) in succeeded_at
+        and event["id"] > succeeded_at[work_of(event)]
+    ]
+    assert again == []
+
+
+def assert_job_status_kept(world: World, machine: str, result: ExecutionResult, expected_status: str | None) -> None:
+    if machine != "poller" or expected_status is None:
+        return
+    assert world.job_object(result, "status.txt") == expected_status
+    stored = world.job_object(result, "result.json")
+    if expected_status == "succeeded":
+        assert stored is not None and json.loads(stored)["status"] == "succeeded"
+        if result.status == "SUCCEEDED":
+            assert result.output["status"] == "succeeded"
+    elif expected_status == "running":
+        assert stored is None  # a crashed runner never wrote a result
+
+
+def assert_announced_once_if_failed(world: World, result: ExecutionResult) -> None:
+    failed = result.status != "SUCCEEDED"
+    messages = [json.loads(m) for m in world.inbox.messages_for(result.execution_arn, expected=1 if failed else 0)]
+    announced_failed = [m for m in messages if m["status"] != "SUCCEEDED" and m["status"] != "RUNNING"]
+    assert len(announced_failed) == (1 if failed else 0), messages
+    if failed:
+        assert (announced_failed[0]["status"], announced_failed[0]["error"]) == (result.status, result.error)
+
+
+# ------------------------------------------------------------------------------------------------
+# The matrix
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    machine: str
+    make_input: Callable[[World], Any]
+    arm: Callable[[World, Any], Any]  # a context manager yielding a Fault (or None for Slack faults)
+    status: str  # SUCCEEDED or FAILED
+    error: str | None = None  # the named error of a failed execution
+    retried: str | None = None  # the error the machine's Retry must have absorbed
+    hits: int | None = None  # calls the fault failed
+    job_status: str | None = None  # status.txt afterwards (poller)
+    check: Callable[[World, Any, ExecutionResult], None] | None = None
+
+
+class _Slack:
+    """Scripts the shared Slack stand-in for one case (a context manager, like a fault)."""
+
+    def __init__(self, world: World, script: Callable[[Any], None]) -> None:
+        self.world, self.script = world, script
+
+    def __enter__(self) -> None:
+        self.world.slack.reset()
+        self.script(self.world.slack)
+
+    def __exit__(self, *exc: object) -> None:
+        pass  # the posts stay for the checks; the next case (or the module's teardown) resets
+
+
+def _alert_sent_to_everyone(world: World, payload: Any, result: ExecutionResult) -> None:
+    assert result.output["notifications_sent"] == 2 and result.output["notifications_failed"] == []
+    delivered = notifications(world.slack, payload["alert_id"], delivered_only=True)
+    assert len(delivered) == 2
+
+
+def _poller_job(**job: Any) -> Callable[[World], dict]:
+    return lambda _w: {"job": {"duration_seconds": 20, **job}, "timeout_seconds": 180, "poll_interval_seconds": 10}
+
+
+def _callback_job(_w: World) -> dict:
+    return {"job": {"duration_seconds": 60}, "timeout_seconds": 600}
+
+
+def _items(_w: World) -> dict:
+    return {"items": [{"id": f"item-{i}"} for i in range(6)], "max_attempts": 3}
+
+
+def _all_items_done(_world: World, _payload: Any, result: ExecutionResult) -> None:
+    assert result.status == "SUCCEEDED", result.cause
+    text = json.dumps(result.output)
+    assert all(f"item-{i}" in text for i in range(6)), result.output
+
+
+def _export_payload(_w: World) -> dict:
+    return {"initial_wait_seconds": 60, "poll_interval_seconds": 60}
+
+
+def _throttled_getitem(w: World, p: Any):
+    # The engine's read (Read Alert Status) projects the status; Fetch Alert Config's own read does not.
+    return w.faults.dynamodb_throttled("GetItem", table="AlertTable", times=2, matching="alert_id, #status")
+
+
+CASES: dict[str, Case] = {
+    "alert: Fetch Alert Config throttled twice": Case(
+        "alert",
+        lambda w: w.alert(),
+        lambda w, p: w.faults.lambda_throttled("FetchAlertConfig", times=2, matching=p["alert_id"]),
+        "SUCCEEDED",
+        retried="Lambda.TooManyRequestsException",
+        hits=2,
+        check=_alert_sent_to_everyone,
+    ),
+    "alert: Notify User service exception once": Case(
+        "alert",
+        lambda w: w.alert(),
+        lambda w, p: w.faults.lambda_service_error("NotifyUser", times=1, matching=p["alert_id"]),
+        "SUCCEEDED",
+        retried="Lambda.ServiceException",
+        hits=1,
+        check=_alert_sent_to_everyone,
+    ),
+    "alert: alert status read (DynamoDB GetItem) throttled twice": Case(
+        "alert",
+        lambda w: w.alert(),
+        _throttled_getitem,
+        "SUCCEEDED",
+        retried="DynamoDB.ProvisionedThroughputExceededException",
+        hits=2,
+        check=_alert_sent_to_everyone,
+    ),
+    "alert: Slack 429 with Retry-After": Case(
+        "alert",
+        lambda w: w.alert(),
+        lambda w, p: _Slack(w, lambda s: s.fail_next(1, status=429, retry_after=1)),
+        "SUCCEEDED",
+        check=_alert_sent_to_everyone,
+    ),
+    "alert: Slack 500": Case(
+        "alert",
+        lambda w: w.alert(),
+        lambda w, p: _Slack(w, lambda s: s.fail_next(1, status=500)),
+        "SUCCEEDED",
+        retried="SlackTransientError",
+        check=_alert_sent_to_everyone,
+    ),
+    "alert: Slack hangs past the client timeout": Case(
+        "alert",
+        lambda w: w.alert(),
+        lambda w, p: _Slack(w, lambda s: s.hang_next(seconds=6, status=504)),
+        "SUCCEEDED",
+        retried="SlackTransientError",
+        check=_alert_sent_to_everyone,
+    ),
+    "poller: Run Job throttled twice": Case(
+        "poller",
+        _poller_job(),
+        lambda w, p: w.faults.lambda_throttled("RunJob", times=2),
+        "SUCCEEDED",
+        retried="Lambda.TooManyRequestsException",
+        hits=2,
+        job_status="succeeded",
+    ),
+    "poller: Get Job Status's S3 GetObject throttled twice": Case(
+        "poller",
+        _poller_job(),
+        lambda w, p: w.faults.s3_throttled("GetObject", bucket=w.job_bucket, times=2),
+        "SUCCEEDED",
+        hits=2,
+        job_status="succeeded",
+    ),
+    "poller: Get Job Status times out once": Case(
+        "poller",
+        _poller_job(),
+        lambda w, p: w.faults.lambda_timed_out("GetJobStatus", times=1),
+        "SUCCEEDED",
+        retried="Sandbox.Timedout",
+        hits=1,
+        job_status="succeeded",
+    ),
+    "poller: Get Job Status times out on every call": Case(
+        "poller",
+        _poller_job(),
+        lambda w, p: w.faults.lambda_timed_out("GetJobStatus", times=None),
+        "FAILED",
+        error="Sandbox.Timedout",
+        hits=3,
+        job_status="succeeded",
+    ),
+    "poller: runner crashes after writing running": Case(
+        "poller",
+        _poller_job(crash=True),
+        lambda w, p: _Slack(w, lambda s: None),
+        "FAILED",
+        error="JobTimeout",
+        job_status="running",
+    ),
+    "export-poller: DescribeExport throttled twice": Case(
+        "export-poller",
+        _export_payload,
+        lambda w, p: w.faults.dynamodb_throttled("DescribeExport", times=2, error="ThrottlingException"),
+        "SUCCEEDED",
+        retried="DynamoDb.ThrottlingException",
+        hits=2,
+    ),
+    "callback: job runner invoke throttled twice": Case(
+        "callback",
+        _callback_job,
+        lambda w, p: w.faults.lambda_throttled("CallbackJobRunner", times=2),
+        "SUCCEEDED",
+        retried="Lambda.TooManyRequestsException",
+        hits=2,
+    ),
+    "callback: Validate Job Input service exception once": Case(
+        "callback",
+        _callback_job,
+        lambda w, p: w.faults.lambda_service_error("ValidateJobInput", times=1),
+        "SUCCEEDED",
+        retried="Lambda.ServiceException",
+        hits=1,
+    ),
+    "map-retry: Process Item throttled three times": Case(
+        "map-retry",
+        _items,
+        lambda w, p: w.faults.lambda_throttled("ItemProcessor", times=3),
+        "SUCCEEDED",
+        retried="Lambda.TooManyRequestsException",
+        hits=3,
+        check=_all_items_done,
+    ),
+    "map-retry: Process Item times out once, the next pass retries it": Case(
+        "map-retry",
+        _items,
+        lambda w, p: w.faults.lambda_timed_out("ItemProcessor", times=1),
+        "SUCCEEDED",
+        hits=1,
+        check=_all_items_done,
+    ),
+    "map-retry: Record Pass Results service exception once": Case(
+        "map-retry",
+        _items,
+        lambda w, p: w.faults.lambda_service_error("RecordPass", times=1),
+        "SUCCEEDED",
+        retried="Lambda.ServiceException",
+        hits=1,
+        check=_all_items_done,
+    ),
+}
+
+
+def _task_failures(result: ExecutionResult) -> list[str]:
+    return [e["taskFailedEventDetails"]["error"] for e in result.events if e["type"] == "TaskFailed"]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fault_ends_as_documented_and_loses_nothing(world, name):
+    case = CASES[name]
+    # Given
+    payload = case.make_input(world)
+    # When
+    with case.arm(world, payload) as fault:
+        result = world.deployment.run(case.machine, payload, name=_unique("fault"))
+    # Then: the documented outcome
+    assert (result.status, result.error if result.status != "SUCCEEDED" else None) == (case.status, case.error), (
+        result.cause
+    )
+    if case.hits is not None:
+        assert fault.hits == case.hits
+    if case.retried is not None:
+        assert case.retried in _task_failures(result)
+        assert result.retries >= 1
+    if case.check is not None:
+        case.check(world, payload, result)
+    # and the invariants
+    assert_no_notification_delivered_twice(world, case.machine, payload)
+    assert_no_item_processed_after_it_succeeded(result)
+    assert_job_status_kept(world, case.machine, result, case.job_status)
+    assert_announced_once_if_failed(world, result)
+    print(
+        f"\n{name}: {result.status} {result.error or ''} retries={result.retries} "
+        f"simulated={result.simulated_seconds:.0f}s hits={getattr(fault, 'hits', '-')}"
+    )
