@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             data["emulator"] += [t.__dict__ for t in emulator_speed.throughput(deployment)]
             data["emulator"] += [t.__dict__ for t in emulator_speed.demo_scenarios(deployment)]
             for timing in data["emulator"]:
-                print(f"  {timing['what']}: {report._timing_value(timing)}", flush=True)
+                print(f"  {timing['what']}: {report.timing_value(timing)}", flush=True)
         if "lambda" in sections:
             print("\n## Lambda assets", flush=True)
             data["functions"] = [a.__dict__ for a in functions.assets(deployment)]

@@ -157,7 +157,7 @@ def results_markdown(data: dict) -> str:
     if data.get("emulator"):
         out += ["## The emulator", "",
                 f"The app's deploy (`cdk bootstrap` and `cdk deploy --all` of 4 stacks): {data['deploy_seconds']:.1f} s.", "",
-                *_table(["What", "Figure", "Note"], [[t["what"], _timing_value(t), t["note"]] for t in data["emulator"]]), ""]
+                *_table(["What", "Figure", "Note"], [[t["what"], timing_value(t), t["note"]] for t in data["emulator"]]), ""]
     if data.get("functions"):
         out += ["## Lambda assets", "",
                 "Import time of each handler module in a fresh interpreter with the deployed function's environment "
@@ -169,7 +169,7 @@ def results_markdown(data: dict) -> str:
     return "\n".join(out)
 
 
-def _timing_value(timing: dict) -> str:
+def timing_value(timing: dict) -> str:
     if timing["what"].startswith("executions per second"):
         return f"{timing['seconds']:,.1f} /s"
     return f"{timing['seconds']:.2f} s"
