@@ -37,7 +37,7 @@ def _stack_layers(stack: Stack) -> list[lambda_.ILayerVersion]:
         lambda_.LayerVersion(
             holder,
             "Shared",
-            code=lambda_.Code.from_asset(str(LAMBDAS_DIR / "shared_layer")),
+            code=lambda_.Code.from_asset(str(LAMBDAS_DIR / "shared_layer"), exclude=["__pycache__", "*.pyc"]),
             compatible_runtimes=[RUNTIME],
             description="Helpers shared by this app's functions (patterns_common package)",
         )
