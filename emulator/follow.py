@@ -73,7 +73,7 @@ class ExecutionResult:
         lines += [
             f"  state transitions {self.transitions} ({self.states_entered} states entered, {self.retries} retries)",
             f"  Lambda invocations {self.lambda_invocations}",
-            f"  simulated time    {_duration(self.simulated_seconds)}",
+            f"  simulated time    {duration(self.simulated_seconds)}",
             f"  wall time         {self.wall_seconds:.2f} s",
             f"  cost              ${self.cost_usd:.6f} per execution "
             f"(${self.cost_usd * 1_000_000:,.2f} per million; Standard workflow + Lambda, us-east-1 list prices)",
@@ -81,18 +81,19 @@ class ExecutionResult:
         return lines
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """A simulated duration as people read it: 42.0 s, 10 min 02 s, 1 h 00 min 02 s."""
     if seconds < 120:
         return f"{seconds:.1f} s"
     minutes, secs = divmod(int(round(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+    return f"{hours} h {minutes:02d} min {secs:02d} s" if hours else f"{minutes} min {secs:02d} s"
 
 
 def _event_line(event: dict, start: datetime) -> str | None:
     kind = event["type"]
     offset = (event["timestamp"] - start).total_seconds()
-    stamp = f"T+{_duration(offset):>10}"
+    stamp = f"T+{duration(offset):>10}"
     if kind.endswith("StateEntered"):
         details = event["stateEnteredEventDetails"]
         return f"{stamp}  ▶ {details['name']}  ({kind.removesuffix('StateEntered')})"
