@@ -54,13 +54,7 @@ def _install_patches_once() -> SimClock:
     with _install_lock:
         if _clock is None:
             clock = SimClock()
-            patches.install_engine_clock(clock)
-            patches.install_stepfunctions_fidelity(_current.status_changed)
-            patches.install_lambda_runtime(_current)
-            patches.install_lambda_invocation_type()
-            patches.install_dynamodb_exports(clock)
-            patches.install_lambda_task_error_names()
-            patches.install_cloudformation_fidelity()
+            patches.install_all(clock, lambda_runtime=_current, on_status_change=_current.status_changed)
             _clock = clock
         return _clock
 

@@ -569,7 +569,7 @@ def test_table_export_is_named_under_its_table_and_takes_minutes(aws):
     # AWS: an export's ARN is <table ARN>/export/<id> (what IAM scopes DescribeExport by), and an
     # export runs for minutes, IN_PROGRESS meanwhile. moto named it after the whole table ARN plus
     # "/import/", and finished at once.
-    from emulator.patches import DYNAMODB_EXPORT_SECONDS
+    from emulator.patches.dynamodb import DYNAMODB_EXPORT_SECONDS
 
     dynamodb, name, bucket = aws.client("dynamodb"), unique("export"), unique("export-bucket")
     aws.client("s3").create_bucket(Bucket=bucket)

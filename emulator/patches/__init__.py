@@ -1,0 +1,40 @@
+"""Changes to moto that make the deployed app behave as it does on AWS: the one list of them.
+
+Every patch corrects a difference between moto (``_moto.MOTO_VERSION``) and documented AWS
+behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
+tests/test_emulator_conformance.py) pins it. Patches are process-wide and installed once, in
+this order, by ``install_all``; none installs another.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from emulator.clock import SimClock
+from emulator.patches import awslambda, cloudformation, dynamodb, engine_clock, stepfunctions
+
+
+def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None]) -> None:
+    # Simulated time in the Step Functions engine.
+    engine_clock.install_engine_clock(clock)
+    engine_clock.install_program_timeout(clock)
+    engine_clock.install_wait_timestamp_utc(clock)
+    engine_clock.install_progress_reports(clock)
+    engine_clock.install_engine_calls_hand_over(clock)
+    # Step Functions API and engine.
+    stepfunctions.install_executing_backend()
+    stepfunctions.install_empty_filter_result()
+    stepfunctions.install_start_execution_checks()
+    stepfunctions.install_describe_execution()
+    stepfunctions.install_stop_execution()
+    stepfunctions.install_status_change_events(on_status_change)
+    stepfunctions.install_history_limit()
+    stepfunctions.install_callback_tasks()
+    # Lambda.
+    awslambda.install_lambda_runtime(lambda_runtime)
+    awslambda.install_lambda_invocation_type()
+    awslambda.install_lambda_task_error_names()
+    # DynamoDB.
+    dynamodb.install_dynamodb_exports(clock)
+    # CloudFormation.
+    cloudformation.install_cloudformation_fidelity()

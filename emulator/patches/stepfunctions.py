@@ -1,0 +1,287 @@
+"""Step Functions API and engine fidelity: executions, history, task tokens as AWS documents them."""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import importlib
+import json
+import threading
+import uuid
+from typing import Any, Callable
+
+from emulator.patches._moto import modules_importing
+
+
+def install_executing_backend() -> None:
+    """State machines created by CloudFormation execute: moto put them in a backend that never runs them."""
+    from moto.stepfunctions import models as sfn_models
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    sfn_models.stepfunctions_backends = stepfunctions_parser_backends
+
+
+def install_empty_filter_result() -> None:
+    """AWS: a JSONPath filter that matches nothing yields []; moto raises States.Runtime."""
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    original_extract = json_path.extract_json
+
+    def extract_json(path: str, data: Any) -> Any:
+        try:
+            return original_extract(path, data)
+        except json_path.NoSuchJsonPathError:
+            if "[?(" in path:
+                return []
+            raise
+
+    json_path.extract_json = extract_json
+    for module_name in modules_importing(json_path, "extract_json", original_extract):
+        setattr(importlib.import_module(module_name), "extract_json", extract_json)
+
+
+def install_start_execution_checks() -> None:
+    """StartExecution names, input checks as AWS documents them.
+
+    AWS: StartExecution without a name gets a UUID; moto names every one "None" and collides.
+    AWS refuses input that is not JSON with InvalidExecutionInput (moto answers an error with no
+    code) and input over 262,144 UTF-8 bytes with ValidationException (moto accepts it and the
+    execution fails later with States.DataLimitExceeded).
+    """
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original_start = StepFunctionsParserBackend.start_execution
+
+    def start_execution(self: Any, state_machine_arn: str, name: str | None = None, execution_input: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if execution_input is not None:
+            _check_execution_input(execution_input)
+        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, *args, **kwargs)
+
+    StepFunctionsParserBackend.start_execution = start_execution
+
+
+def install_describe_execution() -> None:
+    """AWS: DescribeExecution output is always a JSON text (a string output is quoted; null is
+    "null"), and TIMED_OUT executions have a stopDate too."""
+    from moto.stepfunctions import responses as sfn_responses
+
+    def describe_execution(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        execution = self.stepfunction_backend.describe_execution(arn)
+        response = {
+            "executionArn": arn,
+            "input": execution.execution_input,
+            "name": execution.name,
+            "startDate": execution.start_date,
+            "stateMachineArn": execution.state_machine_arn,
+            "status": execution.status,
+        }
+        if execution.status != "RUNNING" and execution.stop_date is not None:
+            response["stopDate"] = execution.stop_date
+        if execution.status == "SUCCEEDED":
+            response["output"] = json.dumps(execution.output, separators=(",", ":"))
+            response["outputDetails"] = execution.output_details
+        if execution.error is not None:
+            response["error"] = execution.error
+        if execution.cause is not None:
+            response["cause"] = execution.cause
+        return sfn_responses.ActionResult(response)
+
+    sfn_responses.StepFunctionResponse.describe_execution = describe_execution
+
+
+def install_stop_execution() -> None:
+    """AWS: StopExecution's error and cause are the aborted execution's error and cause; moto
+    stops every execution with empty ones."""
+    from moto.stepfunctions import responses as sfn_responses
+
+    def stop_execution(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        execution = self.stepfunction_backend.describe_execution(arn)
+        if execution.status == "RUNNING":
+            execution.stop(
+                stop_date=_datetime.datetime.now(_datetime.timezone.utc),
+                error=self._get_param("error"),
+                cause=self._get_param("cause"),
+            )
+        return sfn_responses.ActionResult({"stopDate": execution.stop_date or _datetime.datetime.now(_datetime.timezone.utc)})
+
+    sfn_responses.StepFunctionResponse.stop_execution = stop_execution
+
+
+def install_status_change_events(on_status_change: Callable[..., None]) -> None:
+    """AWS emits "Step Functions Execution Status Change" events on start and on every end."""
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+    from moto.stepfunctions.parser.backend import execution as execution_module
+
+    comm = execution_module.BaseExecutionWorkerCommunication
+    original_terminated = comm.terminated
+
+    def terminated(self: Any) -> None:
+        original_terminated(self)
+        state = self.execution.exec_worker.env.program_state()
+        if isinstance(state, ProgramStopped):
+            self.execution.error, self.execution.cause = state.error, state.cause
+        on_status_change(self.execution)
+
+    comm.terminated = terminated
+    original_exec_start = execution_module.Execution.start
+
+    def exec_start(self: Any) -> None:
+        original_exec_start(self)
+        # A short machine may already have ended: this event reports the start, whatever happened since.
+        on_status_change(self, "RUNNING")
+
+    execution_module.Execution.start = exec_start
+
+
+# AWS: "The execution reached the maximum number of history events (25000)." ends it FAILED with
+# States.Runtime; that failure is event 25,000.
+HISTORY_EVENT_LIMIT = 25_000
+HISTORY_LIMIT_CAUSE = f"The execution reached the maximum number of history events ({HISTORY_EVENT_LIMIT})."
+
+
+def install_history_limit() -> None:
+    """Executions past 25,000 history events fail as on AWS; moto lets them run on."""
+    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+
+    original_init = Environment.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        # Frames swap this manager for their execution's; a Distributed Map child makes its own.
+        self.event_manager.execution_env = self
+
+    Environment.__init__ = init
+    original_add_event = EventManager.add_event
+
+    def add_event(self: Any, context: Any, event_type: Any, *args: Any, **kwargs: Any) -> int:
+        env = getattr(self, "execution_env", None)
+        if (
+            env is not None
+            and not str(getattr(event_type, "value", event_type)).startswith("Execution")
+            and len(self._history_event_list) >= HISTORY_EVENT_LIMIT - 1
+        ):
+            # The event that would pass the limit is not recorded; the execution fails instead.
+            env.set_error(ExecutionFailedEventDetails(error="States.Runtime", cause=HISTORY_LIMIT_CAUSE))
+            return context.last_published_event_id
+        return original_add_event(self, context, event_type, *args, **kwargs)
+
+    EventManager.add_event = add_event
+
+
+
+def install_callback_tasks() -> None:
+    """Task tokens (``.waitForTaskToken``) as AWS documents them."""
+    from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task import (
+        StateTask,
+    )
+    from moto.stepfunctions.parser.asl.eval.callback.callback import (
+        CallbackEndpoint,
+        HeartbeatTimeoutError,
+    )
+
+    # AWS: SendTaskFailure's cause becomes the task's (and the execution's) cause; moto dropped it.
+    def send_task_failure(self: Any) -> Any:
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+        )
+        return sfn_responses.EmptyResult()
+
+    sfn_responses.StepFunctionResponse.send_task_failure = send_task_failure
+
+    # AWS: a token is valid from the moment its task starts. moto set the heartbeat timer up only
+    # once the task's invoke had returned: a heartbeat sent before that got InvalidToken, and a
+    # result sent before that was missed, so the task still waited HeartbeatSeconds and timed out.
+    original_setup = CallbackEndpoint.setup_heartbeat_endpoint
+
+    def setup_heartbeat_endpoint(self: Any, heartbeat_seconds: int) -> Any:
+        endpoint = original_setup(self, heartbeat_seconds)
+        if self.get_outcome() is not None:
+            endpoint.notify()
+        return endpoint
+
+    def notify_heartbeat(self: Any) -> bool:
+        if self._heartbeat_endpoint is not None:
+            self._heartbeat_endpoint.notify()
+        return True
+
+    CallbackEndpoint.setup_heartbeat_endpoint = setup_heartbeat_endpoint
+    CallbackEndpoint.notify_heartbeat = notify_heartbeat
+
+    # AWS: a task that misses HeartbeatSeconds fails with States.HeartbeatTimeout, which a Retry or
+    # Catch on States.HeartbeatTimeout or on States.Timeout matches; moto reported States.Timeout.
+    class HeartbeatTimeoutName(StatesErrorName):
+        def __init__(self) -> None:
+            super().__init__(typ=StatesErrorNameType.StatesHeartbeatTimeout)
+
+        def matches(self, error_name: str | None) -> bool:
+            return error_name in (self.error_name, StatesErrorNameType.StatesTimeout.to_name())
+
+    original_from_error = StateTask._from_error
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        failure = original_from_error(self, env, ex)
+        if isinstance(ex, HeartbeatTimeoutError):  # a TimeoutError: moto made it a TaskTimedOut event
+            failure.error_name = HeartbeatTimeoutName()
+            failure.event_details["taskTimedOutEventDetails"]["error"] = failure.error_name.error_name
+        return failure
+
+    StateTask._from_error = from_error
+
+    # AWS: SendTask{Success,Failure,Heartbeat} finds its token whatever else is running. moto
+    # searched every RUNNING execution's engine environment, and an execution that had only just
+    # started had none yet (None): the call failed with a 500 AttributeError, so under load a
+    # runner's heartbeat was lost and its task timed out. Executions with no environment hold no
+    # token yet; the token search skips them.
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    searching_tokens = threading.local()
+    original_get_executions = StepFunctionsParserBackend._get_executions
+
+    def get_executions(self: Any, *args: Any, **kwargs: Any) -> Any:
+        executions = original_get_executions(self, *args, **kwargs)
+        if getattr(searching_tokens, "active", False):
+            executions = [e for e in executions if getattr(e.exec_worker, "env", None) is not None]
+        return executions
+
+    StepFunctionsParserBackend._get_executions = get_executions
+
+    def searching(original: Callable[..., Any]) -> Callable[..., Any]:
+        def send(self: Any, *args: Any, **kwargs: Any) -> Any:
+            searching_tokens.active = True
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                searching_tokens.active = False
+
+        return send
+
+    for name in ("send_task_heartbeat", "send_task_success", "send_task_failure"):
+        setattr(StepFunctionsParserBackend, name, searching(getattr(StepFunctionsParserBackend, name)))
+
+
+MAX_EXECUTION_INPUT_BYTES = 262_144  # StartExecution's documented length constraint on input
+
+
+def _check_execution_input(execution_input: str) -> None:
+    from moto.stepfunctions.exceptions import InvalidExecutionInput, ValidationException
+
+    size = len(execution_input.encode("utf-8"))
+    if size > MAX_EXECUTION_INPUT_BYTES:
+        raise ValidationException(
+            "1 validation error detected: Value at 'input' failed to satisfy constraint: "
+            f"Member must have length less than or equal to {MAX_EXECUTION_INPUT_BYTES}"
+        )
+    try:
+        json.loads(execution_input)
+    except ValueError as error:
+        raise InvalidExecutionInput(f"Invalid State Machine Execution Input: '{error}'") from None
