@@ -521,8 +521,9 @@ def _executions_by_alert(deployment, alert_ids: set[str]) -> dict[str, list[dict
 
 def _is_waiting(deployment, execution_arn: str) -> bool:
     """Whether the execution has entered its wait between rounds (and is not past it)."""
-    events = deployment.client("stepfunctions").get_execution_history(executionArn=execution_arn)["events"]
-    return events[-1]["type"] == "WaitStateEntered"
+    history = deployment.client("stepfunctions").get_execution_history
+    latest = history(executionArn=execution_arn, reverseOrder=True, maxResults=1)["events"]
+    return latest[0]["type"] == "WaitStateEntered"
 
 
 def _fire_and_await_dispatch(deployment, rule: str, dispatcher: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from emulator.clock import SimClock
-from emulator.patches import awslambda, cloudformation, dynamodb, engine_clock, stepfunctions
+from emulator.patches import awslambda, cloudformation, dynamodb, engine_clock, jsonata, states, stepfunctions
 
 
 def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None]) -> None:
@@ -21,6 +21,7 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     engine_clock.install_wait_timestamp_utc(clock)
     engine_clock.install_progress_reports(clock)
     engine_clock.install_engine_calls_hand_over(clock)
+    engine_clock.install_service_clock(clock)
     # Step Functions API and engine.
     stepfunctions.install_executing_backend()
     stepfunctions.install_empty_filter_result()
@@ -30,6 +31,17 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     stepfunctions.install_status_change_events(on_status_change)
     stepfunctions.install_history_limit()
     stepfunctions.install_callback_tasks()
+    stepfunctions.install_context_object()
+    stepfunctions.install_history_paging()
+    states.install_inner_error_names()
+    # JSONata and workflow variables.
+    jsonata.install_jsonata_evaluator()
+    jsonata.install_field_paths()
+    jsonata.install_jsonata_clock(clock)
+    states.install_choice_rule_assign()
+    states.install_choice_assign()
+    states.install_variable_comparison_order()
+    states.install_distributed_map_scope()
     # Lambda.
     awslambda.install_lambda_runtime(lambda_runtime)
     awslambda.install_lambda_invocation_type()

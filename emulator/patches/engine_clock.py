@@ -14,7 +14,7 @@ from emulator.clock import TICKET_HEADER, BusyThread, SimClock, SimEvent
 from emulator.patches._moto import modules_importing
 
 
-class _ClockModule(types.SimpleNamespace):
+class ClockModule(types.SimpleNamespace):
     """Stands in for a module (``time``/``datetime``/``threading``) in one engine module."""
 
     def __init__(self, real: types.ModuleType, **overrides: Any) -> None:
@@ -53,9 +53,9 @@ def install_engine_clock(clock: SimClock) -> None:
 
     SimEvent.clock = clock
     sim_datetime = _sim_datetime_class(clock)
-    time_shim = _ClockModule(_time, time=clock.now, sleep=clock.sleep)
-    datetime_shim = _ClockModule(_datetime, datetime=sim_datetime)
-    threading_shim = _ClockModule(threading, Event=SimEvent, Thread=BusyThread)
+    time_shim = ClockModule(_time, time=clock.now, sleep=clock.sleep)
+    datetime_shim = ClockModule(_datetime, datetime=sim_datetime)
+    threading_shim = ClockModule(threading, Event=SimEvent, Thread=BusyThread)
     modules = [importlib.import_module("moto.stepfunctions.models"), importlib.import_module("moto.stepfunctions.responses")]
     for info in pkgutil.walk_packages(parser_pkg.__path__, parser_pkg.__name__ + "."):
         if ".antlr." in info.name or info.name.endswith(".antlr"):
@@ -192,3 +192,31 @@ def install_engine_calls_hand_over(clock: SimClock) -> None:
     for module in [boto_client_module, *(importlib.import_module(name) for name in modules_importing(boto_client_module, "boto_client_for", original_factory))]:
         module.boto_client_for = boto_client_for
 
+
+
+def _simulated_utcnow() -> _datetime.datetime:
+    # Runs as moto.core.utils.utcnow, with that module's globals (see install_service_clock).
+    return _emulator_datetime.datetime.fromtimestamp(  # noqa: F821
+        _emulator_now(), _emulator_datetime.timezone.utc  # noqa: F821
+    ).replace(tzinfo=None)
+
+
+def install_service_clock(clock: SimClock) -> None:
+    """Every service stamps times from the one simulated clock, as AWS services share one time.
+
+    moto's services read ``moto.core.utils.utcnow`` (S3 LastModified, DynamoDB, SQS, Logs...), in
+    real time: after a few simulated Waits an execution's timestamps ran hours ahead of the objects
+    it wrote. The function's code is swapped in place, so every module that imported it, now or
+    later, reads the simulated clock. The HTTP ``Date`` header stays real: the CDK CLI corrects its
+    own clock by it, and a skewed one slows every deploy.
+    """
+    import moto.core.responses as core_responses
+    import moto.core.utils as core_utils
+
+    real_utcnow = types.FunctionType(
+        core_utils.utcnow.__code__, core_utils.utcnow.__globals__, "utcnow", closure=core_utils.utcnow.__closure__
+    )
+    core_responses.utcnow = real_utcnow
+    core_utils._emulator_now = clock.now
+    core_utils._emulator_datetime = _datetime
+    core_utils.utcnow.__code__ = _simulated_utcnow.__code__

@@ -285,3 +285,75 @@ def _check_execution_input(execution_input: str) -> None:
         json.loads(execution_input)
     except ValueError as error:
         raise InvalidExecutionInput(f"Invalid State Machine Execution Input: '{error}'") from None
+
+
+def aws_timestamp(moment: _datetime.datetime | str) -> str:
+    """A time as the context object shows it: ISO 8601, UTC, milliseconds, ``Z``."""
+    if isinstance(moment, str):
+        moment = _datetime.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_datetime.timezone.utc)
+    moment = moment.astimezone(_datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def install_context_object() -> None:
+    """The context object (``$$``, ``$states.context``) as AWS documents it.
+
+    AWS: ``Execution.StartTime`` and ``State.EnteredTime`` are strings such as
+    "2019-03-26T20:14:13.192Z"; ``Execution.RedriveCount`` is 0 until the execution is redriven.
+    moto put a datetime object in StartTime (an output holding ``$$`` then failed DescribeExecution
+    with HTTP 500, "Object of type datetime is not JSON serializable"), wrote EnteredTime with
+    microseconds and "+00:00", and had no RedriveCount.
+    https://docs.aws.amazon.com/step-functions/latest/dg/input-output-contextobject.html
+    """
+    from moto.stepfunctions.parser.asl.component.state import state as state_module
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    original_environment = ExecutionWorker._get_evaluation_environment
+
+    def get_evaluation_environment(self: Any) -> Any:
+        env = original_environment(self)
+        execution = env.states.context_object.context_object_data["Execution"]
+        execution["StartTime"] = aws_timestamp(execution["StartTime"])
+        execution.setdefault("RedriveCount", 0)
+        return env
+
+    ExecutionWorker._get_evaluation_environment = get_evaluation_environment
+    original_state_data = state_module.StateData
+
+    def state_data(**fields: Any) -> Any:
+        fields["EnteredTime"] = aws_timestamp(fields["EnteredTime"])
+        return original_state_data(**fields)
+
+    state_module.StateData = state_data
+
+
+# GetExecutionHistory: "maxResults ... The default is 100 and the maximum is 1000."
+HISTORY_PAGE_DEFAULT, HISTORY_PAGE_MAX = 100, 1000
+
+
+def install_history_paging() -> None:
+    """AWS: GetExecutionHistory returns at most ``maxResults`` events (default 100, at most 1000),
+    oldest first unless ``reverseOrder``, with a ``nextToken`` for the rest; moto returned every
+    event in one unordered page and ignored all three.
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html
+    """
+    from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.exceptions import InvalidToken
+
+    def get_execution_history(self: Any) -> Any:
+        history = self.stepfunction_backend.get_execution_history(self._get_param("executionArn"))
+        events = sorted(history["events"], key=lambda event: event["id"], reverse=bool(self._get_param("reverseOrder")))
+        size = min(self._get_param("maxResults") or HISTORY_PAGE_DEFAULT, HISTORY_PAGE_MAX)
+        token = self._get_param("nextToken")
+        try:
+            start = int(token) if token else 0
+        except ValueError:
+            raise InvalidToken(f"'{token}'") from None
+        page: dict[str, Any] = {"events": events[start : start + size]}
+        if start + size < len(events):
+            page["nextToken"] = str(start + size)
+        return sfn_responses.ActionResult(page)
+
+    sfn_responses.StepFunctionResponse.get_execution_history = get_execution_history
