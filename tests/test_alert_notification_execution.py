@@ -378,7 +378,6 @@ def test_a_rejected_alert_ends_with_the_plain_message_not_the_lambda_error_docum
     # Then: the error name is the Lambda's, the cause is only its message (no errorType, no stackTrace)
     assert (result.status, result.error) == ("FAILED", "InvalidAlertConfig")
     assert result.cause == "notification_count: must be an integer of at least 1, got 0"
-    assert result.entered("Explain Why The Alert Cannot Run") == 1
     assert result.entered("Alert Cannot Run") == 1
 
 
@@ -458,7 +457,7 @@ def test_every_notification_failing_fails_with_notification_delivery_failed(depl
     assert result.error == "NotificationDeliveryFailed"
     assert result.cause == (
         f"All 4 notifications of alert {alert_id} failed; each failure is in the execution history at"
-        " Note Which Notification Failed."
+        " Notify Next User."
     )
     sent = notifications(slack, alert_id)
     assert [(n.round, n.user, n.status) for n in sent] == [(r, u, 404) for r in (1, 2) for u in users]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 
 import pytest
@@ -112,14 +113,12 @@ def test_state_names_read_as_sentences():
     assert {
         "Fetch Alert Config",
         "Read Alert Status",
-        "Alert Still Active?",
-        "More Users To Notify?",
+        "Notify Next User?",
         "Notify Next User",
-        "Finish Round",
-        "More Rounds To Send?",
         "Wait Before Next Round",
-        "Did Every Notification Fail?",
-        "Report Notification Summary",
+        "All Rounds Sent",
+        "Alert Was Acknowledged",
+        "Alert Was Resolved",
     } <= set(STATES)
     for name, state in STATES.items():
         assert name[0].isupper() and " " in name, name
@@ -146,33 +145,38 @@ def test_every_transition_targets_an_existing_state_and_every_state_is_reachable
     assert reached == set(STATES)
 
 
-def test_the_two_loops_are_choice_loops_with_intrinsic_counters():
-    # Inner loop: users; outer loop: rounds. Both compare a counter kept by Pass states.
-    assert targets(STATES["More Users To Notify?"]) == {"Notify Next User", "Finish Round"}
-    assert STATES["Count Notification As Sent"]["Next"] == "More Users To Notify?"
-    assert STATES["Count Notification As Failed"]["Next"] == "More Users To Notify?"
-    assert targets(STATES["More Rounds To Send?"]) == {"Wait Before Next Round", "All Rounds Sent"}
+def test_one_choice_steers_both_loops_and_variables_do_the_counting():
+    # Then: per notification only the Choice and the task run; no Pass state counts or reshapes
+    assert ASL["QueryLanguage"] == "JSONata"
+    assert not [name for name, state in STATES.items() if state["Type"] == "Pass"]
+    loop = STATES["Notify Next User?"]
+    assert {"Notify Next User", "Wait Before Next Round", "All Rounds Sent"} <= targets(loop)
+    notify = STATES["Notify Next User"]
+    [catch] = notify["Catch"]
+    assert notify["Next"] == catch["Next"] == "Notify Next User?"
+    assert set(notify["Assign"]) == {"next_user", "sent"}
+    assert set(catch["Assign"]) == {"next_user", "failed"}
     assert STATES["Wait Before Next Round"]["Next"] == "Read Alert Status"
-    text = json.dumps(ASL)
-    assert "States.MathAdd" in text and "States.ArrayGetItem" in text
-    pass_states = [s for s in STATES.values() if s["Type"] == "Pass" and "Parameters" in s]
-    assert all("Resource" not in s for s in pass_states)
+    assert STATES["Read Alert Status"]["Next"] == "Notify Next User?"
 
 
 def test_the_wait_comes_only_between_rounds_and_uses_the_configured_interval():
     wait = STATES["Wait Before Next Round"]
-    assert wait == {"Type": "Wait", "SecondsPath": "$.config.interval_seconds", "Next": "Read Alert Status"}
-    # Only reachable after a round has finished, so never before round 1
+    assert wait["Seconds"] == "{% $config.interval_seconds %}"
+    assert wait["Assign"] == {"round": "{% $round + 1 %}", "next_user": 0}
+    # Only the loop Choice leads there, once every user of the round has been notified
     predecessors = {name for name, state in STATES.items() if "Wait Before Next Round" in targets(state)}
-    assert predecessors == {"More Rounds To Send?"}
-    assert {name for name, s in STATES.items() if "More Rounds To Send?" in targets(s)} == {"Finish Round"}
+    assert predecessors == {"Notify Next User?"}
+    [rule] = [r for r in STATES["Notify Next User?"]["Choices"] if r["Next"] == "Wait Before Next Round"]
+    notify_rule_index = [r["Next"] for r in STATES["Notify Next User?"]["Choices"]].index("Notify Next User")
+    assert STATES["Notify Next User?"]["Choices"].index(rule) > notify_rule_index
 
 
 def test_the_status_is_reread_with_the_direct_dynamodb_integration():
     read = STATES["Read Alert Status"]
     assert read["Resource"] == "arn:aws:states:::dynamodb:getItem"
-    assert read["Parameters"]["ConsistentRead"] is True
-    assert read["Next"] == "Alert Still Active?"
+    assert read["Arguments"]["ConsistentRead"] is True
+    assert set(read["Assign"]) == {"status"}
 
 
 def test_every_lambda_task_has_a_timeout_and_retries_lambda_service_errors():
@@ -189,8 +193,8 @@ def test_notifications_retry_transient_slack_errors_with_backoff_then_catch_and_
     [slack_retry] = [r for r in notify["Retry"] if "SlackTransientError" in r["ErrorEquals"]]
     assert slack_retry["BackoffRate"] > 1 and slack_retry["MaxAttempts"] >= 2
     [catch] = notify["Catch"]
-    assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == "Note Which Notification Failed"
-    assert notify["Parameters"]["Payload"]["execution_id.$"] == "$$.Execution.Id"
+    assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == "Notify Next User?"
+    assert notify["Arguments"]["Payload"]["execution_id"] == "{% $states.context.Execution.Id %}"
 
 
 @pytest.mark.parametrize(
@@ -204,20 +208,24 @@ def test_a_rejected_alert_keeps_the_lambda_error_name_and_only_its_message_as_ca
     # Then: the seed let these errors end the execution, so the cause was the whole JSON error document
     [catch] = STATES["Fetch Alert Config"]["Catch"]
     assert catch["ErrorEquals"] == ["AlertNotFound", "InvalidAlertConfig"]
-    explain = STATES[catch["Next"]]
-    assert explain["Parameters"] == {"Error.$": "$.Error", "Cause.$": "States.StringToJson($.Cause)"}
-    assert STATES[explain["Next"]] == {"Type": "Fail", "ErrorPath": "$.Error", "CausePath": "$.Cause.errorMessage"}
+    assert STATES[catch["Next"]] == {
+        "Type": "Fail",
+        "Comment": STATES[catch["Next"]]["Comment"],
+        "Error": "{% $states.input.Error %}",
+        "Cause": "{% $parse($states.input.Cause).errorMessage %}",
+    }
 
 
-def test_output_has_exactly_the_interface_fields():
-    output = STATES["Report Notification Summary"]["Parameters"]
-    assert {key.removesuffix(".$") for key in output} == {
+@pytest.mark.parametrize("state", ["All Rounds Sent", "Alert Was Acknowledged", "Alert Was Resolved"])
+def test_output_has_exactly_the_interface_fields(state):
+    output = STATES[state]["Output"]
+    assert re.findall(r"'(\w+)':", output) == [
         "alert_id",
         "rounds_completed",
         "notifications_sent",
         "notifications_failed",
         "stopped_reason",
-    }
+    ]
 
 
 # -- functions and grants --------------------------------------------------------------------------

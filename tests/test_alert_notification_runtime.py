@@ -194,25 +194,22 @@ def test_the_worst_case_state_estimate_bounds_the_state_the_machine_builds(confi
     item = alert_item(user_accounts=users, interval_seconds=Decimal(0), notification_count=Decimal(1000))
     config = _largest_accepted(config_logic, item)
     most = config.rounds
-    # When: the state as the ASL holds it just after the last Catch (the Cause not yet dropped)
+    # When: what the execution holds inside the last Catch: its variables and the caught error
     failures = [
         {"round": r, "user": u, "error": "E" * config_logic.MAX_ERROR_NAME_LENGTH}
         for r in range(1, most + 1)
         for u in config.users
     ]
     state = {
-        "alert_id": config.alert_id,
-        "config": config.to_state(),
-        "progress": {
-            "rounds_completed": most,
-            "user_index": config.user_count,
-            "notifications_sent": 0,
-            "failed_count": len(failures),
-            "failed_text": ",".join(json.dumps(f, separators=(",", ":"), ensure_ascii=False) for f in failures),
-            "separator": ",",
+        "variables": {
+            "config": config.to_state(),
+            "round": most,
+            "next_user": config.user_count,
+            "sent": 0,
+            "failed": failures,
+            "status": "active",
         },
-        "latest": {"Item": {"alert_id": {"S": config.alert_id}, "status": {"S": "active"}}},
-        "caught": {"Error": "E" * 64, "Cause": "c" * 32_000},
+        "errorOutput": {"Error": "E" * 64, "Cause": "c" * 32_000},
     }
     # Then
     actual = len(json.dumps(state, ensure_ascii=False).encode())

@@ -28,12 +28,12 @@ FETCH_MAX_ATTEMPTS = 4
 READ_STATUS_MAX_ATTEMPTS = 4
 NOTIFY_MAX_ATTEMPTS = 8
 # History events: a state is entered and exited (2); a task attempt is scheduled, started and ends (3).
-_FIXED_EVENTS = 2 + (2 + 3 * FETCH_MAX_ATTEMPTS) + 3 * 2  # execution, fetch, stop reason + check + report
-_EVENTS_PER_ROUND = 2 + (2 + 3 * READ_STATUS_MAX_ATTEMPTS) + 2 + 3 * 2  # wait, read, active?, loop exit
-_EVENTS_PER_USER = 2 + (2 + 3 * NOTIFY_MAX_ATTEMPTS) + 2 * 2  # more users?, notify, two bookkeeping passes
+_FIXED_EVENTS = 2 + (2 + 3 * FETCH_MAX_ATTEMPTS) + 2  # execution, fetch, the final state
+_EVENTS_PER_ROUND = 2 + (2 + 3 * READ_STATUS_MAX_ATTEMPTS) + 2  # wait, read, the loop Choice that ends the round
+_EVENTS_PER_USER = 2 + (2 + 3 * NOTIFY_MAX_ATTEMPTS)  # the loop Choice, notify
 
-# Payload: besides the config, the state holds counters and the last getItem response (with its
-# SDK metadata), and between a Catch and the next Pass a caught error whose Cause can be 32 KiB.
+# Payload: the largest value an execution holds is the failure list (a variable, then the output)
+# beside the config; a Catch briefly holds a caught error whose Cause can be 32 KiB.
 STATE_OVERHEAD_BYTES = 4_096
 CAUGHT_CAUSE_BYTES = 32_768
 MAX_ERROR_NAME_LENGTH = 64  # error names a notification can fail with (ours, Lambda.*, States.*)
@@ -159,9 +159,8 @@ def worst_case_state_bytes(config: AlertConfig) -> int:
 
 
 def _failure_entry_bytes(round_: int, user: str) -> int:
-    # Failures accumulate as JSON text inside a JSON string: escaped once more, plus a separator.
     entry = {"round": round_, "user": user, "error": "E" * MAX_ERROR_NAME_LENGTH}
-    return _json_bytes(json.dumps(entry, separators=(",", ":"))) - 2 + 1
+    return _json_bytes(entry) + 1  # and the comma between list entries
 
 
 def _json_bytes(value: Any) -> int:
