@@ -52,9 +52,9 @@ def test_definition_passes_asl_validator(machine, tmp_path):
 
 
 @pytest.mark.parametrize("machine", MACHINES)
-def test_definition_is_jsonpath_with_a_machine_timeout(machine):
+def test_definition_is_jsonata_with_a_machine_timeout(machine):
     definition = json.loads(filled(machine))
-    assert definition.get("QueryLanguage", "JSONPath") == "JSONPath"
+    assert definition["QueryLanguage"] == "JSONata"
     assert isinstance(definition["TimeoutSeconds"], int) and definition["TimeoutSeconds"] > 0
 
 

@@ -393,33 +393,32 @@ def test_callback_task_waits_for_the_token_with_heartbeat_and_timeout_mapped_to_
 
 def test_export_input_bounds_match_validate_job_input():
     validation = load_lambda_module("job_validate_input", "logic")
-    choices = asl("export_poller")["States"]["Export Settings Valid?"]["Choices"]
-    bounds = {
-        (rule["Variable"], op): rule[op]
-        for choice in choices
-        for rule in choice.get("Or", [])
-        for op in ("NumericLessThan", "NumericGreaterThan")
-        if op in rule
-    }
+    check = asl("export_poller")["States"]["Check Export Input"]["Output"]
+    bounds = dict(re.findall(r"\$not\(\$whole\(\$settings\.(\w+), (.*?)\)\) \?", check))
     assert bounds == {
-        ("$.timeout_seconds", "NumericLessThan"): 1,
-        ("$.timeout_seconds", "NumericGreaterThan"): validation.MAX_TIMEOUT_SECONDS,
-        ("$.initial_wait_seconds", "NumericLessThan"): 0,
-        ("$.poll_interval_seconds", "NumericLessThan"): 1,
-        ("$.poll_interval_seconds", "NumericGreaterThan"): validation.MAX_POLL_INTERVAL_SECONDS,
+        "timeout_seconds": f"1, {validation.MAX_TIMEOUT_SECONDS}",
+        "initial_wait_seconds": "0, $settings.timeout_seconds",
+        "poll_interval_seconds": f"1, $min([{validation.MAX_POLL_INTERVAL_SECONDS}, $settings.timeout_seconds])",
     }
+
+
+def test_export_input_is_checked_in_two_states_before_any_export():
+    states = asl("export_poller")["States"]
+    assert asl("export_poller")["StartAt"] == "Check Export Input"
+    assert states["Check Export Input"]["Next"] == "Export Input Valid?"
+    valid = states["Export Input Valid?"]
+    assert [rule["Next"] for rule in valid["Choices"]] == ["Start Table Export"]
+    assert states[valid["Default"]] == {"Type": "Fail", "Error": "InvalidJobInput", "Cause": "{% $states.input.problem %}"}
 
 
 def test_export_loop_counts_waited_seconds_and_times_out_at_the_limit():
     states = asl("export_poller")["States"]
     choice = states["Export Complete?"]
-    assert [c.get("StringEquals") for c in choice["Choices"][:2]] == ["COMPLETED", "FAILED"]
-    assert choice["Choices"][2] == {
-        "Variable": "$.progress.waited_seconds",
-        "NumericGreaterThanEqualsPath": "$.timeout_seconds",
-        "Next": "Export Timed Out",
-    }
-    assert choice["Default"] == "Count Waited Seconds"
-    assert states["Count Waited Seconds"]["Next"] == "Wait Before Next Check"
-    assert states["Wait Before Next Check"]["Next"] == "Describe Export"
+    assert [rule["Next"] for rule in choice["Choices"]] == ["Export Succeeded", "Export Failed", "Export Timed Out"]
+    assert choice["Choices"][2]["Condition"] == "{% $waited >= $settings.timeout_seconds %}"
+    assert choice["Default"] == "Wait Before Next Check"
+    # The Wait itself counts what it waits: no state of its own per poll
+    wait = states["Wait Before Next Check"]
+    assert wait["Assign"] == {"waited": "{% $waited + $settings.poll_interval_seconds %}"}
+    assert wait["Next"] == "Describe Export"
     assert {states[n]["Error"] for n in ("Export Failed", "Export Timed Out")} == {"JobFailed", "JobTimeout"}
