@@ -170,19 +170,19 @@ CASES: dict[str, Case] = {
     "alert: over 25,000 history events": case(
         "alert",
         lambda w: w.alert(
-            notification_count=8, interval_seconds=0, user_accounts=[f"u{i}@example.com" for i in range(100)]
+            notification_count=9, interval_seconds=0, user_accounts=[f"u{i}@example.com" for i in range(100)]
         ),
         "InvalidAlertConfig",
         "notification_count: ",
-        "at most 7 rounds of 100 users",
+        "at most 8 rounds of 100 users",
         "25,000 history events",
     ),
     "alert: too many users for one round": case(
         "alert",
-        lambda w: w.alert(notification_count=1, user_accounts=[f"u{i}@example.com" for i in range(800)]),
+        lambda w: w.alert(notification_count=1, user_accounts=[f"u{i}@example.com" for i in range(900)]),
         "InvalidAlertConfig",
         "user_accounts: ",
-        "800 users",
+        "900 users",
         "even in one round",
     ),
     # -- S3 job poller -----------------------------------------------------------------------------

@@ -326,12 +326,12 @@ def test_lambda_tasks_retry_service_errors_and_time_out_after_their_function(syn
         assert task["Resource"].startswith("arn:aws:states:::lambda:invoke"), name
         retried = {error for retry in task["Retry"] for error in retry["ErrorEquals"]}
         assert retried >= LAMBDA_SERVICE_ERRORS, name
-        if "TimeoutSeconds" in task:
-            function = FUNCTION_OF_PLACEHOLDER[task["Parameters"]["FunctionName"]]
+        if isinstance(task["TimeoutSeconds"], int):
+            function = FUNCTION_OF_PLACEHOLDER[task["Arguments"]["FunctionName"]]
             logical_id = synthesized.logical_id("AWS::Lambda::Function", function)
             assert task["TimeoutSeconds"] > synthesized.resources[logical_id]["Properties"]["Timeout"], name
         else:
-            assert task["TimeoutSecondsPath"] == "$.timeout_seconds", name
+            assert task["TimeoutSeconds"] == "{% $states.input.timeout_seconds %}", name
 
 
 def test_export_tasks_use_sdk_integrations_with_timeouts_and_retries():
@@ -346,23 +346,20 @@ def test_export_tasks_use_sdk_integrations_with_timeouts_and_retries():
 
 def test_poller_loops_get_status_choice_wait_and_ends_in_the_named_errors():
     states = asl("job_poller")["States"]
-    assert states["Wait For Job To Start"]["SecondsPath"] == "$.initial_wait_seconds"
+    assert states["Wait For Job To Start"]["Seconds"] == "{% $states.input.initial_wait_seconds %}"
     assert states["Wait Before Next Poll"] == {
         "Type": "Wait",
-        "SecondsPath": "$.poll_interval_seconds",
+        "Seconds": "{% $states.input.poll_interval_seconds %}",
         "Next": "Get Job Status",
     }
     assert states["Get Job Status"]["Next"] == "Job Complete?"
+    assert states["Get Job Status"]["Assign"] == {"job_status": "{% $states.result.Payload %}"}
     assert states["Job Complete?"]["Default"] == "Wait Before Next Poll"
-    assert states["Job Failed"] == {
-        "Type": "Fail",
-        "Error": "JobFailed",
-        "CausePath": "$.job_status.error_message",
-    }
+    assert states["Job Failed"] == {"Type": "Fail", "Error": "JobFailed", "Cause": "{% $job_status.error_message %}"}
     caught = {error for state in tasks(asl("job_poller")).values() for c in state.get("Catch", [])
               for error in c["ErrorEquals"]}
     assert caught == {"InvalidJobInput", "JobTimeout"}
-    assert states["Run Job"]["Parameters"]["Payload"]["context.$"] == "$$"
+    assert states["Run Job"]["Arguments"]["Payload"]["context"] == "{% $states.context %}"
 
 
 @pytest.mark.parametrize("machine, polls", [("job_poller", True), ("export_poller", True), ("callback_job", False)])
@@ -377,18 +374,21 @@ def test_callback_task_waits_for_the_token_with_heartbeat_and_timeout_mapped_to_
     states = asl("callback_job")["States"]
     task = states["Run Job And Wait For Callback"]
     assert task["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
-    assert task["Parameters"]["InvocationType"] == "Event"
-    assert task["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
+    assert task["Arguments"]["InvocationType"] == "Event"
+    assert task["Arguments"]["Payload"]["task_token"] == "{% $states.context.Task.Token %}"
     heartbeat = task["HeartbeatSeconds"]
     # The runner heartbeats at least three times per HeartbeatSeconds window
-    assert task["Parameters"]["Payload"]["heartbeat_interval_seconds"] * 3 <= heartbeat
+    assert task["Arguments"]["Payload"]["heartbeat_interval_seconds"] * 3 <= heartbeat
     # The input guard keeps the per-execution timeout above HeartbeatSeconds
-    assert states["Timeout Longer Than Heartbeat?"]["Choices"][0]["NumericLessThanEquals"] == heartbeat
+    assert states["Timeout Longer Than Heartbeat?"]["Choices"][0]["Condition"] == (
+        f"{{% $states.input.timeout_seconds <= {heartbeat} %}}"
+    )
     targets = {error: c["Next"] for c in task["Catch"] for error in c["ErrorEquals"]}
     assert set(targets) == {"States.HeartbeatTimeout", "States.Timeout"}
     assert {states[target]["Error"] for target in targets.values()} == {"JobTimeout"}
-    # No Wait states: the callback costs no polling transitions
+    # No Wait states, and the job's report ends the execution: no polling transitions, no closing state
     assert not [s for s in states.values() if s["Type"] == "Wait"]
+    assert task["End"] is True
 
 
 def test_export_input_bounds_match_validate_job_input():
