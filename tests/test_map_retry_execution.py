@@ -105,7 +105,7 @@ def test_all_items_succeeding_first_time_take_one_pass_and_one_call_each(runner)
     assert result.output == {"succeeded": ids, "failed": [], "attempts": {i: 1 for i in ids}, "passes": 1}
     assert attempts_by_item(processed_by_history_and_runtime(runner, result)) == {i: [1] for i in ids}
     assert result.entered("Process Pending Items") == 1
-    assert result.entered("Wait Before Next Pass") == 0
+    assert result.entered("Wait Before Next Item Pass") == 0
 
 
 def test_an_item_failing_once_is_the_only_item_processed_again(runner):
@@ -123,7 +123,7 @@ def test_an_item_failing_once_is_the_only_item_processed_again(runner):
     assert attempts_by_item(done) == {first: [1], flaky: [1, 2], last: [1]}
     assert [(p.item_id, p.error) for p in done if p.error] == [(flaky, "ItemProcessingFailed")]
     # one back-off between the two passes, 2 s of simulated time
-    assert result.entered("Wait Before Next Pass") == 1
+    assert result.entered("Wait Before Next Item Pass") == 1
     assert result.simulated_seconds >= 2
 
 
@@ -182,7 +182,7 @@ def test_max_attempts_one_runs_a_single_pass_without_waiting(runner):
     assert result.output["failed"] == [{"id": flaky, "error": "ItemProcessingFailed"}]
     assert result.output["attempts"] == {good: 1, flaky: 1} and result.output["passes"] == 1
     assert attempts_by_item(processed_by_history_and_runtime(runner, result)) == {good: [1], flaky: [1]}
-    assert result.entered("Wait Before Next Pass") == 0
+    assert result.entered("Wait Before Next Item Pass") == 0
 
 
 def test_max_attempts_five_retries_an_item_four_times_with_doubling_waits(runner):

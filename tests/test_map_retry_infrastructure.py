@@ -115,7 +115,7 @@ def test_every_task_invokes_one_of_this_stacks_functions(definition, resources):
     tasks = {name: s for name, s in all_states(definition).items() if s["Type"] == "Task"}
     # Then
     assert {s["Resource"] for s in tasks.values()} == {"arn:aws:states:::lambda:invoke"}
-    invoked = {s["Parameters"]["FunctionName"] for s in tasks.values()}
+    invoked = {s["Arguments"]["FunctionName"] for s in tasks.values()}
     assert invoked == {f"REF({function_id(resources, name)})" for name in FUNCTIONS}
 
 
@@ -134,11 +134,15 @@ def test_items_run_in_an_inline_map_whose_iterator_catches_every_error(definitio
     process = iterator["States"][iterator["StartAt"]]
     # Then: the Map itself has no Retry (that would rerun successes) and bounded concurrency
     assert map_state["ItemProcessor"]["ProcessorConfig"]["Mode"] == "INLINE"
-    assert map_state["ItemsPath"] == "$.pending" and "Retry" not in map_state
+    assert map_state["Items"] == "{% $states.input.pending %}" and "Retry" not in map_state
     assert 1 <= map_state["MaxConcurrency"] <= 40
-    assert process["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Mark Item As Failed"}]
-    assert iterator["States"]["Mark Item As Failed"]["Parameters"] == {"id.$": "$.item.id", "error.$": "$.error.Error"}
-    assert (process["ResultPath"], process["OutputPath"]) == (None, "$.item.id")
+    assert process["Catch"] == [{
+        "ErrorEquals": ["States.ALL"],
+        "Output": "{% {'id': $states.input.item.id, 'error': $states.errorOutput.Error} %}",
+        "Next": "Mark Item As Failed",
+    }]
+    assert iterator["States"]["Mark Item As Failed"]["End"] is True
+    assert process["Output"] == "{% $states.input.item.id %}"
 
 
 def test_chunks_run_in_a_distributed_map_reading_a_manifest_from_s3(definition):
@@ -150,11 +154,11 @@ def test_chunks_run_in_a_distributed_map_reading_a_manifest_from_s3(definition):
     assert map_state["ItemReader"] == {
         "Resource": "arn:aws:states:::s3:getObject",
         "ReaderConfig": {"InputType": "JSON"},
-        "Parameters": {"Bucket.$": "$.manifest.Bucket", "Key.$": "$.manifest.Key"},
+        "Arguments": {"Bucket": "{% $states.input.manifest.Bucket %}", "Key": "{% $states.input.manifest.Key %}"},
     }
     assert iterator["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
     assert map_state["Label"] == "ItemChunks" and "Retry" not in map_state
-    assert process["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Mark Chunk As Failed"}]
+    assert [(c["ErrorEquals"], c["Next"]) for c in process["Catch"]] == [(["States.ALL"], "Mark Chunk As Failed")]
 
 
 def test_one_pass_loop_waits_then_returns_to_the_map_of_its_mode(definition):
@@ -164,23 +168,22 @@ def test_one_pass_loop_waits_then_returns_to_the_map_of_its_mode(definition):
     # Then
     assert [s["Type"] for s in states.values()].count("Map") == 2
     assert states["Record Pass Results"]["Next"] == states["Record Chunk Results"]["Next"] == "Retry Failed Items?"
-    assert choice["Choices"][0] == {"Variable": "$.retry", "BooleanEquals": True, "Next": "Wait Before Next Pass"}
-    assert states["Wait Before Next Pass"] == {"Type": "Wait", "SecondsPath": "$.wait_seconds", "Next": "Next Pass Over Chunks?"}
-    assert {states["Next Pass Over Chunks?"]["Choices"][0]["Next"], states["Next Pass Over Chunks?"]["Default"]} == {
-        "Process Pending Chunks",
-        "Process Pending Items",
-    }
+    # A retry waits, then runs the Map of the mode it ran in: one Wait per mode, no second Choice
+    assert [rule["Next"] for rule in choice["Choices"][:2]] == ["Wait Before Next Chunk Pass", "Wait Before Next Item Pass"]
+    for wait, following in (("Wait Before Next Chunk Pass", "Process Pending Chunks"), ("Wait Before Next Item Pass", "Process Pending Items")):
+        assert states[wait] == {"Type": "Wait", "Seconds": "{% $states.input.wait_seconds %}", "Next": following}
 
 
 def test_machine_ends_with_searchable_errors_or_the_result(definition):
     # Given
     states = definition["States"]
     # Then
-    assert states["Give Up On Failed Items"] == {"Type": "Fail", "Error": "RetryFailed", "CausePath": "$.failure_cause"}
+    assert states["Give Up On Failed Items"] == {"Type": "Fail", "Error": "RetryFailed", "Cause": "{% $states.input.failure_cause %}"}
     assert states["Reject Invalid Items"]["Error"] == "InvalidItems"
+    assert states["Reject Invalid Items"]["Cause"] == "{% $parse($states.input.Cause).errorMessage %}"
     for task in ("Validate Items", "Split Items Into Chunks"):
-        assert states[task]["Catch"] == [{"ErrorEquals": ["InvalidItems"], "Next": "Explain Invalid Items"}]
-    assert states["Report Results"] == {"Type": "Succeed", "OutputPath": "$.result"}
+        assert states[task]["Catch"] == [{"ErrorEquals": ["InvalidItems"], "Next": "Reject Invalid Items"}]
+    assert states["Report Results"] == {"Type": "Succeed", "Output": "{% $states.input.result %}"}
     assert definition["TimeoutSeconds"] > 0
 
 
