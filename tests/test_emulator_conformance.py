@@ -108,7 +108,6 @@ class Case:
     error: str | None = None  # the execution's error
     cause: str | None = None  # a part of the execution's cause
     check: Callable[[Outcome], None] | None = None
-    emulator_bug: str | None = None  # an open difference from AWS: the case is a strict xfail until fixed
 
 
 @dataclass
@@ -194,6 +193,16 @@ def _check_undefined_variable(outcome: Outcome) -> None:
     # Refused at creation, or failed as every undefined JSONata result fails (transforming-data.html).
     assert (outcome.status, outcome.error) in (("REFUSED", "InvalidDefinition"), ("FAILED", "States.QueryEvaluationError")), (
         outcome.status, outcome.error, outcome.output)
+
+
+def _check_child_cannot_read_outer_variable(outcome: Outcome) -> None:
+    # Refused at creation, or the child fails (an undefined JSONata result) and so does the Map, as
+    # any failed child beyond ToleratedFailureCount/Percentage (0 by default) fails a Distributed Map
+    # (state-map-distributed.html).
+    assert (outcome.status, outcome.error) in (
+        ("REFUSED", "InvalidDefinition"),
+        ("FAILED", "States.ExceedToleratedFailureThreshold"),
+    ), (outcome.status, outcome.error, outcome.output)
 
 
 def _check_retried_twice(outcome: Outcome) -> None:
@@ -410,8 +419,7 @@ CASES: list[Case] = [
          output("{% $x + $y %}", assign={"x": "three", "y": 4}), error="States.QueryEvaluationError"),
     Case("jsonata-field-type-incompatibility-is-query-evaluation-error", JSONATA,
          jsonata({"Wait": {"Type": "Wait", "Seconds": "{% $states.input.timeout %}"}}),
-         {"timeout": "ten"}, error="States.QueryEvaluationError",
-         emulator_bug="a Wait Seconds expression of the wrong type fails as States.Runtime (ValueError)"),
+         {"timeout": "ten"}, error="States.QueryEvaluationError"),
     Case("jsonata-query-evaluation-error-caught-by-parallel", JSONATA,
          jsonata({"Try": {"Type": "Parallel", "Branches": [jsonata({"Broken": UNDEFINED_OUTPUT})],
                           "Catch": [{"ErrorEquals": ["States.QueryEvaluationError"], "Next": "Recover",
@@ -512,18 +520,17 @@ CASES: list[Case] = [
                   "Each Item": {"Type": "Map", "Items": [1],
                                 "ItemProcessor": inline({"Read": {"Type": "Pass", "Output": "{% $secret %}"}},
                                                         mode="DISTRIBUTED")}}),
-         check=_check_undefined_variable,
-         emulator_bug="a Distributed Map child reading an outer variable gets null and succeeds"),
+         check=_check_child_cannot_read_outer_variable),
     # -- Context object -----------------------------------------------------------------------------
     Case("context-object-fields-jsonpath", CONTEXT,
          chain({"Read Context": {"Type": "Pass", "Parameters": {
              "Execution.$": "$$.Execution", "State.$": "$$.State", "StateMachine.$": "$$.StateMachine"}}}),
-         {"key": "value"}, check=_check_context, emulator_bug="the Context object's State has no RetryCount"),
+         {"key": "value"}, check=_check_context),
     Case("context-object-fields-jsonata", CONTEXT,
          jsonata({"Read Context": {"Type": "Pass", "Output": {
              "Execution": "{% $states.context.Execution %}", "State": "{% $states.context.State %}",
              "StateMachine": "{% $states.context.StateMachine %}"}}}),
-         {"key": "value"}, check=_check_context, emulator_bug="the Context object's State has no RetryCount"),
+         {"key": "value"}, check=_check_context),
     Case("context-object-map-item-index-and-value", CONTEXT,
          chain({"ExampleMapState": {"Type": "Map", "ItemSelector": {"ContextIndex.$": "$$.Map.Item.Index",
                                                                      "ContextValue.$": "$$.Map.Item.Value"},
@@ -538,8 +545,7 @@ CASES: list[Case] = [
              "ItemProcessor": inline({"TestPass": {"Type": "Pass"}})}}),
          [{"who": "bob"}, {"who": "meg"}],
          [{"ContextIndex": 0, "ContextValue": {"who": "bob"}, "ContextSource": "STATE_DATA"},
-          {"ContextIndex": 1, "ContextValue": {"who": "meg"}, "ContextSource": "STATE_DATA"}],
-         emulator_bug="a JSONata Map without Items fails with States.Runtime 'list index out of range'"),
+          {"ContextIndex": 1, "ContextValue": {"who": "meg"}, "ContextSource": "STATE_DATA"}]),
     # -- Choice -----------------------------------------------------------------------------------
     Case("choice-value-in-twenties", CHOICE, CHOICE_STATE_X, {"type": "Private", "value": 22}, "ValueInTwenties"),
     Case("choice-not-private-is-public", CHOICE, CHOICE_STATE_X, {"type": "Public", "value": 22}, "Public"),
@@ -548,7 +554,7 @@ CASES: list[Case] = [
     Case("choice-no-match-without-default-fails", ERRORS,
          chain({"Check": {"Type": "Choice", "Choices": [{"Variable": "$.foo", "NumericEquals": 1, "Next": "Matched"}]},
                 "Matched": end("Matched")}),
-         {"foo": 2}, error="States.NoChoiceMatched", emulator_bug="fails as States.Runtime (RuntimeError)"),
+         {"foo": 2}, error="States.NoChoiceMatched"),
     Case("choice-is-present-guards-string-equals", CHOICE,
          _choice({"And": [{"Variable": "$.keyThatMightNotExist", "IsPresent": True},
                           {"Variable": "$.keyThatMightNotExist", "StringEquals": "foo"}]}),
@@ -589,8 +595,7 @@ CASES: list[Case] = [
     # "If a Choice Rule matches, Step Functions evaluates only that rule's Assign field and does not
     # evaluate the top-level Assign field" (section "Using Assign with Choice states").
     Case("choice-state-assign-skipped-when-a-rule-matches", CHOICE, SCORE_CHOICE, {"score": 60},
-         {"state": "MediumScoreState", "outputValue": "unset"},
-         emulator_bug="the state-level Assign is applied although a rule matched (patches/states.py install_choice_assign)"),
+         {"state": "MediumScoreState", "outputValue": "unset"}),
     Case("choice-state-assign-when-no-rule-matches", CHOICE, SCORE_CHOICE, {"score": 10},
          {"state": "LowScoreState", "outputValue": "default path taken"}),
     Case("choice-jsonpath-rule-assign", VARIABLES,
@@ -791,10 +796,7 @@ def executions(aws, sfn, role_arn) -> Executions:
     return Executions(sfn, role_arn, {"ProbeArn": probe_arn})
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(case, id=case.id, marks=[pytest.mark.xfail(strict=True, reason=case.emulator_bug)] if case.emulator_bug else [])
-    for case in CASES
-])
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_documented_example(executions, case):
     # Given the example's definition and input (started with the others)
     # When it runs
@@ -843,7 +845,6 @@ def test_get_execution_history_pages_with_max_results_and_reverses_order(executi
     assert [e["id"] for e in rest["events"]] == [2, 1] and "nextToken" not in rest
 
 
-@pytest.mark.xfail(strict=True, reason="a constant string in Assign keeps its JSON escape: the variable holds 'Mar\\u00eda'")
 def test_definition_text_is_read_as_json_with_its_escapes(sfn, role_arn):
     # AWS (CreateStateMachine): the definition is JSON text, so "Mar\\u00eda" in it is the string
     # "María", as json.dumps writes it by default. The transforming-data.html example, escaped.
@@ -869,7 +870,6 @@ def test_describe_execution_answers_for_an_output_holding_context_times(executio
     assert AWS_TIMESTAMP.fullmatch(times["State"]["EnteredTime"]), times
 
 
-@pytest.mark.xfail(strict=True, reason="DescribeExecution answers without redriveCount")
 def test_describe_execution_reports_redrive_count_zero(executions, sfn):
     # AWS (DescribeExecution): "If you have not yet redriven an execution, the redriveCount is 0."
     outcome = executions.outcome("intrinsic-array")
