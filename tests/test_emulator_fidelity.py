@@ -169,6 +169,33 @@ def test_wait_states_and_retry_backoff_take_simulated_time(aws, role_arn, probe_
     assert result.wall_seconds < 15
 
 
+def test_every_service_stamps_times_from_the_one_clock(aws, role_arn):
+    # Given: an object written by the machine after an hour's Wait (AWS services share one time)
+    bucket = unique("one-clock")
+    aws.client("s3").create_bucket(Bucket=bucket)
+    definition = {
+        "QueryLanguage": "JSONata",
+        "StartAt": "Wait An Hour",
+        "States": {
+            "Wait An Hour": {"Type": "Wait", "Seconds": 3600, "Next": "Write Object"},
+            "Write Object": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::aws-sdk:s3:putObject",
+                "Arguments": {"Bucket": bucket, "Key": "written", "Body": "{% $states.context.State.EnteredTime %}"},
+                "End": True,
+            },
+        },
+    }
+    # When
+    result = run(aws, _machine(aws, role_arn, definition), {})
+    # Then: the object's LastModified is the time the task ran, not an hour earlier
+    assert result.status == "SUCCEEDED", result.cause
+    written = aws.client("s3").get_object(Bucket=bucket, Key="written")
+    entered = datetime.fromisoformat(written["Body"].read().decode().replace("Z", "+00:00"))
+    assert abs((written["LastModified"] - entered).total_seconds()) < 5
+    assert entered - result.start >= timedelta(seconds=3600)
+
+
 def test_machine_timeout_is_enforced_in_simulated_time(aws, role_arn):
     definition = {
         "StartAt": "Wait An Hour",

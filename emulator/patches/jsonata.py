@@ -216,14 +216,8 @@ def install_field_paths() -> None:
     JSONataTemplateValueArray._eval_body = array_eval_body
 
 
-def install_jsonata_evaluator() -> None:
-    """Evaluate JSONata expressions and JSONPath-mode variable reads, as AWS does.
-
-    AWS: a JSONata expression that fails, or returns nothing, fails the state with
-    ``States.QueryEvaluationError``, which Retry and Catch can match; the cause names the expression
-    and the field ("The JSONata expression '$states.input.absent' specified for the field
-    'Output/v' returned nothing (undefined).").
-    """
+def fail(env: Any, expression: str, problem: str) -> None:
+    """Fail the running state with ``States.QueryEvaluationError``, as AWS words it."""
     from moto.stepfunctions.parser.api import EvaluationFailedEventDetails, HistoryEventType
     from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
         FailureEvent,
@@ -233,35 +227,44 @@ def install_jsonata_evaluator() -> None:
     from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
         StatesErrorNameType,
     )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    error_name = StatesErrorName(typ=StatesErrorNameType.StatesQueryEvaluationError)
+    field = "".join(getattr(env, FIELD_PATH, None) or [])
+    where = f" specified for the field '{field}'" if field else ""
+    failure = FailureEvent(
+        env=env,
+        error_name=error_name,
+        event_type=HistoryEventType.EvaluationFailed,
+        event_details=EventDetails(
+            evaluationFailedEventDetails=EvaluationFailedEventDetails(
+                error=error_name.error_name,
+                cause=f"The JSONata expression '{expression}'{where} {problem}",
+            )
+        ),
+    )
+    exception = FailureEventException(failure_event=failure)
+    env.event_manager.add_event(
+        context=env.event_history_context,
+        event_type=HistoryEventType.EvaluationFailed,
+        event_details=EventDetails(evaluationFailedEventDetails=exception.get_evaluation_failed_event_details()),
+    )
+    raise exception
+
+
+def install_jsonata_evaluator() -> None:
+    """Evaluate JSONata expressions and JSONPath-mode variable reads, as AWS does.
+
+    AWS: a JSONata expression that fails, or returns nothing, fails the state with
+    ``States.QueryEvaluationError``, which Retry and Catch can match; the cause names the expression
+    and the field ("The JSONata expression '$states.input.absent' specified for the field
+    'Output/v' returned nothing (undefined).").
+    """
     from moto.stepfunctions.parser.asl.component.common.query_language import QueryLanguageMode
     from moto.stepfunctions.parser.asl.component.common.string.string_expression import (
         StringJSONata,
         StringVariableSample,
     )
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-
-    def fail(env: Any, expression: str, problem: str) -> None:
-        error_name = StatesErrorName(typ=StatesErrorNameType.StatesQueryEvaluationError)
-        field = "".join(getattr(env, FIELD_PATH, None) or [])
-        where = f" specified for the field '{field}'" if field else ""
-        failure = FailureEvent(
-            env=env,
-            error_name=error_name,
-            event_type=HistoryEventType.EvaluationFailed,
-            event_details=EventDetails(
-                evaluationFailedEventDetails=EvaluationFailedEventDetails(
-                    error=error_name.error_name,
-                    cause=f"The JSONata expression '{expression}'{where} {problem}",
-                )
-            ),
-        )
-        exception = FailureEventException(failure_event=failure)
-        env.event_manager.add_event(
-            context=env.event_history_context,
-            event_type=HistoryEventType.EvaluationFailed,
-            event_details=EventDetails(evaluationFailedEventDetails=exception.get_evaluation_failed_event_details()),
-        )
-        raise exception
 
     def variables_in_scope(env: Any) -> dict[str, Any]:
         store = env.variable_store
@@ -277,8 +280,7 @@ def install_jsonata_evaluator() -> None:
         return result
 
     def jsonata_eval_body(self: Any, env: Any) -> None:
-        states = {key: value for key, value in env.states._states_data.items()}
-        env.stack.append(run(env, self.expression, {**variables_in_scope(env), "states": states}))
+        env.stack.append(run(env, self.expression, {**variables_in_scope(env), "states": dict(env.states._states_data)}))
 
     def variable_sample_eval_body(self: Any, env: Any) -> None:
         bindings = variables_in_scope(env)
@@ -288,3 +290,36 @@ def install_jsonata_evaluator() -> None:
 
     StringJSONata._eval_body = jsonata_eval_body
     StringVariableSample._eval_body = variable_sample_eval_body
+
+
+def install_integer_fields() -> None:
+    """AWS: a JSONata expression in a field that takes a whole number (Wait ``Seconds``,
+    ``TimeoutSeconds``, ``HeartbeatSeconds``, ``MaxConcurrency``) that returns anything else fails
+    the state with ``States.QueryEvaluationError``; moto called ``int()`` on it, so "10" waited ten
+    seconds and "ten" failed as States.Runtime.
+    https://docs.aws.amazon.com/step-functions/latest/dg/transforming-data.html
+    """
+    from moto.stepfunctions.parser.asl.component.common.timeouts.heartbeat import HeartbeatSecondsJSONata
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSecondsJSONata
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.max_concurrency import MaxConcurrencyJSONata
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.seconds import SecondsJSONata
+
+    def whole_number(self: Any, env: Any) -> int:
+        self.string_jsonata.eval(env=env)
+        value = env.stack.pop()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+            shown = json.dumps(value, separators=(",", ":"))
+            kind = "boolean" if isinstance(value, bool) else {str: "string", list: "array", dict: "object"}.get(
+                type(value), "null" if value is None else "number"
+            )
+            fail(
+                env,
+                self.string_jsonata.expression,
+                f"returned an unexpected result type. Expected 'integer', but was '{kind}' for value: {shown}",
+            )
+        return int(value)
+
+    SecondsJSONata._get_wait_seconds = whole_number
+    TimeoutSecondsJSONata._eval_seconds = whole_number
+    HeartbeatSecondsJSONata._eval_seconds = whole_number
+    MaxConcurrencyJSONata._eval_max_concurrency = whole_number

@@ -27,56 +27,47 @@ def install_choice_rule_assign() -> None:
     Preprocessor.visitChoice_rule_comparison_variable = visit
 
 
-def install_choice_assign() -> None:
-    """AWS: a Choice's state-level ``Assign`` applies whichever rule matched (or Default), beside the
-    matched rule's own ``Assign``; like the bindings of one Assign, all of them read the values from
-    before the state. moto applied the state-level Assign only when Default was taken, and a rule's
-    Assign as soon as the rule matched. Where both assign one variable, the rule's value is kept.
-    https://docs.aws.amazon.com/step-functions/latest/dg/state-choice.html
+def install_no_choice_matched() -> None:
+    """AWS: a Choice state whose rules all fail and that has no Default fails the state with
+    ``States.NoChoiceMatched``, which Retry and Catch can match; moto raised States.Runtime.
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
     """
+    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
     from moto.stepfunctions.parser.asl.component.state.choice.state_choice import StateChoice
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
-    def declarations(assign_decl: Any, env: Any) -> dict[str, Any]:
-        values: dict[str, Any] = {}
-        for binding in assign_decl.declaration_bindings:
-            binding.eval(env=env)
-            values.update(env.stack.pop())
-        return values
+    original = StateChoice._eval_state
 
     def eval_state(self: Any, env: Any) -> None:
-        matched = None
-        for rule in self.choices_decl.rules:
-            rule.comparison.eval(env)
-            if env.stack.pop() is True:
-                if not rule.next_stmt:
-                    raise RuntimeError(f"Missing Next definition for state_choice rule '{rule}' in choices '{self}'.")
-                matched = rule
-                break
-        if matched is None and self.default_state is None:
-            raise RuntimeError(f"No branching option reached in state {self.name}")
-        assigned: dict[str, Any] = {}
-        for assign_decl in (self.assign_decl, matched.assign if matched else None):
-            if assign_decl is not None:
-                assigned.update(declarations(assign_decl, env))
-        for name, value in assigned.items():
-            env.variable_store.set(variable_identifier=name, variable_value=value)
-        if matched is not None and matched.output:
-            matched.output.eval(env=env)
-        env.stack.append(matched.next_stmt.name if matched else self.default_state.state_name)
-
-    def eval_state_output(self: Any, env: Any) -> None:
-        next_state_name: str = env.stack.pop()
-        if self.default_state and self.default_state.state_name == next_state_name and self.output:
-            self.output.eval(env=env)
-        if self._is_language_query_jsonpath():
-            if self.output_path:
-                self.output_path.eval(env=env)
-            else:
-                env.states.reset(input_value=env.stack.pop())
-        env.next_state_name = next_state_name
+        try:
+            original(self, env)
+        except RuntimeError:
+            if self.default_state is not None:
+                raise
+            error_name = StatesErrorName(typ=StatesErrorNameType.StatesNoChoiceMatched)
+            raise FailureEventException(
+                failure_event=FailureEvent(
+                    env=env,
+                    error_name=error_name,
+                    event_type=HistoryEventType.ExecutionFailed,
+                    event_details=EventDetails(
+                        executionFailedEventDetails=ExecutionFailedEventDetails(
+                            error=error_name.error_name,
+                            cause=f"No Choice Rule of state '{self.name}' matched and it has no Default.",
+                        )
+                    ),
+                )
+            ) from None
 
     StateChoice._eval_state = eval_state
-    StateChoice._eval_state_output = eval_state_output
 
 
 def install_variable_comparison_order() -> None:
@@ -149,3 +140,70 @@ def install_distributed_map_scope() -> None:
             env_frame.variable_store = VariableStore()
 
         worker._eval_input = eval_input
+
+
+def install_map_items_default() -> None:
+    """AWS: a JSONata Map without ``Items`` iterates over its state input, as a JSONPath Map without
+    ``ItemsPath`` does; moto iterated over nothing and failed with States.Runtime.
+    https://docs.aws.amazon.com/step-functions/latest/dg/state-map-inline.html
+    """
+    from moto.stepfunctions.parser.asl.component.common.string.string_expression import StringJSONata
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.items.items import ItemsJSONata
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map import StateMap
+
+    original = StateMap.from_state_props
+
+    def from_state_props(self: Any, state_props: Any) -> None:
+        original(self, state_props)
+        if not self._is_language_query_jsonpath() and self.items is None and self.item_reader is None:
+            self.items = ItemsJSONata(StringJSONata("$states.input"))
+
+    StateMap.from_state_props = from_state_props
+
+
+def install_distributed_map_tolerated_failures() -> None:
+    """AWS: a Distributed Map fails with ``States.ExceedToleratedFailureThreshold`` once more of
+    its items fail (or time out) than ``ToleratedFailureCount`` / ``ToleratedFailurePercentage``
+    allow, both 0 by default; moto parsed both and enforced neither, so a failed child left null
+    in the results and the Map succeeded.
+    https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html
+    """
+    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (
+        DistributedIterationComponent,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    original = DistributedIterationComponent._map_run
+
+    def map_run(self: Any, env: Any, eval_input: Any) -> None:
+        original(self, env, eval_input)
+        items = eval_input.map_run_record.item_counter
+        failed, total = items.failed.get() + items.timed_out.get(), items.total.get()
+        if failed > eval_input.tolerated_failure_count or (
+            total and 100 * failed / total > eval_input.tolerated_failure_percentage
+        ):
+            error_name = StatesErrorName(typ=StatesErrorNameType.StatesExceedToleratedFailureThreshold)
+            raise FailureEventException(
+                failure_event=FailureEvent(
+                    env=env,
+                    error_name=error_name,
+                    event_type=HistoryEventType.ExecutionFailed,
+                    event_details=EventDetails(
+                        executionFailedEventDetails=ExecutionFailedEventDetails(
+                            error=error_name.error_name,
+                            cause="The specified tolerated failure threshold was exceeded",
+                        )
+                    ),
+                )
+            )
+
+    DistributedIterationComponent._map_run = map_run

@@ -61,7 +61,8 @@ def install_start_execution_checks() -> None:
 
 def install_describe_execution() -> None:
     """AWS: DescribeExecution output is always a JSON text (a string output is quoted; null is
-    "null"), and TIMED_OUT executions have a stopDate too."""
+    "null"), TIMED_OUT executions have a stopDate too, and ``redriveCount`` is 0 until the
+    execution is redriven."""
     from moto.stepfunctions import responses as sfn_responses
 
     def describe_execution(self: Any) -> Any:
@@ -74,6 +75,7 @@ def install_describe_execution() -> None:
             "startDate": execution.start_date,
             "stateMachineArn": execution.state_machine_arn,
             "status": execution.status,
+            "redriveCount": 0,
         }
         if execution.status != "RUNNING" and execution.stop_date is not None:
             response["stopDate"] = execution.stop_date
@@ -301,10 +303,12 @@ def install_context_object() -> None:
     """The context object (``$$``, ``$states.context``) as AWS documents it.
 
     AWS: ``Execution.StartTime`` and ``State.EnteredTime`` are strings such as
-    "2019-03-26T20:14:13.192Z"; ``Execution.RedriveCount`` is 0 until the execution is redriven.
+    "2019-03-26T20:14:13.192Z"; ``Execution.RedriveCount`` is 0 until the execution is redriven;
+    ``State.RetryCount`` is there in every state; an inline Map item's ``Map.Item.Source`` is
+    "STATE_DATA".
     moto put a datetime object in StartTime (an output holding ``$$`` then failed DescribeExecution
     with HTTP 500, "Object of type datetime is not JSON serializable"), wrote EnteredTime with
-    microseconds and "+00:00", and had no RedriveCount.
+    microseconds and "+00:00", had no RedriveCount, and RetryCount only in task, Map and Parallel states.
     https://docs.aws.amazon.com/step-functions/latest/dg/input-output-contextobject.html
     """
     from moto.stepfunctions.parser.asl.component.state import state as state_module
@@ -324,9 +328,20 @@ def install_context_object() -> None:
 
     def state_data(**fields: Any) -> Any:
         fields["EnteredTime"] = aws_timestamp(fields["EnteredTime"])
+        fields.setdefault("RetryCount", 0)  # task states count their retries in it
         return original_state_data(**fields)
 
     state_module.StateData = state_data
+
+    # AWS: Map.Item.Source says where an item came from: "STATE_DATA" for items of the state input.
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker
+
+    original_item_data = iteration_worker.ItemData
+
+    def item_data(**fields: Any) -> Any:
+        return original_item_data(**fields, Source="STATE_DATA")
+
+    iteration_worker.ItemData = item_data
 
 
 # GetExecutionHistory: "maxResults ... The default is 100 and the maximum is 1000."
@@ -357,3 +372,22 @@ def install_history_paging() -> None:
         return sfn_responses.ActionResult(page)
 
     sfn_responses.StepFunctionResponse.get_execution_history = get_execution_history
+
+
+def install_definition_string_escapes() -> None:
+    """AWS reads a definition as JSON: ``"Mar\\u00eda"`` is the string "María" wherever it stands.
+    moto's parser kept the escapes of most string fields (Assign constants, Result, state names,
+    error names...) as raw text, so a definition serialized with ``json.dumps`` defaults, as boto3
+    users do, assigned "Mar\\u00eda".
+    """
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    original = Preprocessor._inner_string_of
+
+    def inner_string_of(parser_rule_context: Any) -> str | None:
+        text = original(parser_rule_context)
+        if text is None or "\\" not in text:
+            return text
+        return json.loads(f'"{text}"')
+
+    Preprocessor._inner_string_of = staticmethod(inner_string_of)
