@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emulator.session import Deployment
+from stacks.common.definitions import fill_placeholders
 
 BENCH_DIR = Path(__file__).resolve().parent
 SEEDS_DIR = BENCH_DIR / "seeds"
@@ -78,11 +79,8 @@ class _Deployer:
         )["FunctionArn"]
 
     def machine(self, name: str, definition: str, substitutions: dict[str, str]) -> str:
-        for key, value in substitutions.items():
-            definition = definition.replace(f"${{{key}}}", value)
-        if "${" in definition:
-            raise ValueError(f"{name}: unsubstituted placeholder in {definition[definition.index('${'):][:60]}")
-        return self.sfn.create_state_machine(name=name, definition=definition, roleArn=self.role_arn)["stateMachineArn"]
+        filled = fill_placeholders(definition, substitutions, name)
+        return self.sfn.create_state_machine(name=name, definition=filled, roleArn=self.role_arn)["stateMachineArn"]
 
 
 def _seed_lambda(name: str) -> Path:
@@ -146,7 +144,7 @@ def deploy_bench(deployment: Deployment) -> BenchMachines:
 
 def _callback_runner_arn(definition: str) -> str:
     task = json.loads(definition)["States"]["Run Job And Wait For Callback"]
-    return task["Parameters"]["FunctionName"]
+    return task["Arguments"]["FunctionName"]
 
 
 def use_runner(deployment: Deployment, runner_name: str) -> str:

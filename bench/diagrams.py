@@ -33,8 +33,22 @@ def _path(path: str) -> str:
     return path.removeprefix("$.").removeprefix("$")
 
 
+def jsonata_condition(expression: str) -> str:
+    """A JSONata Condition as it reads aloud: no {% %}, no $states.input., no $ before names."""
+    text = expression.strip().removeprefix("{%").removesuffix("%}").strip()
+    text = text.replace("$states.input.", "")
+    text = re.sub(r"\$exists\(([\w.]+)\)", r"\1 present", text)
+    text = re.sub(r"\$not\(", "not (", text)
+    text = re.sub(r"\$(\w)", r"\1", text)
+    return text
+
+
 def condition(rule: dict) -> str:
-    """A Choice rule as a short readable expression."""
+    """A Choice rule as a short readable expression (its Comment, where it has one)."""
+    if "Comment" in rule:
+        return rule["Comment"]
+    if "Condition" in rule:
+        return jsonata_condition(rule["Condition"])
     if "And" in rule or "Or" in rule:
         joiner = " and " if "And" in rule else " or "
         return joiner.join(condition(r) for r in rule.get("And", rule.get("Or")))

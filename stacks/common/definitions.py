@@ -24,15 +24,21 @@ def load_definition(machine: str, substitutions: Mapping[str, str]) -> str:
 
     Values may be CDK tokens: the caller gets a string CDK renders as an inline
     ``DefinitionString`` (Fn::Join), which both AWS and the local emulator deploy.
+    """
+    return fill_placeholders(definition_path(machine).read_text(encoding="utf-8"), substitutions, f"{machine}.asl.json")
+
+
+def fill_placeholders(text: str, substitutions: Mapping[str, str], source: str) -> str:
+    """``text`` (ASL JSON) with each ``${Name}`` replaced by ``substitutions[Name]``.
+
     Unknown or unused names are errors so a typo cannot ship a half-filled machine.
     """
-    text = definition_path(machine).read_text(encoding="utf-8")
-    json.loads(text)  # fail early, with the file name in the traceback, on broken JSON
+    json.loads(text)  # fail early, naming the source, on broken JSON
     wanted = placeholders(text)
     given = set(substitutions)
     if wanted != given:
         raise ValueError(
-            f"{machine}.asl.json placeholders {sorted(wanted)} do not match substitutions {sorted(given)}: "
+            f"{source} placeholders {sorted(wanted)} do not match substitutions {sorted(given)}: "
             f"missing {sorted(wanted - given)}, unused {sorted(given - wanted)}"
         )
     return PLACEHOLDER.sub(lambda m: substitutions[m.group(1)], text)
