@@ -16,6 +16,7 @@ from moto import mock_aws
 
 from emulator.slack import SlackStandIn
 from stacks.common.definitions import definition_path
+from tests.emf import emf_metrics
 from tests.lambda_loader import load_lambda_module
 
 ASL = json.loads(definition_path("alert_notification").read_text())
@@ -487,6 +488,41 @@ def test_a_rejected_notification_is_not_retryable(notifier, slack):
     assert type(raised.value).__name__ == "SlackRejectedError"
     retry_names = {name for retrier in ASL["States"]["Notify Next User"]["Retry"] for name in retrier["ErrorEquals"]}
     assert "SlackRejectedError" not in retry_names and "SlackTransientError" in retry_names
+
+
+def test_a_delivered_notification_counts_as_sent_for_its_alert_once(notifier, slack, capsys):
+    # When: delivered, then replayed by a retried task
+    notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    # Then
+    metrics = emf_metrics(capsys.readouterr().out)
+    assert [(m.get("AlertId"), m.get("NotificationsSent")) for m in metrics] == [("disk-full-web-1", [1.0])]
+
+
+@pytest.mark.parametrize(
+    "status, attempt, counted",
+    [(404, 1, True), (500, 1, False), (500, "last", True)],
+    ids=["rejected", "transient-then-retried", "transient-on-the-last-attempt"],
+)
+def test_a_notification_counts_as_failed_once_the_machine_gives_up_on_it(notifier, slack, capsys, status, attempt, counted):
+    # Given: the attempt number the machine passes ($states.context.State.RetryCount + 1)
+    slack_retrier = next(r for r in ASL["States"]["Notify Next User"]["Retry"] if "SlackTransientError" in r["ErrorEquals"])
+    event = {**notification_event(), "attempt": 1 + slack_retrier["MaxAttempts"] if attempt == "last" else attempt}
+    slack.fail_next(1, status=status)
+    # When
+    with pytest.raises(Exception):
+        notifier.lambda_handler(event, FakeLambdaContext())
+    # Then
+    failed = [m["NotificationsFailed"] for m in emf_metrics(capsys.readouterr().out) if "NotificationsFailed" in m]
+    assert failed == ([[1.0]] if counted else [])
+
+
+def test_the_notifier_knows_how_many_attempts_the_machine_gives_a_transient_failure(notifier):
+    slack_webhook = load_lambda_module("alert_notifier", "slack_webhook")
+    [retrier] = [r for r in ASL["States"]["Notify Next User"]["Retry"] if "SlackTransientError" in r["ErrorEquals"]]
+    assert slack_webhook.SLACK_MAX_ATTEMPTS == 1 + retrier["MaxAttempts"]
+    payload = ASL["States"]["Notify Next User"]["Arguments"]["Payload"]
+    assert payload["attempt"] == "{% $states.context.State.RetryCount + 1 %}"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from moto import mock_aws
 from patterns_common import map_retry as mr
 from patterns_common.items_demo import ItemProcessingFailed, process_item
 from patterns_common.map_retry import InvalidItems, LedgerMismatch, Options, RunPaths
+from tests.emf import emf_metrics
 from tests.lambda_loader import load_lambda_module
 
 BUCKET = "map-retry-items"
@@ -514,6 +515,23 @@ def test_validate_and_record_handlers_run_the_inline_loop():
     assert (state["retry"], state["wait_seconds"], state["max_attempts"]) == (True, 2, 3)
 
 
+def test_recording_a_pass_counts_the_items_retried_or_given_up(capsys):
+    # Given: two passes allowed; B fails both
+    validate = load_lambda_module("map_validate_items").lambda_handler
+    state = validate({"items": [{"id": "A"}, {"id": "B", "fail_attempts": 5}], "max_attempts": 2}, FakeLambdaContext())
+    record = load_lambda_module("map_record_pass").lambda_handler
+    failed_b = {"id": "B", "error": "ItemProcessingFailed"}
+    # When
+    state = record({**state, "pass_results": ["A", failed_b]}, FakeLambdaContext())
+    record({**state, "pass_results": [failed_b]}, FakeLambdaContext())
+    # Then: one item retried after pass 1, one given up after pass 2
+    metrics = emf_metrics(capsys.readouterr().out)
+    assert [{k: v for k, v in m.items() if k.startswith("Map")} for m in metrics] == [
+        {"MapItemsRetried": [1.0]},
+        {"MapItemsGivenUp": [1.0]},
+    ]
+
+
 def test_validate_handler_raises_invalid_items():
     validate = load_lambda_module("map_validate_items").lambda_handler
     with pytest.raises(InvalidItems, match="items is empty"):
@@ -673,16 +691,18 @@ def test_record_chunks_fails_every_item_of_a_chunk_whose_iteration_failed(s3):
     assert read(s3, "runs/exec-1/pass-02/chunk-00000.json")[0] == {"item": {"id": "I-250"}, "attempt": 2}
 
 
-def test_record_chunks_retried_after_recording_does_not_apply_the_pass_twice(s3):
+def test_record_chunks_retried_after_recording_does_not_apply_the_pass_twice(s3, capsys):
     # Given
     state = split(s3, [{"id": "A"}, {"id": "B", "fail_attempts": 1}], max_attempts=3)
     map_results = run_chunks(s3, state)
     first = record_chunks(state, map_results)
     # When: Step Functions retries the same invocation
     second = record_chunks(state, map_results)
-    # Then
+    # Then: recorded and counted once
     assert second == first
     assert read(s3, "runs/exec-1/result.json")["passes"] == 1
+    retried = [m["MapItemsRetried"] for m in emf_metrics(capsys.readouterr().out) if "MapItemsRetried" in m]
+    assert retried == [[1.0]]
 
 
 def test_record_chunks_refuses_a_ledger_out_of_step_with_the_machine(s3):

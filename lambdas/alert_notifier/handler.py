@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -16,9 +17,9 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from slack_webhook import Notification, post_message
+from slack_webhook import Notification, SlackRejectedError, SlackTransientError, gives_up, post_message
 
-from patterns_common.observability import logger, tracer
+from patterns_common.observability import logger, metrics, tracer
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
 
@@ -31,12 +32,22 @@ idempotency = IdempotencyConfig(
 )
 
 
+# Metrics outermost: they are flushed however the handler ends. The idempotent body runs once per
+# (execution, round, user), so a replayed notification is not counted twice.
+@metrics.log_metrics
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @idempotent(config=idempotency, persistence_store=persistence)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     notification = Notification.from_event(event)
+    metrics.add_dimension(name="AlertId", value=notification.alert_id)
     webhook_url = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
-    status = post_message(webhook_url, notification.text())
+    try:
+        status = post_message(webhook_url, notification.text())
+    except (SlackTransientError, SlackRejectedError) as error:
+        if gives_up(error, event.get("attempt", 1)):
+            metrics.add_metric(name="NotificationsFailed", unit=MetricUnit.Count, value=1)
+        raise
+    metrics.add_metric(name="NotificationsSent", unit=MetricUnit.Count, value=1)
     logger.info("Notified", extra={"alert_id": notification.alert_id, "round": notification.round, "user": notification.user})
     return {"user": notification.user, "round": notification.round, "status": status}

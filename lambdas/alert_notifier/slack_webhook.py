@@ -26,6 +26,21 @@ class SlackRejectedError(Exception):
     """Slack refused the message for good (4xx such as a revoked webhook or archived channel)."""
 
 
+# Attempts the machine gives one notification on SlackTransientError: 1 + Notify Next User's
+# MaxAttempts for it (a test pins the two together).
+SLACK_MAX_ATTEMPTS = 5
+
+
+def gives_up(error: Exception, attempt: int) -> bool:
+    """Whether the machine stops trying this notification after ``error``: a rejection at once, a
+    transient failure on its last attempt. ``attempt`` comes from the state's RetryCount, which also
+    counts retries of Lambda service errors: after one of those (rare) this reads one attempt early.
+    """
+    return isinstance(error, SlackRejectedError) or (
+        isinstance(error, SlackTransientError) and attempt >= SLACK_MAX_ATTEMPTS
+    )
+
+
 @dataclass(frozen=True)
 class Notification:
     alert_id: str

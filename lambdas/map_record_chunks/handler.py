@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 import boto3
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from patterns_common.map_retry import (
@@ -15,13 +16,14 @@ from patterns_common.map_retry import (
     Result,
     RunPaths,
     outcomes_from_chunks,
+    pass_metrics,
     record_pass,
     s3_state,
     should_retry,
     split_map_results,
 )
 from patterns_common.map_retry_store import RunStore
-from patterns_common.observability import logger, tracer
+from patterns_common.observability import logger, metrics, tracer
 
 store = RunStore(boto3.client("s3"), os.environ["ITEMS_BUCKET_NAME"])
 
@@ -41,6 +43,7 @@ def record(paths: RunPaths, options: Options, result: Result, map_results: list[
     return result
 
 
+@metrics.log_metrics
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -55,5 +58,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     else:
         raise LedgerMismatch(f"{paths.result_key} has {recorded} passes; the machine expected {expected}")
     state = s3_state(options, store.bucket, paths, result)
+    if recorded == expected:  # a pass recorded by an earlier invocation was counted by it
+        for name, count in pass_metrics(state).items():
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
     logger.info("Recorded pass", extra={"passes": result["passes"], "still_failing": state["remaining_count"]})
     return state

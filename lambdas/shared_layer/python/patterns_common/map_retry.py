@@ -276,6 +276,14 @@ def loop_facts(options: Options, result: Result, full_result_uri: str | None = N
     }
 
 
+def pass_metrics(facts: Mapping[str, Any]) -> dict[str, int]:
+    """A recorded pass's business metrics: the items still failed run again, or are given up on."""
+    remaining = facts["remaining_count"]
+    if not remaining:
+        return {}
+    return {"MapItemsRetried": remaining} if facts["retry"] else {"MapItemsGivenUp": remaining}
+
+
 # ---- inline mode: the whole ledger travels in the execution payload ----------------------------
 
 
