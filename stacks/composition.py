@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import App, Environment, Tags, Validations
+from aws_cdk import App, Aspects, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from stacks.alert_notification.stack import AlertNotificationStack
+from stacks.common.scanners import ScannerAcknowledgements
 from stacks.config import AppConfig
 from stacks.job_poller.stack import JobPollerStack
 from stacks.map_retry.stack import MapRetryStack
@@ -31,8 +32,10 @@ def add_stacks(app: App, config: AppConfig, env: Environment | None = None) -> A
         "MonitoringStack",
         config=config,
         state_machines=[*alert.state_machines, *poller.state_machines, *map_retry.state_machines],
+        failure_queues=alert.failure_queues,
         env=env,
     )
     Tags.of(app).add("project", "sfn-patterns")
+    Aspects.of(app).add(ScannerAcknowledgements())
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return AppStacks(alert, poller, map_retry, monitoring)
