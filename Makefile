@@ -1,6 +1,8 @@
 # Two commands a new user needs: `make demo` and `make test`. Both install what they need first.
 SHELL := /bin/bash
 VENV := .venv
+# checkov pins its own boto3 (see requirements-checkov.txt), so it lives in a tool venv of its own.
+CHECKOV_VENV := .venv-checkov
 PYTHON := $(VENV)/bin/python
 CDK := node_modules/.bin/cdk
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -11,11 +13,16 @@ export CDK_DISABLE_VERSION_CHECK := 1
 
 .PHONY: setup demo test bench synth lint deploy clean
 
-setup: $(VENV)/.installed node_modules/.installed
+setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed node_modules/.installed
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	test -x $(CHECKOV_VENV)/bin/python || python3 -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -37,11 +44,12 @@ synth: setup
 
 lint: synth
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/cfn-lint cdk.out/*.template.json
-	$(PYTHON) -m pytest -q tests/test_definitions.py tests/test_app_infrastructure.py
+	$(VENV)/bin/cfn-lint -a cfn_lint_serverless.rules -- cdk.out/*.template.json
+	$(CHECKOV_VENV)/bin/checkov -d cdk.out --framework cloudformation --compact --quiet --skip-download
+	$(PYTHON) -m pytest -q tests/test_definitions.py tests/test_app_infrastructure.py tests/test_scanners_infrastructure.py
 
 deploy: setup
 	$(CDK) deploy --all
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) node_modules cdk.out .pytest_cache

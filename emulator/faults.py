@@ -51,7 +51,7 @@ class Fault:
     matching: str | None  # substring of the payload (Lambda, DynamoDB) or the object key (S3)
     times: int | None  # calls to fail; None: every matching call
     answer: WsgiApp | None = None  # how an HTTP fault answers; None for a Lambda timeout
-    run_handler: bool = False  # Lambda timeouts: let the handler finish first, then time out
+    run_handler: bool = False  # let the handler finish first, then time out (or answer the error)
     hits: int = 0  # calls this fault failed
     failed: list[str] = field(default_factory=list)  # what each failed call named (function, key...)
 
@@ -94,11 +94,18 @@ class Faults:
             function, status=429, code="TooManyRequestsException", body=body, times=times, matching=matching
         )
 
-    def lambda_service_error(self, function: str, *, times: int | None = 1, matching: str | None = None) -> Armed:
-        """Invoke answers 500 ServiceException (Step Functions: ``Lambda.ServiceException``)."""
+    def lambda_service_error(
+        self, function: str, *, times: int | None = 1, matching: str | None = None, run_handler: bool = False
+    ) -> Armed:
+        """Invoke answers 500 ServiceException (Step Functions: ``Lambda.ServiceException``).
+
+        With ``run_handler`` the invocation runs to the end first, side effects included, and only
+        its answer is lost: what a retry of a function that did its work has to survive.
+        """
         body = {"Type": "Service", "message": "An internal error occurred in the Lambda service (injected fault)."}
         return self.lambda_error(
-            function, status=500, code="ServiceException", body=body, times=times, matching=matching
+            function, status=500, code="ServiceException", body=body, times=times, matching=matching,
+            run_handler=run_handler,
         )
 
     def lambda_error(
@@ -110,12 +117,15 @@ class Faults:
         body: dict | None = None,
         times: int | None = 1,
         matching: str | None = None,
+        run_handler: bool = False,
     ) -> Armed:
         """Invoke answers ``status`` with error ``code``: any Lambda API error, modelled or not."""
         body = body or {"Type": "Service", "message": f"{code} (injected fault)"}
         headers = {"x-amzn-ErrorType": code, **({"Retry-After": "1"} if status == 429 else {})}
         answer = _json_error(status, code, body, headers)
-        return self._armed(Fault("lambda", "Invoke", function, matching, times, answer=answer))
+        return self._armed(
+            Fault("lambda", "Invoke", function, matching, times, answer=answer, run_handler=run_handler)
+        )
 
     def lambda_disconnected(self, function: str, *, times: int | None = 1, matching: str | None = None) -> Armed:
         """Invoke's connection is closed before any answer (Step Functions: ``Lambda.SdkClientException``)."""
@@ -215,14 +225,17 @@ class Faults:
 
         def faulty_app(environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
             if self._faults:
-                answer = self._answer_for(environ)
-                if answer is not None:
-                    return answer(environ, start_response)
+                fault = self._fault_for(environ)
+                if fault is not None and fault.answer is not None:
+                    if fault.run_handler:  # the call happens; only its answer is replaced
+                        _read_body(environ)
+                        list(app({**environ, "wsgi.input": io.BytesIO(environ["emulator.faults.body"])}, _discard))
+                    return fault.answer(environ, start_response)
             return app(environ, start_response)
 
         return faulty_app
 
-    def _answer_for(self, environ: dict) -> WsgiApp | None:
+    def _fault_for(self, environ: dict) -> Fault | None:
         services = {fault.service for fault in self.armed if fault.answer is not None}
         request = _identify(environ, services)
         if request is None:
@@ -231,8 +244,7 @@ class Faults:
             text = lambda: request.key  # noqa: E731
         else:
             text = functools.cache(lambda: _read_body(environ).decode("utf-8", "replace"))
-        fault = self._take(request.service, request.operation, request.resource, text, request.key or request.resource)
-        return fault.answer if fault is not None else None
+        return self._take(request.service, request.operation, request.resource, text, request.key or request.resource)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -397,6 +409,11 @@ def _s3_slow_down(environ: dict, start_response: Callable[..., Any]) -> list[byt
         ],
     )
     return [body]
+
+
+def _discard(*_args: Any, **_kwargs: Any) -> Callable[[bytes], None]:
+    """A start_response for an answer nobody will read."""
+    return lambda _data: None
 
 
 def _drop_connection(environ: dict, start_response: Callable[..., Any]) -> list[bytes]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import App, Environment, Tags, Validations
+from aws_cdk import App, Aspects, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from stacks.alert_notification.stack import AlertNotificationStack
+from stacks.common.scanners import ScannerAcknowledgements
 from stacks.config import AppConfig
 from stacks.job_poller.stack import JobPollerStack
 from stacks.map_retry.stack import MapRetryStack
@@ -22,17 +23,26 @@ class AppStacks:
     monitoring: MonitoringStack
 
 
+TAGS = {"project": "sfn-patterns"}
+
+
 def add_stacks(app: App, config: AppConfig, env: Environment | None = None) -> AppStacks:
-    alert = AlertNotificationStack(app, "AlertNotificationStack", config=config, env=env)
-    poller = JobPollerStack(app, "JobPollerStack", alert_table=alert.table, env=env)
-    map_retry = MapRetryStack(app, "MapRetryStack", env=env)
+    # Stack tags are explicit (@aws-cdk/core:explicitStackTags): CloudFormation applies them to every
+    # resource at deploy time; Tags.of(app) also writes them into each taggable resource.
+    common = {"env": env, "tags": TAGS}
+    alert = AlertNotificationStack(app, "AlertNotificationStack", config=config, **common)
+    poller = JobPollerStack(app, "JobPollerStack", alert_table=alert.table, **common)
+    map_retry = MapRetryStack(app, "MapRetryStack", **common)
     monitoring = MonitoringStack(
         app,
         "MonitoringStack",
         config=config,
         state_machines=[*alert.state_machines, *poller.state_machines, *map_retry.state_machines],
-        env=env,
+        failure_queues=alert.failure_queues,
+        **common,
     )
-    Tags.of(app).add("project", "sfn-patterns")
+    for key, value in TAGS.items():
+        Tags.of(app).add(key, value)
+    Aspects.of(app).add(ScannerAcknowledgements())
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return AppStacks(alert, poller, map_retry, monitoring)

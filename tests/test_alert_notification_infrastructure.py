@@ -343,6 +343,36 @@ def test_an_eventbridge_rule_runs_the_dispatcher_on_the_default_schedule(templat
     )
 
 
+def test_an_undeliverable_schedule_event_is_retried_then_kept_in_an_encrypted_dead_letter_queue(template):
+    # EventBridge: a target's RetryPolicy (at most 185 attempts, 24 h) and DeadLetterConfig, an SQS
+    # queue (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html).
+    queue = logical_id(template, "AWS::SQS::Queue", "ScheduleDeadLetterQueue")
+    [rule] = template.find_resources("AWS::Events::Rule").values()
+    [target] = rule["Properties"]["Targets"]
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [queue, "Arn"]}}
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 3600}
+    properties = template.to_json()["Resources"][queue]["Properties"]
+    assert properties["SqsManagedSseEnabled"] is True
+    assert properties["MessageRetentionPeriod"] == 14 * 86400
+
+
+def test_a_failed_dispatch_is_retried_twice_then_recorded_on_the_dispatch_failure_queue(template):
+    # Lambda asynchronous invocation: EventInvokeConfig with an on-failure destination
+    # (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).
+    queue = logical_id(template, "AWS::SQS::Queue", "DispatchFailureQueue")
+    template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {
+            "FunctionName": {"Ref": function_id(template, "DispatchAlerts")},
+            "MaximumRetryAttempts": 2,
+            "MaximumEventAgeInSeconds": 3600,
+            "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [queue, "Arn"]}}},
+        },
+    )
+    granted = statements_for(template, "DispatchAlertsRole")
+    assert granted["sqs:SendMessage"] == {"Fn::GetAtt": [queue, "Arn"]}
+
+
 def test_dispatcher_may_start_and_list_only_this_machine_and_scan_only_the_alert_table(template):
     machine = logical_id(template, "AWS::StepFunctions::StateMachine", "Machine")
     granted = statements_for(template, "DispatchAlertsRole")
@@ -351,6 +381,9 @@ def test_dispatcher_may_start_and_list_only_this_machine_and_scan_only_the_alert
     assert granted.pop("states:ListExecutions") == {"Ref": machine}
     describe = json.dumps(granted.pop("states:DescribeExecution"))
     assert f'":execution:", {{"Fn::GetAtt": ["{machine}", "Name"]}}, ":*"' in describe
+    failures = {"Fn::GetAtt": [logical_id(template, "AWS::SQS::Queue", "DispatchFailureQueue"), "Arn"]}
+    for action in ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"):  # the on-failure destination
+        assert granted.pop(action) == failures
     assert granted == {}
     template.has_resource_properties(
         "AWS::Lambda::Function",

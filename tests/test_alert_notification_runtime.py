@@ -12,6 +12,7 @@ from types import ModuleType
 import boto3
 import pytest
 from aws_lambda_powertools.utilities import parameters
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from emulator.slack import SlackStandIn
@@ -625,3 +626,70 @@ def test_a_redelivered_schedule_event_starts_nothing_new(dispatcher, alert_table
     # Then
     assert result == {"started": [], "already_running": [], "already_started": ["a-active"]}
     assert len(stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]) == 1
+
+
+def test_running_executions_are_matched_to_alerts_by_name_and_only_others_are_left_to_describe(dispatch_logic):
+    # Given: two dispatched executions (one for an alert no longer active) and one started by hand
+    running = {
+        dispatch_logic.execution_name("a/b", SLOT): "arn:a",
+        dispatch_logic.execution_name("gone", SLOT): "arn:gone",
+        "by-hand": "arn:by-hand",
+    }
+    # When
+    found, to_describe = dispatch_logic.running_alert_ids(["a/b", "a:b", "c"], running)
+    # Then
+    assert found == {"a/b"} and to_describe == ["arn:by-hand"]
+
+
+def test_failure_message_names_every_alert_not_started(dispatch_logic):
+    message = dispatch_logic.failure_message({"b": "ThrottlingException", "a": "AccessDeniedException"}, 5)
+    assert message == "2 of 5 alerts were not started: a (AccessDeniedException), b (ThrottlingException)"
+
+
+def test_dispatch_calls_grow_with_the_alerts_to_start_not_with_running_executions(dispatcher, alert_table):
+    handler, stepfunctions, machine_arn = dispatcher
+    # Given: 30 active alerts, 10 of them already running under the dispatcher's names
+    for n in range(30):
+        alert_table.put_item(Item={"alert_id": f"alert-{n:02d}"})
+    for n in range(10):
+        stepfunctions.start_execution(
+            stateMachineArn=machine_arn,
+            name=handler.execution_name(f"alert-{n:02d}", SLOT),
+            input=json.dumps({"alert_id": f"alert-{n:02d}"}),
+        )
+    calls: list[str] = []
+    handler.stepfunctions.meta.events.register("before-call.sfn.*", lambda model, **_: calls.append(model.name))
+    # When
+    result = handler.lambda_handler({"time": "2026-11-22T06:00:00Z"}, FakeLambdaContext())
+    # Then: one list, no describe, one start per alert to start
+    assert len(result["started"]) == 20 and len(result["already_running"]) == 10
+    assert sorted(set(calls)) == ["ListExecutions", "StartExecution"]
+    assert calls.count("ListExecutions") == 1 and calls.count("StartExecution") == 20
+
+
+def test_a_dispatch_that_fails_for_one_alert_starts_the_others_and_names_the_failed_one(
+    dispatcher, alert_table, monkeypatch
+):
+    handler, stepfunctions, machine_arn = dispatcher
+    # Given: three active alerts, and StartExecution refusing the second one whatever the retries
+    for alert_id in ("a", "b", "c"):
+        alert_table.put_item(Item={"alert_id": alert_id})
+    real_start = handler.stepfunctions.start_execution
+
+    def start_execution(**kwargs):
+        if json.loads(kwargs["input"])["alert_id"] == "b":
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "StartExecution")
+        return real_start(**kwargs)
+
+    monkeypatch.setattr(handler.stepfunctions, "start_execution", start_execution)
+    # When
+    with pytest.raises(Exception) as raised:
+        handler.lambda_handler({"time": "2026-11-22T05:00:00Z"}, FakeLambdaContext())
+    # Then: the invocation fails naming b (the on-failure destination records it); a and c started
+    assert type(raised.value).__name__ == "DispatchFailed"
+    assert str(raised.value) == "1 of 3 alerts were not started: b (ThrottlingException)"
+    inputs = [
+        json.loads(stepfunctions.describe_execution(executionArn=e["executionArn"])["input"])["alert_id"]
+        for e in stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]
+    ]
+    assert sorted(inputs) == ["a", "c"]

@@ -125,3 +125,24 @@ def test_config_reads_context_including_json_text_from_the_command_line():
     assert config.monitored_statuses == ("FAILED",)
     assert config.alert_email == "ops@example.com"
     assert config.slack_webhook_secret_name == "alert-notifier/slack-webhook"
+
+
+def test_both_alert_failure_queues_raise_an_alarm_on_the_status_topic(synthesized_app):
+    # Given: the app's monitoring template and the queues the alert stack exports to it
+    monitoring = synthesized_app.templates["MonitoringStack"]["Resources"]
+    [topic] = [k for k, v in monitoring.items() if v["Type"] == "AWS::SNS::Topic"]
+    alarms = {
+        v["Properties"]["AlarmName"]: v["Properties"]
+        for v in monitoring.values()
+        if v["Type"] == "AWS::CloudWatch::Alarm" and isinstance(v["Properties"]["AlarmName"], str)
+    }
+    # Then: one alarm per queue, on its depth, notifying the topic that people subscribe to
+    for name, queue in (
+        ("MonitoringStack-AlertScheduleDeadLettered", "ScheduleDeadLetterQueue"),
+        ("MonitoringStack-AlertDispatchFailed", "DispatchFailureQueue"),
+    ):
+        alarm = alarms[name]
+        assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible" and alarm["Namespace"] == "AWS/SQS"
+        assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert queue in json.dumps(alarm["Dimensions"])  # the import of the alert stack's queue name
+        assert alarm["AlarmActions"] == [{"Ref": topic}]

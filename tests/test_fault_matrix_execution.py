@@ -6,7 +6,8 @@ that must hold whatever the fault:
 
 - no alert notification delivered twice for one (execution, round, user);
 - no Map item processed again after it succeeded (from the execution history);
-- no job status lost (status.txt and result.json agree with the outcome);
+- no job status lost or contradicted (status.txt and result.json agree with the outcome, also after
+  a runner that finishes late);
 - every failed execution announced exactly once on the status topic, and no other announced as failed.
 
 Faults that hit a Lambda's own SDK calls (S3 GetObject) are retried by boto3 inside the handler;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -53,6 +55,7 @@ class World:
         self.job_bucket = deployment.output(POLLER_STACK, "JobBucketName")
         self.inbox = StatusInbox(deployment)
         self.alert_ids: list[str] = []
+        self.runners_before = 0
 
     def alert(self, users: int = 2, rounds: int = 1) -> dict:
         alert_id = _unique("fault-matrix")
@@ -79,6 +82,14 @@ class World:
         except s3.exceptions.NoSuchKey:
             return None
         return body.read().decode("utf-8")
+
+    def runner_invocations(self, *, finished_only: bool = False) -> list[dict]:
+        """The S3 poller's runner invocations so far (not the callback runner's)."""
+        return [
+            r
+            for r in self.deployment.aws.runtime.invocations
+            if "PollerJobRunner" in r["function"] and (not finished_only or "end" in r)
+        ]
 
     def clean(self) -> None:
         for alert_id in self.alert_ids:
@@ -149,8 +160,10 @@ def assert_job_status_kept(world: World, machine: str, result: ExecutionResult, 
         assert stored is not None and json.loads(stored)["status"] == "succeeded"
         if result.status == "SUCCEEDED":
             assert result.output["status"] == "succeeded"
-    elif expected_status == "running":
-        assert stored is None  # a crashed runner never wrote a result
+    elif expected_status == "timed_out":
+        # Get Job Status recorded the timeout before the execution failed with JobTimeout
+        assert stored is not None and json.loads(stored)["status"] == "timed_out"
+        assert result.error == "JobTimeout"
 
 
 def assert_announced_once_if_failed(world: World, result: ExecutionResult) -> None:
@@ -214,6 +227,25 @@ def _all_items_done(_world: World, _payload: Any, result: ExecutionResult) -> No
     assert result.status == "SUCCEEDED", result.cause
     text = json.dumps(result.output)
     assert all(f"item-{i}" in text for i in range(6)), result.output
+
+
+def _late_runner_changes_nothing(world: World, result: ExecutionResult) -> None:
+    deadline = time.monotonic() + 60
+    while len(world.runner_invocations(finished_only=True)) < len(world.runner_invocations()):
+        assert time.monotonic() < deadline, "the runner never finished"
+        time.sleep(0.05)
+    assert world.job_object(result, "status.txt") == "timed_out"
+    assert json.loads(world.job_object(result, "result.json"))["status"] == "timed_out"
+
+
+def _run_job_answer_lost(world: World, _payload: Any):
+    world.runners_before = len(world.runner_invocations())
+    return world.faults.lambda_service_error("RunJob", times=1, run_handler=True)
+
+
+def _one_runner_started(world: World) -> None:
+    # The retried Run Job found context.json and the runner's status.txt: it started no second runner.
+    assert len(world.runner_invocations()) - world.runners_before == 1
 
 
 def _export_payload(_w: World) -> dict:
@@ -317,7 +349,26 @@ CASES: dict[str, Case] = {
         lambda w, p: _Slack(w, lambda s: None),
         "FAILED",
         error="JobTimeout",
-        job_status="running",
+        job_status="timed_out",
+    ),
+    "poller: job outlives its timeout, the runner finishes late": Case(
+        "poller",
+        lambda _w: {"job": {"duration_seconds": 100}, "timeout_seconds": 30, "poll_interval_seconds": 10},
+        lambda w, p: _Slack(w, lambda s: None),
+        "FAILED",
+        error="JobTimeout",
+        job_status="timed_out",
+        check=lambda w, p, r: _late_runner_changes_nothing(w, r),
+    ),
+    "poller: Run Job's answer lost after it ran (service exception)": Case(
+        "poller",
+        _poller_job(),
+        _run_job_answer_lost,
+        "SUCCEEDED",
+        retried="Lambda.ServiceException",
+        hits=1,
+        job_status="succeeded",
+        check=lambda w, p, r: _one_runner_started(w),
     ),
     "export-poller: DescribeExport throttled twice": Case(
         "export-poller",

@@ -187,9 +187,11 @@ def function_arn(synthesized: Synthesized, prefix: str) -> dict:
     return {"Fn::GetAtt": [synthesized.logical_id("AWS::Lambda::Function", prefix), "Arn"]}
 
 
-def test_run_job_writes_only_context_json_and_invokes_only_the_runner(synthesized):
+def test_run_job_writes_only_context_json_reads_what_a_retry_needs_and_invokes_only_the_runner(synthesized):
     assert synthesized.grants("JobPollerRunJob") == {
         "s3:PutObject": as_set(*job_objects("context.json")),
+        "s3:GetObject": as_set(*job_objects("context.json", "status.txt")),
+        "s3:ListBucket": as_set({"Fn::GetAtt": ["JobBucket", "Arn"]}),
         "lambda:InvokeFunction": as_set(function_arn(synthesized, "JobPollerJobRunner")),
     }
 
@@ -200,9 +202,10 @@ def test_runner_writes_only_status_and_result(synthesized):
     }
 
 
-def test_get_job_status_reads_the_job_objects_and_may_list_so_missing_is_404(synthesized):
+def test_get_job_status_reads_the_job_objects_records_timeouts_and_may_list_so_missing_is_404(synthesized):
     assert synthesized.grants("JobPollerGetJobStatus") == {
         "s3:GetObject": as_set(*job_objects("context.json", "status.txt", "result.json")),
+        "s3:PutObject": as_set(*job_objects("status.txt", "result.json")),
         "s3:ListBucket": as_set({"Fn::GetAtt": ["JobBucket", "Arn"]}),
     }
 

@@ -428,6 +428,84 @@ def test_get_job_status_raises_job_timeout_for_a_job_still_running_past_its_limi
     assert "timeout_seconds is 30" in str(raised.value)
 
 
+def test_s3_refuses_a_second_create_only_write_as_aws_does(aws):
+    # AWS: PutObject with If-None-Match: * fails with 412 Precondition Failed when the key exists
+    # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html); the job
+    # protocol relies on it, and moto 5.2.5 does the same (no emulator fix needed).
+    aws.put_object(Bucket=BUCKET, Key="jobs/x/result.json", Body=b"first", IfNoneMatch="*")
+    with pytest.raises(aws.exceptions.ClientError) as raised:
+        aws.put_object(Bucket=BUCKET, Key="jobs/x/result.json", Body=b"second", IfNoneMatch="*")
+    assert raised.value.response["Error"]["Code"] == "PreconditionFailed"
+    assert read(aws, "jobs/x/result.json") == "first"
+
+
+def test_a_timed_out_job_is_recorded_as_timed_out_and_a_late_runner_cannot_change_that(aws):
+    # Given: a job still running past its limit
+    put_context(aws, started=time.time() - 31, timeout_seconds=30)
+    aws.put_object(Bucket=BUCKET, Key=f"jobs/{EXECUTION_MD5}/status.txt", Body=b"running")
+    status = load_lambda_module("job_get_status", "handler")
+    # When: the poll times it out, then the runner finishes late, then the poll is retried
+    with pytest.raises(Exception) as raised:
+        status.lambda_handler({"execution_arn": EXECUTION_ARN}, LambdaContext())
+    load_lambda_module("job_runner", "handler").finish(JobKeys(EXECUTION_MD5), JobStatus.SUCCEEDED)
+    with pytest.raises(Exception) as retried:
+        status.lambda_handler({"execution_arn": EXECUTION_ARN}, LambdaContext())
+    # Then: JobTimeout both times, and the bucket says timed_out, as the execution does
+    assert type(raised.value).__name__ == type(retried.value).__name__ == "JobTimeout"
+    history = status_history(aws, f"jobs/{EXECUTION_MD5}/status.txt")  # the retry may rewrite timed_out
+    assert history[0] == "running" and set(history[1:]) == {"timed_out"}
+    record = json.loads(read(aws, f"jobs/{EXECUTION_MD5}/result.json"))
+    assert record["status"] == "timed_out" and "timeout_seconds is 30" in record["error_message"]
+
+
+def test_a_result_written_just_before_the_timeout_wins_over_it(aws):
+    # Given: the runner wrote result.json (succeeded) but not yet its final status.txt
+    put_context(aws, started=time.time() - 31, timeout_seconds=30)
+    aws.put_object(Bucket=BUCKET, Key=f"jobs/{EXECUTION_MD5}/status.txt", Body=b"running")
+    aws.put_object(
+        Bucket=BUCKET, Key=f"jobs/{EXECUTION_MD5}/result.json", Body=result_json(JobStatus.SUCCEEDED, finished_at=1.0)
+    )
+    # When
+    report = load_lambda_module("job_get_status", "handler").lambda_handler(
+        {"execution_arn": EXECUTION_ARN}, LambdaContext()
+    )
+    # Then: the runner's outcome, and nothing of the timeout written
+    assert report["status"] == "succeeded"
+    assert status_history(aws, f"jobs/{EXECUTION_MD5}/status.txt") == ["running"]
+
+
+def test_a_second_runner_of_the_same_job_does_nothing(aws):
+    # Given: the first runner has started
+    aws.put_object(Bucket=BUCKET, Key=f"jobs/{EXECUTION_MD5}/status.txt", Body=b"running")
+    runner = load_lambda_module("job_runner", "handler")
+    # When: another invocation arrives with a job that would fail at once
+    runner.lambda_handler({"execution_md5": EXECUTION_MD5, "job": {"fail": True}}, LambdaContext())
+    # Then: it neither worked nor wrote
+    assert status_history(aws, f"jobs/{EXECUTION_MD5}/status.txt") == ["running"]
+    assert aws.list_objects_v2(Bucket=BUCKET, Prefix=f"jobs/{EXECUTION_MD5}/result.json")["KeyCount"] == 0
+
+
+@pytest.mark.parametrize("runner_started, invoked_again", [(True, 0), (False, 1)])
+def test_a_retried_run_job_keeps_the_first_start_and_never_starts_a_second_runner(aws, runner_started, invoked_again):
+    # Given: Run Job ran once (its answer lost), and the runner has or has not written its status yet
+    handler = load_lambda_module("job_run", "handler")
+    invocations: list[dict] = []
+    handler.lambda_client.meta.events.register(
+        "before-parameter-build.lambda.Invoke", lambda params, **_: invocations.append(dict(params))
+    )
+    event = {"context": {"Execution": {"Id": EXECUTION_ARN}}, "input": {"job": {}, "timeout_seconds": 30}}
+    first = handler.lambda_handler(event, LambdaContext())
+    first_record = read(aws, f"jobs/{EXECUTION_MD5}/context.json")
+    if runner_started:
+        aws.put_object(Bucket=BUCKET, Key=f"jobs/{EXECUTION_MD5}/status.txt", Body=b"running")
+    # When: Step Functions retries it
+    again = handler.lambda_handler(event, LambdaContext())
+    # Then: the same start time and record; the runner invoked again only if it never started
+    assert again == first
+    assert read(aws, f"jobs/{EXECUTION_MD5}/context.json") == first_record
+    assert len(invocations) == 1 + invoked_again
+
+
 def test_get_job_status_refuses_an_execution_run_job_never_recorded(aws):
     handler = load_lambda_module("job_get_status", "handler")
     with pytest.raises(FileNotFoundError, match="context.json"):

@@ -219,18 +219,28 @@ def test_each_machine_has_its_three_alarms_on_the_status_topic(deployment, machi
         assert alarm["TreatMissingData"] == "notBreaching"
 
 
-def test_the_status_rule_dead_letter_queue_has_an_alarm_on_the_status_topic(deployment):
-    # The emulator delivers every notification, so nothing is ever dead-lettered here: this checks
-    # the deployed wiring only.
-    # Given
+def test_every_failure_queue_has_an_alarm_on_the_status_topic(deployment):
+    # The emulator delivers every notification and computes no metric, so nothing is ever
+    # dead-lettered or alarmed here: this checks the deployed wiring only.
+    # Given: the status rule's dead-letter queue and the alert stack's two failure queues
     topic = deployment.output("MonitoringStack", "StatusTopicArn")
+    alert_queues = [
+        r["PhysicalResourceId"].rsplit("/", 1)[-1]
+        for r in deployment.client("cloudformation").list_stack_resources(StackName="AlertNotificationStack")[
+            "StackResourceSummaries"
+        ]
+        if r["ResourceType"] == "AWS::SQS::Queue"
+    ]
+    status_dead_letters = _status_rule_target(deployment)["DeadLetterConfig"]["Arn"].split(":")[-1]
     # When
-    [alarm] = [a for a in _alarms(deployment) if a["MetricName"] == "ApproximateNumberOfMessagesVisible"]
-    # Then
-    assert alarm["Namespace"] == "AWS/SQS"
-    assert alarm["AlarmActions"] == [topic]
-    assert [d["Name"] for d in alarm["Dimensions"]] == ["QueueName"]
-    assert alarm["Dimensions"][0]["Value"] == _status_rule_target(deployment)["DeadLetterConfig"]["Arn"].split(":")[-1]
+    alarms = [a for a in _alarms(deployment) if a["MetricName"] == "ApproximateNumberOfMessagesVisible"]
+    # Then: one alarm per queue, each on the status topic
+    assert len(alert_queues) == 2
+    assert sorted(a["Dimensions"][0]["Value"] for a in alarms) == sorted([status_dead_letters, *alert_queues])
+    for alarm in alarms:
+        assert alarm["Namespace"] == "AWS/SQS"
+        assert alarm["AlarmActions"] == [topic]
+        assert [d["Name"] for d in alarm["Dimensions"]] == ["QueueName"]
 
 
 def _status_rule_target(deployment: Any) -> dict:

@@ -1,44 +1,86 @@
-"""Scheduled dispatcher: starts one alert-notification execution per active alert, never a second one."""
+"""Scheduled dispatcher: starts one alert-notification execution per active alert, never a second one.
+
+API calls: a Scan page per 1 MB of alerts, a ListExecutions page per 1,000 running executions, a
+DescribeExecution only for a running execution started by hand (the dispatcher's own names say
+which alert they are for), and a StartExecution per alert to start.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from boto3.dynamodb.conditions import Attr
-from logic import alert_id_of, execution_name, plan_dispatch, scheduled_time
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from logic import (
+    DispatchFailed,
+    alert_id_of,
+    execution_name,
+    failure_message,
+    plan_dispatch,
+    running_alert_ids,
+    scheduled_time,
+)
 
 from patterns_common.observability import logger, tracer
 
 STATE_MACHINE_ARN = os.environ["STATE_MACHINE_ARN"]
+# StartExecution is throttled per account (a token bucket); standard mode retries ThrottlingException
+# with jittered exponential back-off, so a burst of starts slows down instead of failing.
+RETRIES = Config(retries={"mode": "standard", "max_attempts": 10})
+# Starts run a few at a time: a thousand alerts take seconds, well inside StartExecution's bucket.
+PARALLEL_STARTS = 8
 table = boto3.resource("dynamodb").Table(os.environ["ALERT_TABLE_NAME"])
-stepfunctions = boto3.client("stepfunctions")
+stepfunctions = boto3.client("stepfunctions", config=RETRIES)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, list[str]]:
     scheduled_at = scheduled_time(event)
-    plan = plan_dispatch(active_alert_ids(), running_alert_ids())
-    started, already_started = [], []
-    for alert_id in plan.to_start:
-        try:
-            stepfunctions.start_execution(
-                stateMachineArn=STATE_MACHINE_ARN,
-                name=execution_name(alert_id, scheduled_at),
-                input=json.dumps({"alert_id": alert_id}),
-            )
-            started.append(alert_id)
-        except stepfunctions.exceptions.ExecutionAlreadyExists:
-            # This slot's execution already ran and ended: the schedule event was delivered twice.
-            already_started.append(alert_id)
-    result = {"started": started, "already_running": plan.already_running, "already_started": already_started}
-    logger.info("Dispatched", extra=result)
+    active = sorted(set(active_alert_ids()))
+    running, started_by_hand = running_alert_ids(active, running_executions())
+    running |= {alert_id for arn in started_by_hand if (alert_id := alert_id_of(described_input(arn)))}
+    plan = plan_dispatch(active, running)
+    with ThreadPoolExecutor(PARALLEL_STARTS) as pool:
+        outcomes = dict(zip(plan.to_start, pool.map(lambda a: start(a, scheduled_at), plan.to_start)))
+    result = {
+        "started": [a for a, outcome in outcomes.items() if outcome == "started"],
+        "already_running": plan.already_running,
+        "already_started": [a for a, outcome in outcomes.items() if outcome == "already_started"],
+    }
+    failed = {a: outcome for a, outcome in outcomes.items() if outcome not in ("started", "already_started")}
+    logger.info("Dispatched", extra={**result, "failed": failed})
+    if failed:
+        # Every other alert was started; failing the invocation sends it to Lambda's retries, then to
+        # the on-failure destination with this message. A retry starts nothing twice (same names).
+        raise DispatchFailed(failure_message(failed, len(plan.to_start)))
     return result
+
+
+def start(alert_id: str, scheduled_at: datetime) -> str:
+    """"started", "already_started" (the slot's execution exists and ended), or the error's code."""
+    try:
+        stepfunctions.start_execution(
+            stateMachineArn=STATE_MACHINE_ARN,
+            name=execution_name(alert_id, scheduled_at),
+            input=json.dumps({"alert_id": alert_id}),
+        )
+    except stepfunctions.exceptions.ExecutionAlreadyExists:
+        # This slot's execution already ran and ended: the schedule event was delivered twice. (A
+        # running one with the same name and input is not an error: StartExecution is idempotent.)
+        return "already_started"
+    except ClientError as error:
+        logger.exception("Alert not started", extra={"alert_id": alert_id})
+        return error.response["Error"]["Code"]
+    return "started"
 
 
 def active_alert_ids() -> Iterator[str]:
@@ -55,13 +97,17 @@ def active_alert_ids() -> Iterator[str]:
         scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def running_alert_ids() -> set[str]:
-    running = set()
-    for page in stepfunctions.get_paginator("list_executions").paginate(
-        stateMachineArn=STATE_MACHINE_ARN, statusFilter="RUNNING"
-    ):
-        for execution in page["executions"]:
-            described = stepfunctions.describe_execution(executionArn=execution["executionArn"])
-            if described["status"] == "RUNNING" and (alert_id := alert_id_of(described.get("input"))):
-                running.add(alert_id)
-    return running
+def running_executions() -> dict[str, str]:
+    """Name -> ARN of every running execution: one ListExecutions call per 1,000."""
+    return {
+        execution["name"]: execution["executionArn"]
+        for page in stepfunctions.get_paginator("list_executions").paginate(
+            stateMachineArn=STATE_MACHINE_ARN, statusFilter="RUNNING", PaginationConfig={"PageSize": 1000}
+        )
+        for execution in page["executions"]
+    }
+
+
+def described_input(execution_arn: str) -> str | None:
+    described = stepfunctions.describe_execution(executionArn=execution_arn)
+    return described.get("input") if described["status"] == "RUNNING" else None

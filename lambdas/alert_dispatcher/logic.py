@@ -13,6 +13,9 @@ from typing import Any
 # Execution names allow more, but ASCII letters, digits, - and _ also keep CloudWatch Logs happy.
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _READABLE_PART = 50  # + "-" + 10 hex + "-" + 16-character timestamp stays within the 80-character limit
+# What execution_name writes: the alert's key, then the slot. A running execution with such a name
+# is known to be for that alert without reading its input.
+_DISPATCHED = re.compile(r"^(?P<alert_key>[A-Za-z0-9_-]+-[0-9a-f]{10})-\d{8}T\d{6}Z$")
 
 
 def scheduled_time(event: Mapping[str, Any], now: datetime | None = None) -> datetime:
@@ -22,14 +25,35 @@ def scheduled_time(event: Mapping[str, Any], now: datetime | None = None) -> dat
     return moment.astimezone(timezone.utc)
 
 
-def execution_name(alert_id: str, scheduled_at: datetime) -> str:
-    """Same alert and slot give the same name, so a redelivered schedule event starts nothing new.
+def alert_key(alert_id: str) -> str:
+    """The part of every dispatched execution's name that says which alert it is for.
 
     The hash keeps two ids that read alike once cleaned ("a/b", "a:b") apart.
     """
     readable = _NAME_UNSAFE.sub("-", alert_id).strip("-")[:_READABLE_PART] or "alert"
-    digest = hashlib.sha256(alert_id.encode()).hexdigest()[:10]
-    return f"{readable}-{digest}-{scheduled_at.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}"
+    return f"{readable}-{hashlib.sha256(alert_id.encode()).hexdigest()[:10]}"
+
+
+def execution_name(alert_id: str, scheduled_at: datetime) -> str:
+    """Same alert and slot give the same name, so a redelivered schedule event starts nothing new."""
+    return f"{alert_key(alert_id)}-{scheduled_at.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}"
+
+
+def running_alert_ids(active_alert_ids: Iterable[str], running_names: Mapping[str, str]) -> tuple[set[str], list[str]]:
+    """Which active alerts the running executions (``name -> ARN``) are for, from their names alone.
+
+    Returns the alert ids found and the ARNs of the executions whose names the dispatcher did not
+    write (started by hand): only those need DescribeExecution to read their input.
+    """
+    by_key = {alert_key(alert_id): alert_id for alert_id in active_alert_ids}
+    found, unknown = set(), []
+    for name, arn in running_names.items():
+        match = _DISPATCHED.match(name)
+        if match is None:
+            unknown.append(arn)
+        elif match["alert_key"] in by_key:
+            found.add(by_key[match["alert_key"]])
+    return found, unknown
 
 
 def alert_id_of(execution_input: str | None) -> str | None:
@@ -40,6 +64,16 @@ def alert_id_of(execution_input: str | None) -> str | None:
         return None
     alert_id = document.get("alert_id") if isinstance(document, dict) else None
     return alert_id if isinstance(alert_id, str) else None
+
+
+class DispatchFailed(Exception):
+    """Some alerts got no execution; the class name is the error the on-failure record carries."""
+
+
+def failure_message(failed: Mapping[str, str], attempted: int) -> str:
+    """Names every alert that was not started and why (the dispatch failure queue's record shows it)."""
+    listed = ", ".join(f"{alert_id} ({error})" for alert_id, error in sorted(failed.items()))
+    return f"{len(failed)} of {attempted} alerts were not started: {listed}"
 
 
 @dataclass(frozen=True)

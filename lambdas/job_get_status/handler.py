@@ -1,4 +1,9 @@
-"""Get Job Status: reads context.json and status.txt for this execution and reports the job's status."""
+"""Get Job Status: reads context.json and status.txt for this execution and reports the job's status.
+
+On a timeout it first records ``timed_out`` in the bucket (result.json only if absent, then
+status.txt), so the objects never contradict the execution's JobTimeout and a late runner cannot
+overwrite them; if the runner's result.json got there first, that result is reported instead.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from logic import job_report
+from botocore.exceptions import ClientError
+from logic import JobReport, JobTimeout, job_report, report_from_result
 
-from patterns_common.job_protocol import JobContext, JobKeys
+from patterns_common.job_protocol import LOST_CONDITIONAL_WRITE, JobContext, JobKeys, JobStatus, result_json
 from patterns_common.observability import logger, tracer
 
 JOB_BUCKET_NAME = os.environ["JOB_BUCKET_NAME"]
@@ -25,6 +31,26 @@ def read_text(key: str) -> str | None:
         return None
 
 
+def record_timeout(keys: JobKeys, message: str, now: float, elapsed: float) -> JobReport | None:
+    """Make timed_out the job's final record; the runner's report instead if it finished first."""
+    try:
+        s3.put_object(
+            Bucket=JOB_BUCKET_NAME,
+            Key=keys.result,
+            Body=result_json(JobStatus.TIMED_OUT, finished_at=now, error_message=message).encode("utf-8"),
+            IfNoneMatch="*",
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] not in LOST_CONDITIONAL_WRITE:
+            raise
+        finished = report_from_result(read_text(keys.result), elapsed)
+        if finished is not None:
+            logger.info("The job finished just before its timeout", extra=finished.to_dict())
+            return finished
+    s3.put_object(Bucket=JOB_BUCKET_NAME, Key=keys.status, Body=JobStatus.TIMED_OUT.value.encode("utf-8"))
+    return None
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -33,11 +59,18 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     context_text = read_text(keys.context)
     if context_text is None:
         raise FileNotFoundError(f"{keys.context} is missing: Run Job did not record this execution's start")
-    report = job_report(
-        context=JobContext.from_json(context_text),
-        status_text=read_text(keys.status),
-        read_result=lambda: read_text(keys.result),
-        now=time.time(),
-    )
+    now = time.time()
+    job_context = JobContext.from_json(context_text)
+    try:
+        report = job_report(
+            context=job_context,
+            status_text=read_text(keys.status),
+            read_result=lambda: read_text(keys.result),
+            now=now,
+        )
+    except JobTimeout as timeout:
+        report = record_timeout(keys, str(timeout), now, round(now - job_context.job_start_timestamp, 3))
+        if report is None:
+            raise
     logger.info("Job status", extra=report.to_dict())
     return report.to_dict()

@@ -3,7 +3,8 @@
 Timeout edge: the job gets strictly less than ``timeout_seconds``; a poll that finds it unfinished at
 ``elapsed >= timeout_seconds`` (exactly the limit included) raises ``JobTimeout``. A status that is
 already final wins over the clock: the timeout bounds how long the machine waits for an unfinished
-job and never discards a result that is there.
+job and never discards a result that is there. The handler records the timeout in the bucket before
+raising; if the runner's result got there first, ``report_from_result`` reports that instead.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from patterns_common.job_protocol import (
     JobStatus,
     failure_message,
     parse_status,
+    result_status,
 )
 
 
@@ -47,8 +49,20 @@ def job_report(
         return JobReport(status.value, elapsed)
     if status is JobStatus.FAILED:
         return JobReport(status.value, elapsed, failure_message(read_result()))
+    if status is JobStatus.TIMED_OUT:  # recorded by an earlier attempt of this poll
+        raise JobTimeout(failure_message(read_result()))
     if elapsed >= context.timeout_seconds:
         raise JobTimeout(
             f"job still {status.value} after {elapsed:g} s; timeout_seconds is {context.timeout_seconds}"
         )
     return JobReport(status.value, elapsed)
+
+
+def report_from_result(result_text: str | None, elapsed: float) -> JobReport | None:
+    """The runner's outcome when its result.json beat the timeout record; None when it is a timeout."""
+    status = result_status(result_text)
+    if status is JobStatus.SUCCEEDED:
+        return JobReport(status.value, elapsed)
+    if status is JobStatus.FAILED:
+        return JobReport(status.value, elapsed, failure_message(result_text))
+    return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from patterns_common.job_protocol import JobContext, JobKeys
@@ -31,3 +31,8 @@ def plan_job_start(*, context_object: Mapping[str, Any], job_input: Mapping[str,
         runner_payload={"execution_md5": keys.md5, "job": job_input["job"]},
         result={"execution_md5": keys.md5, "job_start_timestamp": now},
     )
+
+
+def started_before(start: JobStart, job_start_timestamp: float) -> JobStart:
+    """The same start as recorded by an earlier attempt: its start time, not this attempt's."""
+    return replace(start, result={**start.result, "job_start_timestamp": job_start_timestamp})

@@ -7,13 +7,26 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
+from stacks.common.scanners import acknowledge_lint
 from stacks.common.state_machine import StandardStateMachine
+
+# EventBridge retries an undeliverable schedule event (throttled or failed Invoke) with back-off for
+# this long, then moves it to the schedule's dead-letter queue.
+SCHEDULE_RETRY_ATTEMPTS = 8
+SCHEDULE_MAX_EVENT_AGE = Duration.hours(1)
+# Lambda retries a failed asynchronous dispatch twice (1 and 2 minutes later), then records it on the
+# dispatch failure queue; an older event is stale, the next schedule slot will dispatch anyway.
+DISPATCH_RETRY_ATTEMPTS = 2
+DISPATCH_MAX_EVENT_AGE = Duration.hours(1)
 
 
 class AlertNotification(Construct):
@@ -123,15 +136,54 @@ class AlertNotification(Construct):
         acknowledge_wildcard_resource(
             dispatcher,
             executions,
-            "DescribeExecution on this machine's executions only (to read which alert a running "
-            "execution is for); their names are not known in advance.",
+            "DescribeExecution on this machine's executions only (to read which alert an execution "
+            "started by hand is for); their names are not known in advance.",
         )
-        events.Rule(
+
+        schedule_dead_letters = failure_queue(self, "ScheduleDeadLetterQueue")
+        dispatch_failures = failure_queue(self, "DispatchFailureQueue")
+        dispatcher.function.configure_async_invoke(
+            retry_attempts=DISPATCH_RETRY_ATTEMPTS,
+            max_event_age=DISPATCH_MAX_EVENT_AGE,
+            on_failure=destinations.SqsDestination(dispatch_failures),
+        )
+        rule = events.Rule(
             self,
             "Schedule",
             description="Starts an alert-notification execution for every active alert",
             schedule=events.Schedule.expression(schedule),
             targets=[
-                targets.LambdaFunction(dispatcher.function, retry_attempts=2, max_event_age=Duration.minutes(30))
+                targets.LambdaFunction(
+                    dispatcher.function,
+                    retry_attempts=SCHEDULE_RETRY_ATTEMPTS,
+                    max_event_age=SCHEDULE_MAX_EVENT_AGE,
+                    dead_letter_queue=schedule_dead_letters,
+                )
             ],
         )
+        [permission] = [c for c in rule.node.find_all() if isinstance(c, lambda_.CfnPermission)]
+        acknowledge_lint(
+            permission,
+            {
+                "ES1007": "The dispatcher has an EventInvokeConfig with an on-failure destination (see "
+                "test_alert_notification_infrastructure); the rule compares FunctionName literally and "
+                "this permission names the function by ARN, the EventInvokeConfig by Ref.",
+            },
+        )
+        self.failure_queues = [
+            FailureQueue(
+                schedule_dead_letters,
+                "AlertScheduleDeadLettered",
+                "The alert schedule could not invoke the dispatcher (throttled or failed Invoke after "
+                "retries for an hour): no alert was dispatched for that slot. The event waits in the "
+                "schedule dead-letter queue (14 days).",
+            ),
+            FailureQueue(
+                dispatch_failures,
+                "AlertDispatchFailed",
+                "A scheduled dispatch failed after Lambda's retries: some alerts (named in the record's "
+                "responsePayload.errorMessage) got no execution. The record waits in the dispatch "
+                "failure queue (14 days).",
+            ),
+        ]
+

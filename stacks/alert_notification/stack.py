@@ -22,5 +22,6 @@ class AlertNotificationStack(Stack):
         )
         self.table = pattern.table
         self.state_machines = pattern.state_machines
+        self.failure_queues = pattern.failure_queues
         CfnOutput(self, "StateMachineArn", value=pattern.state_machine.state_machine_arn)
         CfnOutput(self, "AlertTableName", value=pattern.table.table_name)

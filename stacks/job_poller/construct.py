@@ -85,6 +85,12 @@ class JobPoller(Construct):
             },
         )
 
+    def _allow_list(self, function: PythonFunction) -> None:
+        # Without ListBucket, S3 answers 403 instead of 404 for status.txt before the runner wrote it.
+        function.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
+        )
+
     def _s3_poller(self) -> StandardStateMachine:
         environment = {"JOB_BUCKET_NAME": self.bucket.bucket_name}
         self.runner = PythonFunction(
@@ -107,6 +113,9 @@ class JobPoller(Construct):
             environment={**environment, "JOB_RUNNER_FUNCTION_NAME": self.runner.function.function_name},
         )
         self._allow_job_objects(self.run_job, "s3:PutObject", "context.json")
+        # A retried Run Job reads the first attempt's record and looks for the runner's status.
+        self._allow_job_objects(self.run_job, "s3:GetObject", "context.json", "status.txt")
+        self._allow_list(self.run_job)
         self.run_job.function.add_to_role_policy(
             iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.runner.function.function_arn])
         )
@@ -120,10 +129,9 @@ class JobPoller(Construct):
             environment=environment,
         )
         self._allow_job_objects(self.get_status, "s3:GetObject", "context.json", "status.txt", "result.json")
-        # Without ListBucket, S3 answers 403 instead of 404 for status.txt before the runner wrote it.
-        self.get_status.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
-        )
+        # A job that ran out of time is recorded as timed_out (result.json only if absent, then status.txt).
+        self._allow_job_objects(self.get_status, "s3:PutObject", "status.txt", "result.json")
+        self._allow_list(self.get_status)
 
         machine = StandardStateMachine(
             self,

@@ -17,7 +17,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from stacks.common.nag import acknowledge
+from stacks.common.failure_queue import FailureQueue, failure_queue
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 # EventBridge's own maxima: a notification that cannot be published yet is retried for a day.
@@ -98,6 +98,7 @@ class ExecutionMonitoring(Construct):
         *,
         state_machines: Sequence[sfn.IStateMachine],
         statuses: Sequence[str],
+        failure_queues: Sequence[FailureQueue] = (),
         alert_email: str | None,
     ) -> None:
         super().__init__(scope, id_)
@@ -151,6 +152,7 @@ class ExecutionMonitoring(Construct):
         self.alarms = [
             *(alarm for machine in state_machines for alarm in self._machine_alarms(machine)),
             self._dead_letter_alarm(),
+            *(self._failure_queue_alarm(failure_queue) for failure_queue in failure_queues),
         ]
         action = cw_actions.SnsAction(self.topic)
         for alarm in self.alarms:
@@ -170,22 +172,7 @@ class ExecutionMonitoring(Construct):
         self.dashboard = self._dashboard(state_machines)
 
     def _dead_letter_queue(self) -> sqs.Queue:
-        queue = sqs.Queue(
-            self,
-            "NotificationDeadLetterQueue",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        acknowledge(
-            queue,
-            {
-                "AwsSolutions::AwsSolutions-SQS3": "This queue is the dead-letter queue of the "
-                "status rule's target (EventBridge DeadLetterConfig), not a queue needing its own.",
-            },
-        )
-        return queue
+        return failure_queue(self, "NotificationDeadLetterQueue")
 
     def _status_rule(self, machines: Sequence[sfn.IStateMachine], statuses: Sequence[str]) -> events.Rule:
         rule = events.Rule(
@@ -254,6 +241,15 @@ class ExecutionMonitoring(Construct):
             f"{Stack.of(self).stack_name}-StatusNotificationsDeadLettered",
             "Execution status notifications could not be published to the status topic; they wait "
             "in the dead-letter queue (14 days).",
+        )
+
+    def _failure_queue_alarm(self, failure_queue: FailureQueue) -> cloudwatch.Alarm:
+        return _alarm(
+            self,
+            failure_queue.alarm_id,
+            failure_queue.queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+            f"{Stack.of(self).stack_name}-{failure_queue.alarm_id}",
+            failure_queue.description,
         )
 
     def _dashboard(self, machines: Sequence[sfn.IStateMachine]) -> cloudwatch.Dashboard:

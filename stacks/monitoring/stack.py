@@ -8,6 +8,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.common.failure_queue import FailureQueue
 from stacks.config import AppConfig
 from stacks.monitoring.construct import ExecutionMonitoring
 
@@ -20,6 +21,7 @@ class MonitoringStack(Stack):
         *,
         config: AppConfig,
         state_machines: Sequence[sfn.IStateMachine],
+        failure_queues: Sequence[FailureQueue] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, description="Execution status events, alarms and dashboard", **kwargs)
@@ -27,6 +29,7 @@ class MonitoringStack(Stack):
             self,
             "ExecutionMonitoring",
             state_machines=state_machines,
+            failure_queues=failure_queues,
             statuses=config.monitored_statuses,
             alert_email=config.alert_email,
         )

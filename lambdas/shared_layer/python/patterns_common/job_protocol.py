@@ -4,11 +4,15 @@ Everything one execution writes lives under ``jobs/<md5 hex of the execution ARN
 
 - ``context.json``: written once by Run Job before the runner starts: ``job_start_timestamp`` (epoch
   seconds), ``execution_arn`` and the validated input (``job``, ``timeout_seconds``,
-  ``initial_wait_seconds``, ``poll_interval_seconds``).
-- ``status.txt``: written by the runner: ``running``, then ``succeeded`` or ``failed``. No object yet
-  means the runner has not started.
-- ``result.json``: the runner's final report (``status``, ``finished_at``, ``error_message`` when it
-  failed), written *before* the final status so a reader that sees ``failed`` always finds the message.
+  ``initial_wait_seconds``, ``poll_interval_seconds``). Written with ``If-None-Match: *``: a retried
+  Run Job keeps the first start time.
+- ``status.txt``: ``running`` (the runner, only if no status exists yet: a second runner finds it and
+  does nothing), then ``succeeded`` or ``failed`` (the runner) or ``timed_out`` (Get Job Status, once
+  the job ran ``timeout_seconds``). A final status never changes. No object yet means not started.
+- ``result.json``: the final record (``status``, ``finished_at``, ``error_message`` unless it
+  succeeded), created once with ``If-None-Match: *`` *before* the final status: whoever creates it
+  first, the runner finishing or Get Job Status timing the job out, decides the outcome, and the
+  other leaves both objects alone.
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ class JobStatus(StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    TIMED_OUT = "timed_out"  # written by Get Job Status, never by a runner
 
 
-WRITTEN_STATUSES = (JobStatus.RUNNING, JobStatus.SUCCEEDED, JobStatus.FAILED)
-FINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED})
+WRITTEN_STATUSES = (JobStatus.RUNNING, JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.TIMED_OUT)
+FINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.TIMED_OUT})
+# S3 answers a conditional write that lost with 412, or 409 while another write of the key is in flight.
+LOST_CONDITIONAL_WRITE = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
 
 
 def execution_md5(execution_arn: str) -> str:
@@ -107,9 +114,18 @@ def result_json(status: JobStatus, *, finished_at: float, error_message: str | N
     if status not in FINAL_STATUSES:
         raise ValueError(f"result.json records a final status, not {status.value!r}")
     record: dict[str, Any] = {"status": status.value, "finished_at": finished_at}
-    if status is JobStatus.FAILED:
+    if status is not JobStatus.SUCCEEDED:
         record["error_message"] = error_message or NO_FAILURE_MESSAGE
     return json.dumps(record)
+
+
+def result_status(result_text: str | None) -> JobStatus | None:
+    """The final status result.json records, or None when it is absent or unreadable."""
+    try:
+        status = JobStatus(json.loads(result_text or "null").get("status"))
+    except (ValueError, AttributeError):
+        return None
+    return status if status in FINAL_STATUSES else None
 
 
 def failure_message(result_text: str | None) -> str:

@@ -1,0 +1,79 @@
+"""checkov and cfn-lint-serverless acknowledgements: each finding this app accepts, once, with its reason.
+
+The scanners read acknowledgements from a resource's template metadata: checkov from
+``checkov.skip`` (id and comment), cfn-lint from ``cfn-lint.config.ignore_checks``. An aspect writes
+both into every resource of the types below, so the reason is stated here and nowhere else.
+``tests/test_scanners_infrastructure.py`` runs both scanners on the synthesized templates and
+checks that every acknowledgement is still needed.
+"""
+
+from __future__ import annotations
+
+import jsii
+from aws_cdk import CfnResource, IAspect
+from constructs import IConstruct
+
+ACKNOWLEDGED: dict[str, dict[str, str]] = {
+    "AWS::Lambda::Function": {
+        "CKV_AWS_117": "No VPC: the functions reach only public AWS endpoints and the Slack webhook and no "
+        "private resource; a VPC would add NAT gateways and cold-start cost and protect nothing.",
+        "CKV_AWS_116": "Step Functions invokes these functions synchronously and handles their errors with "
+        "Retry/Catch (a DLQ is never used for those). The asynchronously invoked ones have an "
+        "EventInvokeConfig: the dispatcher's failures go to its on-failure destination (a record with "
+        "the error, richer than a DLQ message) and the job runners retry nothing, their machine ends "
+        "in JobTimeout instead.",
+        "CKV_AWS_115": "Concurrency is bounded by the callers (Map MaxConcurrency, one dispatch per "
+        "schedule slot, one runner per job); a reservation would take capacity from the account's "
+        "pool and throttle legitimate bursts.",
+        "CKV_AWS_173": "The environment holds only resource names, ARNs and log settings, no secret (the "
+        "Slack webhook URL is read from Secrets Manager at run time); Lambda encrypts it at rest "
+        "with an AWS-owned key.",
+        "WS1004": "Each function logs to its own log group with a one-month retention through "
+        "LoggingConfig (not the /aws/lambda/<name> group this rule looks for); "
+        "test_security_infrastructure pins the retention.",
+    },
+    "AWS::Logs::LogGroup": {
+        "CKV_AWS_158": "CloudWatch Logs encrypts every log group at rest; the functions and machines log "
+        "ids, states and error names, nothing a customer-managed key would need to guard, and a key "
+        "per stack would cost more than the logs.",
+    },
+    "AWS::DynamoDB::Table": {
+        "CKV_AWS_119": "Encrypted with the AWS-managed key (SSEEnabled, alias/aws/dynamodb, use logged in "
+        "CloudTrail); the tables hold alert configs and short-lived idempotency records, with no "
+        "cross-account access that a customer-managed key policy would have to control.",
+    },
+    "AWS::S3::Bucket": {
+        "CKV_AWS_18": "The buckets hold short-lived per-execution records written by this app's functions "
+        "(the cdk-nag AwsSolutions-S1 acknowledgements say the same); CloudTrail data events are the "
+        "audit trail where one is required, without a log bucket per stack.",
+        "CKV_AWS_21": "Every object is a per-execution record that expires in days; a job's status is "
+        "guarded by conditional writes (If-None-Match), so versions would only keep stale copies.",
+    },
+    "AWS::SQS::Queue": {
+        "CKV_AWS_27": "Encrypted with SQS-managed server-side encryption (SqsManagedSseEnabled), which "
+        "checkov does not recognise (it looks for KmsMasterKeyId only); a KMS key would need a key "
+        "policy for events.amazonaws.com naming the rule, which names the queue: a dependency cycle.",
+        "ES6000": "These queues are themselves where failed deliveries end up (dead-letter queues and "
+        "an on-failure destination); a person reads them, so there is no further queue to redrive to.",
+    },
+}
+
+
+def acknowledge_lint(resource: CfnResource, findings: dict[str, str]) -> None:
+    """Acknowledge cfn-lint(-serverless) ``finding id -> reason`` on one resource that ACKNOWLEDGED cannot cover."""
+    resource.add_metadata("cfn-lint", {"config": {"ignore_checks": list(findings)}, "reasons": findings})
+
+
+@jsii.implements(IAspect)
+class ScannerAcknowledgements:
+    """Writes ``ACKNOWLEDGED`` into the metadata of every matching resource of the app."""
+
+    def visit(self, node: IConstruct) -> None:
+        if not isinstance(node, CfnResource) or node.cfn_resource_type not in ACKNOWLEDGED:
+            return
+        findings = ACKNOWLEDGED[node.cfn_resource_type]
+        checkov = [{"id": id_, "comment": why} for id_, why in findings.items() if id_.startswith("CKV_")]
+        node.add_metadata("checkov", {"skip": checkov})
+        serverless = {id_: why for id_, why in findings.items() if not id_.startswith("CKV_")}
+        if serverless:
+            acknowledge_lint(node, serverless)
