@@ -105,7 +105,7 @@ async function machinesPage() {
         message.textContent = failure.message;
       }
     });
-    const graph = el("div", { class: "graph-box" });
+    const graph = el("div", { class: "graph-box wide" });
     view.append(el("section", { class: "machine card", "data-machine": machine.name },
       el("h2", {}, machine.name), el("p", { class: "muted arn" }, machine.arn),
       el("div", { class: "columns" }, graph,
@@ -155,7 +155,7 @@ async function executionPage(arn) {
   const legend = el("p", { class: "legend" }, ...[["succeeded", "Succeeded"], ["failed", "Failed"], ["caught", "Caught error"],
     ["cancelled", "Cancelled"], ["in_progress", "In progress"]].map(([key, label]) => el("span", { class: `key ${key}` }, label)));
   view.replaceChildren(title, el("p", {}, "Status ", status), problem, summary,
-    el("div", { class: "columns" }, el("div", { class: "card" }, el("h2", {}, "Graph view"), legend, graphBox), step),
+    el("div", { class: "columns" }, el("div", { class: "card wide" }, el("h2", {}, "Graph view"), legend, graphBox), step),
     el("div", { class: "card" }, el("h2", {}, "Event history"),
       el("table", { class: "history", id: "history" },
         el("thead", {}, el("tr", {}, ...["ID", "Type", "Step", "Resource", "Elapsed time (ms)", "Timestamp"].map((h) => el("th", {}, h)))),

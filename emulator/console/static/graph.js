@@ -94,7 +94,10 @@ function svg(tag, attributes = {}, parent = null) {
 function drawGraph(container, definition, onSelect) {
   const g = buildGraph(definition);
   const { width, height } = g.graph();
-  const root = svg("svg", { class: "graph", width, height, viewBox: `0 0 ${width} ${height}` });
+  // Scaled down to the width it is given, never up, and never so far that labels cannot be read.
+  const root = svg("svg", {
+    class: "graph", width: "100%", viewBox: `0 0 ${width} ${height}`, style: `max-width: ${width}px; min-width: ${Math.round(width * 0.8)}px`,
+  });
   const defs = svg("defs", {}, root);
   const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" }, defs);
   svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }, marker);
