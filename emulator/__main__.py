@@ -17,7 +17,7 @@ from emulator.clock import INSTANT, parse_speed
 from emulator.console import Console
 from emulator.follow import duration
 from emulator.server import CLOCK_PATH
-from emulator.session import MACHINES, deployed
+from emulator.session import MACHINES, Deployment, deployed
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -62,16 +62,21 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     print(f"Input ({source}): {json.dumps(payload)}", flush=True)
     with deployed(progress=sys.stdout) as deployment:
-        if not deployment.has_machine(args.machine):
-            print(f"No {args.machine} machine is deployed", file=sys.stderr)
-            return 2
-        for line in deployment.seed(args.machine, payload, alert_item):
-            print(line, flush=True)
-        result = deployment.run(args.machine, payload, out=sys.stdout)
-        print("summary:")
-        for line in result.summary_lines():
-            print(line)
-        return 0 if result.status == "SUCCEEDED" else 1
+        return run_deployed(deployment, args.machine, payload, alert_item)
+
+
+def run_deployed(deployment: Deployment, machine: str, payload: object, alert_item: Path | None = None) -> int:
+    """`run` once the app is deployed: put what the machine reads, start, follow, summarize."""
+    if not deployment.has_machine(machine):
+        print(f"No {machine} machine is deployed", file=sys.stderr)
+        return 2
+    for line in deployment.seed(machine, payload, alert_item):
+        print(line, flush=True)
+    result = deployment.run(machine, payload, out=sys.stdout)
+    print("summary:")
+    for line in result.summary_lines():
+        print(line)
+    return 0 if result.status == "SUCCEEDED" else 1
 
 
 def _clock(args: argparse.Namespace) -> int:
