@@ -45,24 +45,32 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        if args.input:
-            payload, source = samples.read_json(Path(args.input)), args.input
-        else:
-            first = next(iter(samples.for_machine(args.machine)), None)
-            if first is None:
-                raise samples.InputFileError(f"no sample input for {args.machine} in samples/{args.machine}/: pass --input FILE")
-            payload, source = first.input, first.relative_path
-        alert_item = Path(args.alert_item) if args.alert_item else None
-        if alert_item is not None:
-            if args.machine != "alert":
-                raise samples.InputFileError("--alert-item is for `run alert`")
-            samples.read_alert_item(alert_item)  # refuse a bad file before the deploy, not after
+        payload, source, alert_item = run_input(args.machine, args.input, args.alert_item)
     except samples.InputFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"Input ({source}): {json.dumps(payload)}", flush=True)
     with deployed(progress=sys.stdout) as deployment:
         return run_deployed(deployment, args.machine, payload, alert_item)
+
+
+def run_input(machine: str, input_file: str | None, alert_item_file: str | None) -> tuple[object, str, Path | None]:
+    """`run`'s input, where it came from and the alert item file; refuses a bad file before any deploy.
+
+    The input is ``input_file``, else the --alert-item's ``alert_id``, else the machine's first sample.
+    """
+    alert_item = Path(alert_item_file) if alert_item_file else None
+    if alert_item is not None and machine != "alert":
+        raise samples.InputFileError("--alert-item is for `run alert`")
+    item = samples.read_alert_item(alert_item) if alert_item is not None else None
+    if input_file:
+        return samples.read_json(Path(input_file)), input_file, alert_item
+    if item is not None:
+        return {"alert_id": item["alert_id"]["S"]}, str(alert_item), alert_item
+    first = next(iter(samples.for_machine(machine)), None)
+    if first is None:
+        raise samples.InputFileError(f"no sample input for {machine} in samples/{machine}/: pass --input FILE")
+    return first.input, first.relative_path, None
 
 
 def run_deployed(deployment: Deployment, machine: str, payload: object, alert_item: Path | None = None) -> int:
@@ -149,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--paused", action="store_true", help="start with the simulated clock paused")
     run = commands.add_parser("run", help="deploy the app, start one execution and follow it")
     run.add_argument("machine", choices=sorted(MACHINES))
-    run.add_argument("--input", help="JSON file with the execution input (default: the machine's first file in samples/MACHINE/)")
+    run.add_argument("--input", help="JSON file with the execution input (default: the machine's first file in samples/MACHINE/, "
+                                     "or the --alert-item's alert_id)")
     run.add_argument("--alert-item", help="alert item to put first, in DynamoDB's typed form (default: samples/alert-items/ALERT_ID.json)")
     commands.add_parser("demo", help="deploy the app and run every machine's sample scenarios")
     clock = commands.add_parser("clock", help="show or control the simulated clock of the running `serve` (AWS_ENDPOINT_URL)")
