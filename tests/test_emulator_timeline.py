@@ -8,6 +8,7 @@ its TaskFailed, a Retry schedules the task again).
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -160,3 +161,13 @@ def test_a_bad_input_file_is_one_clear_line(tmp_path):
         samples.read_json(malformed)
     with pytest.raises(samples.InputFileError, match=r"not an item in DynamoDB's typed form"):
         samples.read_alert_item(plain_item)
+
+
+def test_every_sample_file_the_readme_names_exists():
+    # Given
+    readme = (samples.SAMPLES.parent / "README.md").read_text()
+    # When
+    named = set(re.findall(r"samples/[\w./-]+\.json", readme))
+    # Then
+    assert named, "the README names no sample file"
+    assert [path for path in sorted(named) if not (samples.SAMPLES.parent / path).is_file()] == []
