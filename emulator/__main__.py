@@ -1,26 +1,40 @@
-"""Command line of the local emulator: `python -m emulator serve | run MACHINE | demo`."""
+"""Command line of the local emulator: `python -m emulator serve | run MACHINE | demo | clock ACTION`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
 from pathlib import Path
 
-from emulator import demo
-from emulator.session import MACHINES, deployed
+from emulator import demo, samples
+from emulator.clock import INSTANT, parse_speed
+from emulator.console import Console
+from emulator.follow import duration
+from emulator.server import CLOCK_PATH
+from emulator.session import MACHINES, Deployment, deployed
 
 
 def _serve(args: argparse.Namespace) -> int:
-    with deployed(auto_schedules=True) as deployment:
+    with deployed(auto_schedules=True, progress=sys.stdout) as deployment, Console(deployment) as console:
+        deployment.aws.clock.set_speed(args.speed)
+        if args.paused:
+            deployment.aws.clock.pause()
         print(f"Local AWS listening at {deployment.aws.endpoint_url}")
         print("Use it from another shell with:")
         for key, value in deployment.aws.environment.items():
             print(f"  export {key}={value}")
         print(f"Slack stand-in (webhook secret value): {deployment.slack.url}")
         print("Stack outputs:")
-        print(json.dumps(deployment.outputs, indent=2))
+        print(json.dumps(deployment.documented_outputs, indent=2))
+        for line in clock_lines(deployment.aws.clock_status()):
+            print(line)
+        print(f"Console: {console.url}")
         print("Scheduled rules fire on the simulated clock. Ctrl-C stops.", flush=True)
         try:
             threading.Event().wait()
@@ -30,31 +44,138 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    payload = json.loads(Path(args.input).read_text()) if args.input else {}
-    with deployed() as deployment:
-        if not deployment.has_machine(args.machine):
-            print(f"No {args.machine} machine is deployed", file=sys.stderr)
-            return 2
-        result = deployment.run(args.machine, payload, out=sys.stdout)
-        print("summary:")
-        for line in result.summary_lines():
-            print(line)
-        return 0 if result.status == "SUCCEEDED" else 1
+    try:
+        payload, source, alert_item = run_input(args.machine, args.input, args.alert_item)
+    except samples.InputFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"Input ({source}): {json.dumps(payload)}", flush=True)
+    with deployed(progress=sys.stdout) as deployment:
+        return run_deployed(deployment, args.machine, payload, alert_item)
+
+
+def run_input(machine: str, input_file: str | None, alert_item_file: str | None) -> tuple[object, str, Path | None]:
+    """`run`'s input, where it came from and the alert item file; refuses a bad file before any deploy.
+
+    The input is ``input_file``, else the --alert-item's ``alert_id``, else the machine's first sample.
+    """
+    alert_item = Path(alert_item_file) if alert_item_file else None
+    if alert_item is not None and machine != "alert":
+        raise samples.InputFileError("--alert-item is for `run alert`")
+    item = samples.read_alert_item(alert_item) if alert_item is not None else None
+    if input_file:
+        return samples.read_json(Path(input_file)), input_file, alert_item
+    if item is not None:
+        return {"alert_id": item["alert_id"]["S"]}, str(alert_item), alert_item
+    first = next(iter(samples.for_machine(machine)), None)
+    if first is None:
+        raise samples.InputFileError(f"no sample input for {machine} in samples/{machine}/: pass --input FILE")
+    return first.input, first.relative_path, None
+
+
+def run_deployed(deployment: Deployment, machine: str, payload: object, alert_item: Path | None = None) -> int:
+    """`run` once the app is deployed: put what the machine reads, start, follow, summarize."""
+    if not deployment.has_machine(machine):
+        print(f"No {machine} machine is deployed", file=sys.stderr)
+        return 2
+    for line in deployment.seed(machine, payload, alert_item):
+        print(line, flush=True)
+    result = deployment.run(machine, payload, out=sys.stdout)
+    print("summary:")
+    for line in result.summary_lines():
+        print(line)
+    return 0 if result.status == "SUCCEEDED" else 1
+
+
+def _clock(args: argparse.Namespace) -> int:
+    endpoint = os.environ.get("AWS_ENDPOINT_URL")
+    if not endpoint:
+        print("error: AWS_ENDPOINT_URL is not set: export the lines `python -m emulator serve` prints", file=sys.stderr)
+        return 2
+    url = endpoint.rstrip("/") + CLOCK_PATH
+    body = None
+    if args.action != "status":
+        url += f"/{args.action}"
+        body = {"seconds": args.value} if args.action == "advance" else {"speed": args.value} if args.action == "speed" else {}
+    request = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            status = json.load(response)
+    except urllib.error.HTTPError as exc:
+        print(f"error: {json.loads(exc.read() or b'{}').get('error', exc.reason)}", file=sys.stderr)
+        return 2
+    except (urllib.error.URLError, OSError) as exc:
+        print(f"error: no emulator answers at {endpoint} ({getattr(exc, 'reason', exc)}): is `python -m emulator serve` running?",
+              file=sys.stderr)
+        return 2
+    for line in clock_lines(status):
+        print(line)
+    return 0
+
+
+def clock_lines(status: dict) -> list[str]:
+    """The clock as `clock status` prints it: time and mode, then what waits on it."""
+    now = status["now"]
+    speed = status["speed"]
+    mode = "instant (jumps to the next wake-up when idle)" if speed == INSTANT else f"{speed:g}x real time"
+    lines = [f"Clock: {_when(now)}, " + (f"paused; on resume: {mode}" if status["paused"] else mode)]
+    if status["next_wakeup"] is not None:
+        lines.append(f"  next wake-up in {duration(status['next_wakeup'] - now)} ({status['waiting']} waiting)")
+    for schedule in status["schedules"]:
+        lines.append(f"  next firing of {schedule['rule']} in {duration(max(0.0, schedule['at'] - now))} ({_when(schedule['at'])})")
+    return lines
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"seconds must be 0 or more, got {text!r}")
+    return value
+
+
+def _speed(text: str) -> str | float:
+    try:
+        return parse_speed(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("serve", help="deploy the app and keep the endpoint up for the AWS CLI / boto3")
+    serve = commands.add_parser("serve", help="deploy the app, keep the endpoint up for the AWS CLI / boto3, serve the console")
+    serve.add_argument("--speed", type=_speed, default=INSTANT,
+                       help="simulated-clock speed: instant (default: jump to the next wake-up when idle) or a factor (1 = real time)")
+    serve.add_argument("--paused", action="store_true", help="start with the simulated clock paused")
     run = commands.add_parser("run", help="deploy the app, start one execution and follow it")
     run.add_argument("machine", choices=sorted(MACHINES))
-    run.add_argument("--input", help="JSON file with the execution input")
+    run.add_argument("--input", help="JSON file with the execution input (default: the machine's first file in samples/MACHINE/, "
+                                     "or the --alert-item's alert_id)")
+    run.add_argument("--alert-item", help="alert item to put first, in DynamoDB's typed form (default: samples/alert-items/ALERT_ID.json)")
     commands.add_parser("demo", help="deploy the app and run every machine's sample scenarios")
+    clock = commands.add_parser("clock", help="show or control the simulated clock of the running `serve` (AWS_ENDPOINT_URL)")
+    actions = clock.add_subparsers(dest="action", required=True)
+    actions.add_parser("status", help="simulated time, speed, what waits on the clock")
+    actions.add_parser("pause", help="stop simulated time: executions wait at their next Wait, back-off or timeout")
+    actions.add_parser("resume", help="let simulated time run again at its speed")
+    actions.add_parser("advance", help="move simulated time forward").add_argument("value", metavar="SECONDS", type=_seconds)
+    actions.add_parser("speed", help="instant, or a factor: 1 real time, 60 a minute per second").add_argument(
+        "value", metavar="FACTOR", type=_speed)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "run":
         return _run(args)
+    if args.command == "clock":
+        return _clock(args)
     return demo.main()
 
 

@@ -1,11 +1,15 @@
-"""Simulated clock: time jumps ahead to the next wake-up whenever nothing in the emulator is working.
+"""Simulated clock: by default time jumps ahead to the next wake-up whenever nothing is working.
 
-Simulated time is real time plus an offset. Every Wait state, retry back-off, task/heartbeat/
-machine timeout and Lambda ``time.sleep`` registers a wake-up time and blocks on this clock. A
-background thread moves the offset forward to the earliest wake-up once the emulator is quiet:
-no busy token is held (a request being served, a Lambda handler computing) and no progress was
-reported for a short settle period. With nothing to wait for, simulated time simply follows real
-time, so the clock never runs ahead of work that is still happening.
+Every Wait state, retry back-off, task/heartbeat/machine timeout and Lambda ``time.sleep``
+registers a wake-up time and blocks on this clock. Simulated time runs at a rate relative to real
+time, and a person controls it (``python -m emulator clock``, the console):
+
+- speed ``instant`` (the default): rate 1, and a background thread jumps to the earliest wake-up
+  once the emulator is quiet: no busy token is held (a request being served, a Lambda handler
+  computing) and no progress was reported for a short settle period. With nothing to wait for,
+  simulated time follows real time, so the clock never runs ahead of work that is still happening.
+- a factor F (1: real time, 60: a minute per second): rate F, never a jump.
+- paused: rate 0; whatever waits on the clock waits until it is resumed or advanced by hand.
 """
 
 from __future__ import annotations
@@ -29,6 +33,20 @@ SETTLE_SECONDS = 0.03
 TICK_SECONDS = 0.005
 # Request header carrying a hand-over ticket (see SimClock.hand_over) to the server.
 TICKET_HEADER = "X-Emulator-Clock-Ticket"
+INSTANT = "instant"
+
+
+def parse_speed(text: str | float) -> str | float:
+    """``instant`` or a positive factor, as a person types it (``serve --speed``, ``clock speed``)."""
+    if isinstance(text, str) and text.strip().lower() == INSTANT:
+        return INSTANT
+    try:
+        factor = float(text)
+    except (TypeError, ValueError):
+        factor = math.nan
+    if not 0 < factor < math.inf:
+        raise ValueError(f"speed must be {INSTANT!r} or a positive factor such as 1 or 60, got {text!r}")
+    return factor
 
 
 class Reservation:
@@ -56,7 +74,11 @@ class _Sleeper:
 
 class SimClock:
     def __init__(self, settle_seconds: float = SETTLE_SECONDS) -> None:
-        self._offset = 0.0
+        # (simulated, real, rate): simulated now = simulated + rate * (real now - real). One tuple,
+        # replaced whole, so ``now`` reads a consistent triple without the lock.
+        self._anchor = (_real_time(), _real_time(), 1.0)
+        self._speed: str | float = INSTANT
+        self._paused = False
         self._lock = threading.Condition()
         self._sleepers: list[_Sleeper] = []
         self._seq = itertools.count()
@@ -74,11 +96,48 @@ class SimClock:
     # -- reading -------------------------------------------------------------------------------
     def now(self) -> float:
         """Simulated epoch seconds."""
-        return _real_time() + self._offset
+        simulated, real, rate = self._anchor
+        return simulated + rate * (_real_time() - real)
 
     @property
     def offset(self) -> float:
-        return self._offset
+        """Simulated minus real time now (Lambda workers add it to their own real clock)."""
+        return self.now() - _real_time()
+
+    # -- control -------------------------------------------------------------------------------
+    @property
+    def speed(self) -> str | float:
+        """``INSTANT`` or the factor simulated time runs at while not paused."""
+        return self._speed
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def set_speed(self, speed: str | float) -> None:
+        speed = parse_speed(speed)
+        with self._lock:
+            self._speed = speed
+            self._rebase()
+
+    def pause(self) -> None:
+        with self._lock:
+            self._paused = True
+            self._rebase()
+
+    def resume(self) -> None:
+        with self._lock:
+            self._paused = False
+            self._rebase()
+
+    def _rebase(self) -> None:
+        """Start the current rate from now (lock held) and let every sleeper re-time its wait."""
+        rate = 0.0 if self._paused else 1.0 if self._speed == INSTANT else float(self._speed)
+        now = self.now()
+        self._anchor = (now, _real_time(), rate)
+        self._last_activity = _real_monotonic()
+        for sleeper in self._sleepers:
+            sleeper.event.set()
 
     # -- activity ------------------------------------------------------------------------------
     def touch(self) -> None:
@@ -201,9 +260,12 @@ class SimClock:
                     remaining = sleeper.wake_at - self.now()
                     if remaining <= 0:
                         return False
-                    # A SimEvent wakes this sleeper when set; a plain Event is polled.
+                    # A SimEvent wakes this sleeper when set; a plain Event is polled. A change of
+                    # rate (pause, speed) wakes it too, to re-time the wait.
+                    rate = self._anchor[2]
+                    real_remaining = remaining / rate if rate and remaining != math.inf else None
                     polled = event is not None and not isinstance(event, SimEvent)
-                    sleeper.event.wait(min(remaining, 0.02) if polled else None if remaining == math.inf else remaining)
+                    sleeper.event.wait(min(real_remaining or 0.02, 0.02) if polled else real_remaining)
                     sleeper.event.clear()
         finally:
             if isinstance(event, SimEvent):
@@ -230,9 +292,12 @@ class SimClock:
 
     # -- advancing -----------------------------------------------------------------------------
     def advance(self, seconds: float) -> None:
-        """Move simulated time forward by hand (used to let schedules fire in a demo)."""
+        """Move simulated time forward by hand, at any speed and while paused."""
+        if not 0 <= seconds < math.inf:
+            raise ValueError(f"seconds must be a non-negative number, got {seconds!r}")
         with self._lock:
-            self._offset += seconds
+            simulated, real, rate = self._anchor
+            self._anchor = (simulated + seconds, real, rate)
             self.jumped_seconds += seconds
             for sleeper in self._sleepers:
                 sleeper.event.set()
@@ -240,6 +305,8 @@ class SimClock:
     def _advance_forever(self) -> None:
         while not self._stopped.wait(TICK_SECONDS):
             with self._lock:
+                if self._speed != INSTANT or self._paused:
+                    continue
                 if not self._sleepers or self._busy > 0:
                     continue
                 if _real_monotonic() - self._last_activity < self._settle:
@@ -247,7 +314,8 @@ class SimClock:
                 earliest = self._sleepers[0]
                 gap = earliest.wake_at - self.now()
                 if gap > 0:
-                    self._offset += gap
+                    simulated, real, rate = self._anchor
+                    self._anchor = (simulated + gap, real, rate)
                     self.jumps += 1
                     self.jumped_seconds += gap
                 for sleeper in self._sleepers:

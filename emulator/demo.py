@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Callable, TextIO
+from typing import Callable, TextIO
 
+from emulator import samples
 from emulator.follow import ExecutionResult
 from emulator.session import Deployment, deployed
 
@@ -17,8 +18,12 @@ def _title(out: TextIO, text: str) -> None:
     print(f"\n{'=' * 100}\n{text}\n{'=' * 100}", file=out, flush=True)
 
 
-def _run(deployment: Deployment, out: TextIO, machine: str, title: str, payload: Any) -> ExecutionResult:
-    print(f"\n--- {title}\n    input: {json.dumps(payload)}", file=out, flush=True)
+def _run(deployment: Deployment, out: TextIO, machine: str, title: str, sample: str) -> ExecutionResult:
+    found = samples.sample(machine, sample)
+    payload = found.input
+    print(f"\n--- {title}\n    input ({found.relative_path}): {json.dumps(payload)}", file=out, flush=True)
+    for line in deployment.seed(machine, payload):
+        print(f"    {line}", file=out, flush=True)
     result = deployment.run(machine, payload, out=out)
     print("  summary:", file=out)
     for line in result.summary_lines():
@@ -28,18 +33,8 @@ def _run(deployment: Deployment, out: TextIO, machine: str, title: str, payload:
 
 def alert_scenario(deployment: Deployment, out: TextIO) -> None:
     _title(out, "Alert notification: 3 users x 3 rounds, 5 minutes apart (seeds 000/001, repaired)")
-    table = deployment.output("AlertNotificationStack", "AlertTableName")
-    alert = {
-        "alert_id": {"S": "disk-full-web-1"},
-        "notification_count": {"N": "3"},
-        "user_accounts": {"L": [{"S": u} for u in ("foo@example.com", "bar@example.com", "baz@example.com")]},
-        "status": {"S": "active"},
-        "interval_seconds": {"N": "300"},
-        "message": {"S": "Disk above 90% on web-1"},
-    }
-    deployment.client("dynamodb").put_item(TableName=table, Item=alert)
     before = len(deployment.slack.posts)
-    _run(deployment, out, "alert", "Notify every user each round until the count is reached", {"alert_id": "disk-full-web-1"})
+    _run(deployment, out, "alert", "Notify every user each round until the count is reached", "disk-full-web-1")
     print("  Slack webhook POSTs received by the stand-in:", file=out)
     for post in deployment.slack.posts[before:]:
         print(f"    #{post.seq} {post.status}  {post.body.get('text') if isinstance(post.body, dict) else post.body}", file=out)
@@ -48,24 +43,21 @@ def alert_scenario(deployment: Deployment, out: TextIO) -> None:
 def poller_scenario(deployment: Deployment, out: TextIO) -> None:
     # The demo runner is a Lambda (15-minute ceiling, minus time to report): an 880-second job.
     _title(out, "Job poller: an 880-second job, S3-backed polling vs. callback (seed 004)")
-    job = {"duration_seconds": 880}
     tuned = _run(deployment, out, "poller", "Initial wait of 14 minutes (the job's expected minimum), then poll every 60 s",
-                 {"job": job, "timeout_seconds": 1800, "initial_wait_seconds": 840, "poll_interval_seconds": 60})
-    untuned = deployment.run("poller", {"job": job, "timeout_seconds": 1800, "poll_interval_seconds": 60})
-    callback = _run(deployment, out, "callback", "Callback variant: the runner reports back with the task token",
-                    {"job": job, "timeout_seconds": 1800})
+                 "initial-wait-then-poll-every-minute")
+    untuned = deployment.run("poller", samples.sample("poller", "poll-every-minute").input)
+    callback = _run(deployment, out, "callback", "Callback variant: the runner reports back with the task token", "880-second-job")
     print("\n  the same job, per execution:", file=out)
     for label, result in (("poll every 60 s, no initial wait", untuned), ("initial wait + poll every 60 s", tuned),
                           ("callback (no polling)", callback)):
         print(f"    {label:36s} {result.status:9s} {result.transitions:4d} transitions  "
               f"${result.cost_usd * 1e6:,.2f} per million executions", file=out)
-    _run(deployment, out, "export-poller", "SDK-integration variant: export the alert table to S3, poll describeExport", {})
+    _run(deployment, out, "export-poller", "SDK-integration variant: export the alert table to S3, poll describeExport", "defaults")
 
 
 def map_retry_scenario(deployment: Deployment, out: TextIO) -> None:
     _title(out, "Map retry-failed: one item fails once, only that item is retried (seed 002, pattern 2)")
-    items = [{"id": "A-123"}, {"id": "B-456", "fail_attempts": 1}, {"id": "C-789"}]
-    result = _run(deployment, out, "map-retry", "Three items, B-456 fails its first attempt", {"items": items, "max_attempts": 3})
+    result = _run(deployment, out, "map-retry", "Three items, B-456 fails its first attempt", "one-item-fails-once")
     if isinstance(result.output, dict):
         print(f"  attempts per item: {json.dumps(result.output.get('attempts'))}", file=out)
 
@@ -78,8 +70,7 @@ def monitoring_scenario(deployment: Deployment, out: TextIO) -> None:
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     deployment.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn,
                                        Attributes={"RawMessageDelivery": "true"})
-    _run(deployment, out, "poller", "A job that fails", {"job": {"duration_seconds": 30, "fail": True, "error_message": "disk quota exceeded"},
-                                                          "timeout_seconds": 300, "poll_interval_seconds": 10})
+    _run(deployment, out, "poller", "A job that fails", "job-that-fails")
     deadline = time.monotonic() + 10
     messages: list[dict] = []
     while not messages and time.monotonic() < deadline:
@@ -107,10 +98,8 @@ SCENARIOS: list[tuple[str, Scenario]] = [
 
 def main(out: TextIO = sys.stdout) -> int:
     started = time.monotonic()
-    print("Deploying the app into the local emulator with the real cdk CLI...", file=out, flush=True)
-    with deployed() as deployment:
-        print(f"Deployed in {deployment.aws.deploy_seconds:.1f} s at {deployment.aws.endpoint_url}", file=out)
-        for stack, outputs in deployment.outputs.items():
+    with deployed(progress=out) as deployment:
+        for stack, outputs in deployment.documented_outputs.items():
             for key, value in outputs.items():
                 print(f"  {stack}.{key} = {value}", file=out)
         for machine, scenario in SCENARIOS:

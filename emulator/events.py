@@ -245,6 +245,13 @@ class EventRouter:
         bus = self._backend().describe_event_bus("default")
         return [rule for rule in bus.rules.values() if rule.scheduled_expression]
 
+    def next_firings(self) -> list[tuple[str, float]]:
+        """(rule name, simulated epoch) of the next firing of each rule on the clock, soonest first."""
+        names = {rule.arn: rule.name for rule in self.scheduled_rules()}
+        with self._lock:
+            due = [(names[arn], at) for arn, at in self._schedule_next.items() if arn in names]
+        return sorted(due, key=lambda pair: pair[1])
+
     def fire_schedule(self, rule_name: str) -> int:
         """Fire a scheduled rule now, as EventBridge does at its scheduled time."""
         rule = next((r for r in self.scheduled_rules() if r.name == rule_name), None)

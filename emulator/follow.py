@@ -9,13 +9,7 @@ from datetime import datetime
 from typing import Any, Callable, TextIO
 
 from emulator import pricing
-
-_DETAIL_KEYS = (
-    "stateEnteredEventDetails", "stateExitedEventDetails", "taskSucceededEventDetails",
-    "taskFailedEventDetails", "executionFailedEventDetails", "executionSucceededEventDetails",
-    "executionTimedOutEventDetails", "executionAbortedEventDetails", "taskTimedOutEventDetails",
-    "waitStateEnteredEventDetails", "mapStateStartedEventDetails",
-)
+from emulator.history import FAILURE_TYPES, History, details, plain_cause, without_stack_traces
 
 
 @dataclass
@@ -32,6 +26,28 @@ class ExecutionResult:
     lambda_invocations: int
     lambda_gb_seconds: float
     timeline: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, description: dict, events: list[dict], calls: list[dict], *, wall_seconds: float,
+           timeline: list[str] | None = None) -> "ExecutionResult":
+        """The result of the execution ``description`` names, with the Lambda ``calls`` made meanwhile."""
+        gb_seconds = sum(
+            pricing.billed_gb_seconds(c.get("end", c["start"]) - c["start"], c.get("memory_mb", 128)) for c in calls
+        )
+        return cls(
+            execution_arn=description["executionArn"],
+            status=description["status"],
+            output=json.loads(description["output"]) if "output" in description else None,
+            error=description.get("error"),
+            cause=description.get("cause"),
+            events=events,
+            start=description["startDate"],
+            stop=description.get("stopDate"),
+            wall_seconds=wall_seconds,
+            lambda_invocations=len(calls),
+            lambda_gb_seconds=gb_seconds,
+            timeline=timeline or [],
+        )
 
     @property
     def simulated_seconds(self) -> float:
@@ -69,7 +85,7 @@ class ExecutionResult:
         if output is not None:
             lines.append(f"  output            {output if len(output) <= 400 else output[:400] + '...'}")
         if self.error:
-            lines.append(f"  error             {self.error}: {(self.cause or '')[:300]}")
+            lines.append(f"  error             {self.error}: {plain_cause(self.cause)[:300]}")
         lines += [
             f"  state transitions {self.transitions} ({self.states_entered} states entered, {self.retries} retries)",
             f"  Lambda invocations {self.lambda_invocations}",
@@ -90,29 +106,102 @@ def duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min {secs:02d} s" if hours else f"{minutes} min {secs:02d} s"
 
 
-def _event_line(event: dict, start: datetime) -> str | None:
-    kind = event["type"]
-    offset = (event["timestamp"] - start).total_seconds()
-    stamp = f"T+{duration(offset):>10}"
-    if kind.endswith("StateEntered"):
-        details = event["stateEnteredEventDetails"]
-        return f"{stamp}  ▶ {details['name']}  ({kind.removesuffix('StateEntered')})"
-    if kind == "TaskFailed" or kind == "LambdaFunctionFailed":
-        details = event.get("taskFailedEventDetails") or event.get("lambdaFunctionFailedEventDetails") or {}
-        return f"{stamp}    ✗ {details.get('error')}: {(details.get('cause') or '')[:160]}"
-    if kind == "TaskTimedOut":
-        return f"{stamp}    ✗ {event.get('taskTimedOutEventDetails', {}).get('error', 'States.Timeout')}"
-    if kind.endswith("StateExited"):
-        details = event["stateExitedEventDetails"]
-        output = details.get("output", "")
-        short = output if len(output) <= 140 else output[:140] + "..."
-        return f"{stamp}    ✓ {details['name']} → {short}"
-    if kind in ("ExecutionFailed", "ExecutionTimedOut", "ExecutionAborted"):
-        details = next((event[k] for k in _DETAIL_KEYS if k in event), {})
-        return f"{stamp}  ■ {kind.removeprefix('Execution').upper()} {details.get('error', '')}: {(details.get('cause') or '')[:200]}"
-    if kind == "ExecutionSucceeded":
-        return f"{stamp}  ■ SUCCEEDED"
-    return None
+class Timeline:
+    """History events as lines for a person: per state what changed; each error caught, retried or fatal.
+
+    A failure is printed once its fate is in the history (the next event of its state), so a
+    line may wait for the next poll.
+    """
+
+    def __init__(self) -> None:
+        self._printed = 0
+        self._caught_exits: set[int] = set()
+
+    def lines(self, events: list[dict], start: datetime, *, final: bool = False) -> list[str]:
+        history = History(events)
+        lines: list[str] = []
+        for event in events[self._printed:]:
+            line, held = self._line(history, event, start, final)
+            if held:
+                break
+            self._printed += 1
+            if line:
+                lines.append(line)
+        return lines
+
+    def _line(self, history: History, event: dict, start: datetime, final: bool) -> tuple[str | None, bool]:
+        kind, found = event["type"], details(event)
+        stamp = f"T+{duration((event['timestamp'] - start).total_seconds()):>10}"
+        if kind.endswith("StateEntered"):
+            return f"{stamp}  ▶ {found['name']}  ({kind.removesuffix('StateEntered')})", False
+        if kind in FAILURE_TYPES:
+            outcome = history.failure_outcome(event)
+            if outcome is None and not final:
+                return None, True
+            name = history.state_name(event) or ""
+            error = f"{found.get('error') or kind}: {_short(plain_cause(found.get('cause')), 200)}"
+            if outcome == "caught":
+                self._caught_exits.update(e["id"] for e in history.followers(event))
+                return f"{stamp}    ↪ {name}  caught {error}", False
+            if outcome == "retried":
+                return f"{stamp}    ↻ {name}  {error}  (retrying)", False
+            return f"{stamp}    ✗ {name}  {error}", False
+        if kind.endswith("StateExited"):
+            entered = history.entered_event(event)
+            if event["id"] in self._caught_exits or entered is None:
+                return None, False
+            change = changes(details(entered).get("input"), found.get("output"))
+            return (f"{stamp}    ✓ {found['name']}  {change}" if change else None), False
+        if kind in ("ExecutionFailed", "ExecutionTimedOut", "ExecutionAborted"):
+            return f"{stamp}  ■ {kind.removeprefix('Execution').upper()} {found.get('error', '')}: {_short(plain_cause(found.get('cause')), 200)}", False
+        if kind == "ExecutionSucceeded":
+            return f"{stamp}  ■ SUCCEEDED", False
+        return None, False
+
+
+def changes(before_text: str | None, after_text: str | None, limit: int = 3) -> str:
+    """What a state did to its document: changed paths with old → new values, + added, - removed."""
+    before, after = (without_stack_traces(_parse(text)) for text in (before_text, after_text))
+    replaced = isinstance(before, dict) and isinstance(after, dict) and not any(
+        key in before and before[key] == value for key, value in after.items())
+    found = [("~", "", before, after)] if replaced and after else list(_diff(before, after, ""))
+    shown = [
+        f"+{path} {_short(_compact(new))}" if kind == "+" else f"-{path}" if kind == "-"
+        else f"{path} {_short(_compact(old), 30)} → {_short(_compact(new))}" if path else f"→ {_short(_compact(new), 140)}"
+        for kind, path, old, new in found[:limit]
+    ]
+    if len(found) > limit:
+        shown.append(f"(+{len(found) - limit} more)")
+    return ", ".join(shown)
+
+
+def _diff(before: Any, after: Any, path: str) -> Any:
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key, new in after.items():
+            child = f"{path}.{key}" if path else key
+            if key not in before:
+                yield "+", child, None, new
+            else:
+                yield from _diff(before[key], new, child)
+        for key in before.keys() - after.keys():
+            yield "-", f"{path}.{key}" if path else key, before[key], None
+    elif before != after:
+        yield "~", path, before, after
+
+
+def _parse(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text is not None else None
+    except ValueError:
+        return text
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _short(text: str, limit: int = 50) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def follow(
@@ -128,54 +217,29 @@ def follow(
     sfn = aws.client("stepfunctions")
     started_wall = started_wall or time.monotonic()
     invocations_before = len(aws.runtime.invocations)
-    seen = 0
+    printer = Timeline()
     timeline: list[str] = []
-    start: datetime | None = None
     while True:
         description = sfn.describe_execution(executionArn=execution_arn)
-        start = start or description["startDate"]
         if out is not None:  # a live timeline costs a history read per poll; only when shown
-            events = _history(sfn, execution_arn)
-            for event in events[seen:]:
-                line = _event_line(event, start)
-                if line:
-                    timeline.append(line)
-                    print(line, file=out, flush=True)
-            seen = len(events)
+            for line in printer.lines(read_history(sfn, execution_arn), description["startDate"]):
+                timeline.append(line)
+                print(line, file=out, flush=True)
         if description["status"] != "RUNNING":
             break
         if time.monotonic() - started_wall > timeout_seconds:
             raise TimeoutError(f"{execution_arn} still RUNNING after {timeout_seconds} s of wall time")
         time.sleep(poll_seconds)
-    events = _history(sfn, execution_arn)
-    for event in events[seen:]:
-        line = _event_line(event, start)
-        if line:
-            timeline.append(line)
-            if out is not None:
-                print(line, file=out, flush=True)
-    calls = aws.runtime.invocations[invocations_before:]
-    gb_seconds = sum(
-        pricing.billed_gb_seconds(c.get("end", c["start"]) - c["start"], c.get("memory_mb", 128)) for c in calls
-    )
-    output = json.loads(description["output"]) if "output" in description else None
-    return ExecutionResult(
-        execution_arn=execution_arn,
-        status=description["status"],
-        output=output,
-        error=description.get("error"),
-        cause=description.get("cause"),
-        events=events,
-        start=description["startDate"],
-        stop=description.get("stopDate"),
-        wall_seconds=time.monotonic() - started_wall,
-        lambda_invocations=len(calls),
-        lambda_gb_seconds=gb_seconds,
-        timeline=timeline,
-    )
+    events = read_history(sfn, execution_arn)
+    for line in printer.lines(events, description["startDate"], final=True):
+        timeline.append(line)
+        if out is not None:
+            print(line, file=out, flush=True)
+    return ExecutionResult.of(description, events, aws.runtime.invocations[invocations_before:],
+                              wall_seconds=time.monotonic() - started_wall, timeline=timeline)
 
 
-def _history(sfn: Any, execution_arn: str) -> list[dict]:
+def read_history(sfn: Any, execution_arn: str) -> list[dict]:
     events: list[dict] = []
     kwargs: dict[str, Any] = {"executionArn": execution_arn, "maxResults": 1000}
     while True:

@@ -21,6 +21,8 @@ from emulator.lambda_runtime import LambdaRuntime
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
+# Where the endpoint answers clock control (`python -m emulator clock`) instead of moto.
+CLOCK_PATH = "/_emulator/clock"
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "emulator",
     "AWS_SECRET_ACCESS_KEY": "emulator",
@@ -101,6 +103,8 @@ class LocalAws:
         ticket_key = "HTTP_" + TICKET_HEADER.upper().replace("-", "_")
 
         def app(environ: dict, start_response: Any) -> list[bytes]:
+            if environ.get("PATH_INFO", "").startswith(CLOCK_PATH):
+                return self.clock_endpoint(environ, start_response, environ["PATH_INFO"][len(CLOCK_PATH):].strip("/"))
             # A request being served is work: the simulated clock does not jump meanwhile. A ticket
             # the caller handed over with the request keeps it still until the response is read,
             # except while this thread waits on the clock (a Lambda handler's sleep).
@@ -155,6 +159,58 @@ class LocalAws:
                     sfn.stop_execution(executionArn=execution.execution_arn, cause="Local AWS shutting down")
                     stopped += 1
         return stopped
+
+    # -- the clock, for a person --------------------------------------------------------------------
+    def clock_status(self) -> dict:
+        """The simulated clock as `python -m emulator clock status` and the console show it."""
+        wakeups = [at for at in self.clock.pending_wakeups() if at != float("inf")]
+        return {
+            "now": self.clock.now(),
+            "speed": self.clock.speed,
+            "paused": self.clock.paused,
+            "next_wakeup": wakeups[0] if wakeups else None,
+            "waiting": len(wakeups),
+            "schedules": [{"rule": rule, "at": at} for rule, at in self.router.next_firings()],
+        }
+
+    def control_clock(self, action: str, body: dict) -> dict:
+        """Pause, resume, advance ``{"seconds": N}`` or set ``{"speed": "instant" | F}``; the new status."""
+        if action == "pause":
+            self.clock.pause()
+        elif action == "resume":
+            self.clock.resume()
+        elif action == "advance":
+            try:
+                seconds = float(body.get("seconds"))
+            except (TypeError, ValueError):
+                raise ValueError(f"advance needs a number of seconds, got {body.get('seconds')!r}") from None
+            self.clock.advance(seconds)
+        elif action == "speed":
+            self.clock.set_speed(body.get("speed"))
+        else:
+            raise LookupError(f"no clock action {action!r}: pause, resume, advance or speed")
+        return self.clock_status()
+
+    def clock_endpoint(self, environ: dict, start_response: Any, action: str) -> list[bytes]:
+        """WSGI: GET the status, POST an action with a JSON body; errors as {"error": message}."""
+        from werkzeug.wrappers import Request, Response
+
+        request = Request(environ)
+        try:
+            if request.method == "GET" and not action:
+                status, body = 200, self.clock_status()
+            elif request.method == "POST" and action:
+                payload = request.get_json(force=True, silent=True) if request.get_data() else {}
+                if not isinstance(payload, dict):
+                    raise ValueError("the request body must be a JSON object")
+                status, body = 200, self.control_clock(action, payload)
+            else:
+                status, body = 405, {"error": "GET the clock, or POST pause, resume, advance or speed"}
+        except LookupError as exc:
+            status, body = 404, {"error": str(exc.args[0])}
+        except ValueError as exc:
+            status, body = 400, {"error": str(exc)}
+        return Response(json.dumps(body), status=status, mimetype="application/json")(environ, start_response)
 
     # -- clients ----------------------------------------------------------------------------------
     @property

@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, TextIO
 
-from emulator.deploy import deploy_app
+from emulator import samples
+from emulator.deploy import ROOT, deploy_app
 from emulator.follow import ExecutionResult, run
 from emulator.server import LocalAws
 from emulator.slack import SlackStandIn
@@ -36,6 +39,12 @@ class Deployment:
     def client(self, service: str) -> Any:
         return self.aws.client(service)
 
+    @property
+    def documented_outputs(self) -> dict[str, dict[str, str]]:
+        """The stack outputs the README documents, without CDK's cross-stack ``ExportsOutput...``."""
+        return {stack: {key: value for key, value in outputs.items() if not key.startswith("ExportsOutput")}
+                for stack, outputs in self.outputs.items()}
+
     def output(self, stack: str, key: str) -> str:
         try:
             return self.outputs[stack][key]
@@ -50,13 +59,35 @@ class Deployment:
         stack, key = MACHINES[machine]
         return key in self.outputs.get(stack, {})
 
+    def machine_names(self) -> dict[str, str]:
+        """The name users type for each deployed machine, by ARN."""
+        return {self.machine_arn(name): name for name in MACHINES if self.has_machine(name)}
+
+    def seed(self, machine: str, payload: Any, alert_item: Path | None = None) -> list[str]:
+        """Put what an execution of ``machine`` with ``payload`` reads: the alert item it names.
+
+        ``alert_item`` is a file in DynamoDB's typed form; by default the sample item named after
+        the input's ``alert_id``, if there is one. Returns a line per thing put, for people.
+        """
+        path = alert_item or (samples.alert_item_for(payload) if machine == "alert" else None)
+        if path is None:
+            return []
+        item = samples.read_alert_item(path)
+        table = self.output("AlertNotificationStack", "AlertTableName")
+        self.client("dynamodb").put_item(TableName=table, Item=item)
+        shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+        return [f"Put alert item {item['alert_id']['S']} ({shown}) into {table}"]
+
     def run(self, machine: str, payload: Any, *, out: TextIO | None = None, **kwargs: Any) -> ExecutionResult:
         return run(self.aws, self.machine_arn(machine), payload, out=out, **kwargs)
 
 
 @contextlib.contextmanager
-def deployed(workdir: Path | None = None, *, auto_schedules: bool = False) -> Iterator[Deployment]:
-    """Start the Slack stand-in and a LocalAws, store the webhook secret, deploy the app."""
+def deployed(workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None) -> Iterator[Deployment]:
+    """Start the Slack stand-in and a LocalAws, store the webhook secret, deploy the app.
+
+    With ``progress``, says what it is doing and each stack as CloudFormation completes it.
+    """
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # moto logs each resource type it skips and every failed state; the timeline shows what matters.
     logging.getLogger("moto").setLevel(logging.CRITICAL)
@@ -64,5 +95,40 @@ def deployed(workdir: Path | None = None, *, auto_schedules: bool = False) -> It
     with SlackStandIn() as slack, LocalAws(workdir, auto_schedules=auto_schedules) as aws:
         # The secret exists before the app, as on AWS (the stack references it by name).
         aws.client("secretsmanager").create_secret(Name=SLACK_SECRET_NAME, SecretString=slack.url)
-        outputs = deploy_app(aws)
+        if progress is None:
+            outputs = deploy_app(aws)
+        else:
+            print("Deploying the app into the local emulator with the real cdk CLI...", file=progress, flush=True)
+            with _reporting_stacks(aws, progress):
+                outputs = deploy_app(aws)
+            print(f"Deployed in {aws.deploy_seconds:.1f} s at {aws.endpoint_url}", file=progress, flush=True)
         yield Deployment(aws=aws, slack=slack, outputs=outputs)
+
+
+@contextlib.contextmanager
+def _reporting_stacks(aws: LocalAws, out: TextIO) -> Iterator[None]:
+    """Print each stack once CloudFormation has finished it (cdk is silent here, its log is a file)."""
+    done = threading.Event()
+    started = time.monotonic()
+
+    def report() -> None:
+        cfn = aws.client("cloudformation")
+        reported: set[str] = set()
+        while True:
+            last = done.wait(0.5)  # one more look once cdk has finished
+            for stack in cfn.describe_stacks()["Stacks"]:
+                name, status = stack["StackName"], stack["StackStatus"]
+                if status in ("CREATE_COMPLETE", "UPDATE_COMPLETE") and name not in reported:
+                    reported.add(name)
+                    what = "bootstrapped (CDKToolkit)" if name == "CDKToolkit" else f"{name} deployed"
+                    print(f"  {what} after {time.monotonic() - started:.1f} s", file=out, flush=True)
+            if last:
+                return
+
+    reporter = threading.Thread(target=report, name="deploy-progress", daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reporter.join()

@@ -1,0 +1,246 @@
+"""The local console: a web page like the Step Functions console, served beside `python -m emulator serve`.
+
+A small JSON API over the deployed app (machines and their definitions, executions, histories,
+the clock, the Slack stand-in's posts) and static pages that draw it with plain JavaScript and
+the graph layout library pinned in package.json, all served from this machine (no CDN).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.routing import Map, Rule
+from werkzeug.serving import make_server
+from werkzeug.wrappers import Request, Response
+
+from emulator import samples
+from emulator.deploy import ROOT
+from emulator.follow import ExecutionResult, duration, read_history
+from emulator.history import History, details, state_views
+from emulator.session import Deployment
+
+STATIC = Path(__file__).with_name("static")
+# Files the page loads from node_modules (installed by `make setup` from package-lock.json).
+VENDOR = {"dagre.min.js": ROOT / "node_modules" / "@dagrejs" / "dagre" / "dist" / "dagre.min.js"}
+_LISTED_EXECUTIONS = 100
+
+
+class Console:
+    """The console's HTTP server on 127.0.0.1 (a free port unless given). A context manager."""
+
+    def __init__(self, deployment: Deployment, port: int = 0) -> None:
+        self.deployment = deployment
+        self.aws = deployment.aws
+        self._port = port
+        self._server: Any = None
+        self._routes = Map([
+            Rule("/", endpoint="page"),
+            Rule("/static/<path:name>", endpoint="static"),
+            Rule("/vendor/<name>", endpoint="vendor"),
+            Rule("/api/clock", endpoint="clock", defaults={"action": ""}),
+            Rule("/api/clock/<action>", endpoint="clock"),
+            Rule("/api/machines", endpoint="machines"),
+            Rule("/api/executions", endpoint="executions", methods=["GET"]),
+            Rule("/api/executions", endpoint="start", methods=["POST"]),
+            Rule("/api/execution", endpoint="execution"),
+            Rule("/api/slack", endpoint="slack"),
+        ])
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> "Console":
+        self._server = make_server("127.0.0.1", self._port, self._wsgi, threaded=True)
+        threading.Thread(target=self._server.serve_forever, name="console", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "Console":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/"
+
+    # -- serving ---------------------------------------------------------------------------------
+    def _wsgi(self, environ: dict, start_response: Callable) -> Any:
+        request = Request(environ)
+        adapter = self._routes.bind_to_environ(environ)
+        try:
+            endpoint, values = adapter.match()
+            if endpoint == "clock":
+                return self.aws.clock_endpoint(environ, start_response, values["action"])
+            response = getattr(self, f"_{endpoint}")(request, **values)
+        except HTTPException as exc:
+            response = exc
+        except ValueError as exc:  # a bad request a person made: say why, in one line
+            response = _json({"error": str(exc)}, 400)
+        return response(environ, start_response)
+
+    def _page(self, request: Request) -> Response:
+        return _file(STATIC / "index.html")
+
+    def _static(self, request: Request, name: str) -> Response:
+        path = (STATIC / name).resolve()
+        if not path.is_relative_to(STATIC.resolve()) or not path.is_file():
+            raise NotFound()
+        return _file(path)
+
+    def _vendor(self, request: Request, name: str) -> Response:
+        if name not in VENDOR:
+            raise NotFound()
+        if not VENDOR[name].is_file():
+            raise NotFound(f"{VENDOR[name].relative_to(ROOT)} is missing: run `make setup`")
+        return _file(VENDOR[name])
+
+    # -- API -------------------------------------------------------------------------------------
+    def _machines(self, request: Request) -> Response:
+        sfn = self.aws.client("stepfunctions")
+        names = self.deployment.machine_names()
+        machines = []
+        for listed in sfn.list_state_machines()["stateMachines"]:
+            arn = listed["stateMachineArn"]
+            described = sfn.describe_state_machine(stateMachineArn=arn)
+            name = names.get(arn)
+            machines.append({
+                "arn": arn,
+                "name": name or listed["name"],
+                "definition": json.loads(described["definition"]),
+                "samples": [
+                    {"name": s.name, "file": s.relative_path, "input": s.path.read_text(),
+                     "seeds": _relative(samples.alert_item_for(s.input))}
+                    for s in (samples.for_machine(name) if name else [])
+                ],
+            })
+        # The app's machines first, in the order `python -m emulator run` lists them.
+        order = list(names.values())
+        machines.sort(key=lambda m: (order.index(m["name"]) if m["name"] in order else len(order), m["name"]))
+        return _json(machines)
+
+    def _executions(self, request: Request) -> Response:
+        sfn = self.aws.client("stepfunctions")
+        names = self.deployment.machine_names()
+        listed = []
+        for machine in sfn.list_state_machines()["stateMachines"]:
+            arn = machine["stateMachineArn"]
+            for execution in sfn.list_executions(stateMachineArn=arn)["executions"]:
+                listed.append({
+                    "arn": execution["executionArn"],
+                    "name": execution["name"],
+                    "machine": names.get(arn, machine["name"]),
+                    "status": execution["status"],
+                    "start": _epoch(execution["startDate"]),
+                    "stop": _epoch(execution.get("stopDate")),
+                })
+        listed.sort(key=lambda e: e["start"], reverse=True)
+        return _json(listed[:_LISTED_EXECUTIONS])
+
+    def _start(self, request: Request) -> Response:
+        body = request.get_json(force=True, silent=True)
+        if not isinstance(body, dict) or not isinstance(body.get("input"), str) or not body.get("machine"):
+            raise ValueError('POST {"machine": ARN, "input": "JSON text"}')
+        try:
+            payload = json.loads(body["input"])
+        except ValueError as exc:
+            raise ValueError(f"the input is not valid JSON: {exc}") from None
+        names = self.deployment.machine_names()
+        seeded = self.deployment.seed(names.get(body["machine"], ""), payload)
+        sfn = self.aws.client("stepfunctions")
+        try:
+            arn = sfn.start_execution(stateMachineArn=body["machine"], input=body["input"])["executionArn"]
+        except sfn.exceptions.ClientError as exc:
+            raise ValueError(exc.response["Error"].get("Message") or str(exc)) from None
+        return _json({"executionArn": arn, "seeded": seeded}, 201)
+
+    def _execution(self, request: Request) -> Response:
+        arn = request.args.get("arn")
+        if not arn:
+            raise ValueError("GET /api/execution?arn=EXECUTION_ARN")
+        sfn = self.aws.client("stepfunctions")
+        try:
+            description = sfn.describe_execution(executionArn=arn)
+        except sfn.exceptions.ExecutionDoesNotExist:
+            raise NotFound(f"no execution {arn}") from None
+        events = read_history(sfn, arn)
+        machine_arn = description["stateMachineArn"]
+        definition = json.loads(sfn.describe_state_machine(stateMachineArn=machine_arn)["definition"])
+        start, stop = _epoch(description["startDate"]), _epoch(description.get("stopDate"))
+        calls = [c for c in self.aws.runtime.invocations if start <= c["start"] <= (stop or self.aws.clock.now())]
+        result = ExecutionResult.of(description, events, calls, wall_seconds=0.0)
+        simulated = (stop or self.aws.clock.now()) - start
+        history = History(events)
+        return _json({
+            "arn": arn,
+            "name": description["name"],
+            "machine": {"arn": machine_arn, "name": self.deployment.machine_names().get(machine_arn, machine_arn.split(":")[-1])},
+            "status": description["status"],
+            "input": description.get("input"),
+            "output": description.get("output"),
+            "error": description.get("error"),
+            "cause": description.get("cause"),
+            "start": start,
+            "stop": stop,
+            "definition": definition,
+            "states": {name: view.as_json() for name, view in state_views(events, description["status"]).items()},
+            "events": [_event_row(history, event, description["startDate"]) for event in events],
+            "summary": {
+                "transitions": result.transitions,
+                "states_entered": result.states_entered,
+                "retries": result.retries,
+                "lambda_invocations": result.lambda_invocations,
+                "simulated": duration(simulated),
+                "cost_usd": result.cost_usd,
+            },
+        })
+
+    def _slack(self, request: Request) -> Response:
+        posts = self.deployment.slack.posts
+        return _json([
+            {"seq": p.seq, "status": p.status, "text": p.body.get("text") if isinstance(p.body, dict) else p.body}
+            for p in reversed(posts)
+        ])
+
+
+def _event_row(history: History, event: dict, start: datetime) -> dict:
+    """One row of the execution event history, with the columns of the Step Functions console."""
+    found = details(event)
+    resource = f"{found['resourceType']}:{found['resource']}" if "resourceType" in found else None
+    return {
+        "id": event["id"],
+        "type": event["type"],
+        "step": history.state_name(event) if not event["type"].startswith("Execution") else None,
+        "resource": resource,
+        "elapsed_ms": round((event["timestamp"] - start).total_seconds() * 1000),
+        "timestamp": _epoch(event["timestamp"]),
+        "details": found,
+    }
+
+
+def _epoch(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _relative(path: Path | None) -> str | None:
+    return path.relative_to(ROOT).as_posix() if path is not None else None
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(json.dumps(body, default=str), status=status, mimetype="application/json",
+                    headers={"Cache-Control": "no-store"})
+
+
+def _file(path: Path) -> Response:
+    types = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+    return Response(path.read_bytes(), mimetype=types.get(path.suffix, "application/octet-stream"),
+                    headers={"Cache-Control": "no-store"})

@@ -1,0 +1,243 @@
+// The local console's pages: state machines, executions, one execution; and the clock in the header.
+// Plain JavaScript over the JSON API in emulator/console/__init__.py; every page polls once a second.
+"use strict";
+
+const view = document.getElementById("view");
+let pageTimer = null;
+
+async function api(path, body) {
+  const options = body === undefined ? { cache: "no-store" }
+    : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  const response = await fetch(path, options);
+  const answer = await response.json().catch(() => ({ error: response.statusText }));
+  if (!response.ok) throw new Error(answer.error || response.statusText);
+  return answer;
+}
+
+function el(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (key === "class") element.className = value;
+    else if (key.startsWith("on")) element.addEventListener(key.slice(2), value);
+    else element.setAttribute(key, value);
+  }
+  element.append(...children.filter((child) => child !== null && child !== undefined));
+  return element;
+}
+
+// Simulated instants and durations, as `follow` prints them.
+function when(epoch) {
+  if (epoch === null || epoch === undefined) return "–";
+  return new Date(epoch * 1000).toISOString().replace("T", " ").replace("Z", " UTC");
+}
+
+function duration(seconds) {
+  if (seconds < 120) return `${seconds.toFixed(1)} s`;
+  let rest = Math.round(seconds);
+  const secs = rest % 60; rest = (rest - secs) / 60;
+  const minutes = rest % 60; const hours = (rest - minutes) / 60;
+  const two = (n) => String(n).padStart(2, "0");
+  return hours ? `${hours} h ${two(minutes)} min ${two(secs)} s` : `${minutes} min ${two(secs)} s`;
+}
+
+function pretty(text) {
+  if (text === null || text === undefined || text === "") return "";
+  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return String(text); }
+}
+
+function statusBadge(status) {
+  return el("span", { class: `badge status-${status.toLowerCase()}` }, status);
+}
+
+// ---- the clock ---------------------------------------------------------------------------------
+
+async function refreshClock(change) {
+  const error = document.getElementById("clock-error");
+  try {
+    const clock = change ? await api(`/api/clock/${change.action}`, change.body || {}) : await api("/api/clock");
+    error.textContent = "";
+    document.getElementById("clock-time").textContent = when(clock.now);
+    const mode = document.getElementById("clock-mode");
+    mode.textContent = clock.paused ? "paused" : clock.speed === "instant" ? "instant" : `${clock.speed}×`;
+    mode.dataset.paused = clock.paused;
+    const speed = document.getElementById("clock-speed");
+    if (document.activeElement !== speed) speed.value = String(clock.speed);
+    const next = [];
+    if (clock.next_wakeup !== null) next.push(`next wake-up in ${duration(clock.next_wakeup - clock.now)} (${clock.waiting} waiting)`);
+    for (const schedule of clock.schedules) {
+      next.push(`next firing of ${schedule.rule} in ${duration(Math.max(0, schedule.at - clock.now))} (${when(schedule.at)})`);
+    }
+    document.getElementById("clock-next").textContent = next.join(" · ") || "nothing waits on the clock";
+  } catch (failure) {
+    error.textContent = failure.message;
+  }
+}
+
+document.getElementById("clock-pause").addEventListener("click", () => refreshClock({ action: "pause" }));
+document.getElementById("clock-resume").addEventListener("click", () => refreshClock({ action: "resume" }));
+document.getElementById("clock-advance").addEventListener("click", () =>
+  refreshClock({ action: "advance", body: { seconds: Number(document.getElementById("clock-seconds").value) } }));
+document.getElementById("clock-speed").addEventListener("change", (event) =>
+  refreshClock({ action: "speed", body: { speed: event.target.value } }));
+
+// ---- state machines ----------------------------------------------------------------------------
+
+async function machinesPage() {
+  view.replaceChildren(el("h1", {}, "State machines"));
+  const machines = await api("/api/machines");
+  for (const machine of machines) {
+    const editor = el("textarea", { class: "input", rows: 6, spellcheck: "false" });
+    const note = el("p", { class: "muted seeds" });
+    const message = el("p", { class: "error" });
+    const choose = (sample) => {
+      editor.value = sample ? pretty(sample.input) : "{}";
+      note.textContent = sample && sample.seeds ? `Start also puts the alert item ${sample.seeds} into the alert table.` : "";
+    };
+    const picker = el("select", { class: "sample", onchange: () => choose(machine.samples[picker.selectedIndex]) },
+      ...machine.samples.map((sample) => el("option", { value: sample.name }, `${sample.name}  (${sample.file})`)));
+    const start = el("button", { class: "start primary", type: "button" }, "Start execution");
+    start.addEventListener("click", async () => {
+      message.textContent = "";
+      try {
+        const started = await api("/api/executions", { machine: machine.arn, input: editor.value });
+        location.hash = `#/execution/${encodeURIComponent(started.executionArn)}`;
+      } catch (failure) {
+        message.textContent = failure.message;
+      }
+    });
+    const graph = el("div", { class: "graph-box wide" });
+    view.append(el("section", { class: "machine card", "data-machine": machine.name },
+      el("h2", {}, machine.name), el("p", { class: "muted arn" }, machine.arn),
+      el("div", { class: "columns" }, graph,
+        el("div", { class: "start-form" },
+          machine.samples.length ? el("label", {}, "Sample input ", picker) : el("p", { class: "muted" }, "No sample inputs"),
+          editor, note, start, message))));
+    choose(machine.samples[0]);
+    drawGraph(graph, machine.definition, () => {});
+  }
+}
+
+// ---- executions --------------------------------------------------------------------------------
+
+async function executionsPage() {
+  const body = el("tbody");
+  view.replaceChildren(el("h1", {}, "Executions"),
+    el("table", { class: "executions" },
+      el("thead", {}, el("tr", {}, ...["Name", "State machine", "Status", "Started", "Ended", "Duration"].map((h) => el("th", {}, h)))),
+      body));
+  const refresh = async () => {
+    const executions = await api("/api/executions");
+    const clock = await api("/api/clock");
+    body.replaceChildren(...executions.map((e) => el("tr", { "data-arn": e.arn },
+      el("td", {}, el("a", { href: `#/execution/${encodeURIComponent(e.arn)}` }, e.name)),
+      el("td", {}, e.machine), el("td", {}, statusBadge(e.status)), el("td", {}, when(e.start)), el("td", {}, when(e.stop)),
+      el("td", {}, duration((e.stop || clock.now) - e.start)))));
+  };
+  await refresh();
+  pageTimer = setInterval(refresh, 1000);
+}
+
+// ---- one execution -----------------------------------------------------------------------------
+
+async function executionPage(arn) {
+  let graph = null;
+  let selected = null;
+  let chosen = false; // once a person clicks a state, keep showing it
+  let shownEvents = 0;
+  const title = el("h1", {}, "Execution");
+  const status = el("span", { id: "execution-status" });
+  const summary = el("dl", { class: "summary" });
+  const graphBox = el("div", { class: "graph-box" });
+  const step = el("div", { class: "step card", id: "step" });
+  const history = el("tbody");
+  const slack = el("ol", { id: "slack", reversed: "" });
+  const problem = el("p", { class: "error" });
+  const legend = el("p", { class: "legend" }, ...[["succeeded", "Succeeded"], ["failed", "Failed"], ["caught", "Caught error"],
+    ["cancelled", "Cancelled"], ["in_progress", "In progress"]].map(([key, label]) => el("span", { class: `key ${key}` }, label)));
+  view.replaceChildren(title, el("p", {}, "Status ", status), problem, summary,
+    el("div", { class: "columns" }, el("div", { class: "card wide" }, el("h2", {}, "Graph view"), legend, graphBox), step),
+    el("div", { class: "card" }, el("h2", {}, "Event history"),
+      el("table", { class: "history", id: "history" },
+        el("thead", {}, el("tr", {}, ...["ID", "Type", "Step", "Resource", "Elapsed time (ms)", "Timestamp"].map((h) => el("th", {}, h)))),
+        history)),
+    el("div", { class: "card" }, el("h2", {}, "Slack posts received by the stand-in (all executions, newest first)"), slack));
+
+  const showStep = (execution) => {
+    const state = execution.states[selected];
+    if (!state) {
+      step.replaceChildren(el("h2", {}, "Step details"), el("p", { class: "muted" }, "Select a state in the graph."));
+      return;
+    }
+    const block = (label, text) => el("div", {}, el("h3", {}, label), el("pre", { class: label.toLowerCase() }, pretty(text) || "–"));
+    step.replaceChildren(el("h2", {}, `Step details: ${selected}`),
+      el("p", {}, "Status ", statusBadge(state.status || "not run"), state.entered > 1 ? ` (entered ${state.entered} times; the last shown)` : ""),
+      el("p", {}, "Resource ", el("code", {}, state.resource || "–")),
+      block("Input", state.input), block("Output", state.output),
+      block("Exception", state.error ? `${state.error}\n${pretty(state.cause)}` : ""));
+  };
+
+  const refresh = async () => {
+    const execution = await api(`/api/execution?arn=${encodeURIComponent(arn)}`);
+    title.textContent = `Execution ${execution.name}`;
+    status.replaceChildren(statusBadge(execution.status));
+    status.dataset.status = execution.status;
+    problem.textContent = execution.error ? `${execution.error}: ${execution.cause || ""}` : "";
+    const s = execution.summary;
+    summary.replaceChildren(...[
+      ["State machine", execution.machine.name], ["Started", when(execution.start)], ["Ended", when(execution.stop)],
+      ["State transitions", `${s.transitions} (${s.states_entered} states entered, ${s.retries} retries)`],
+      ["Lambda invocations", String(s.lambda_invocations)], ["Simulated time", s.simulated],
+      ["Cost", `$${s.cost_usd.toFixed(6)} per execution ($${(s.cost_usd * 1e6).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })} per million)`],
+    ].flatMap(([term, value]) => [el("dt", {}, term), el("dd", {}, value)]));
+    if (!graph) {
+      graph = drawGraph(graphBox, execution.definition, (name) => { selected = name; chosen = true; graph.update(execution.states, selected); showStep(execution); });
+    }
+    if (!chosen) {
+      const last = [...execution.events].reverse().find((e) => e.type.endsWith("StateEntered"));
+      selected = last ? last.step : null;
+    }
+    graph.update(execution.states, selected);
+    showStep(execution);
+    for (const event of execution.events.slice(shownEvents)) {
+      history.append(el("tr", { "data-type": event.type },
+        el("td", {}, String(event.id)),
+        el("td", {}, el("details", {}, el("summary", {}, event.type), el("pre", {}, JSON.stringify(event.details, null, 2)))),
+        el("td", {}, event.step || ""), el("td", {}, event.resource || "–"),
+        el("td", { class: "number" }, String(event.elapsed_ms)), el("td", {}, when(event.timestamp))));
+    }
+    shownEvents = execution.events.length;
+    const posts = await api("/api/slack");
+    slack.replaceChildren(...posts.map((post) => el("li", { value: post.seq }, el("span", { class: "badge" }, String(post.status)), " ", String(post.text))));
+    return execution.status;
+  };
+  const loop = async () => {
+    try {
+      const now = await refresh();
+      pageTimer = setTimeout(loop, now === "RUNNING" ? 500 : 3000);
+    } catch (failure) {
+      problem.textContent = failure.message;
+      pageTimer = setTimeout(loop, 2000);
+    }
+  };
+  await loop();
+}
+
+// ---- routing -----------------------------------------------------------------------------------
+
+async function route() {
+  clearInterval(pageTimer);
+  clearTimeout(pageTimer);
+  const hash = location.hash || "#/machines";
+  try {
+    if (hash.startsWith("#/execution/")) await executionPage(decodeURIComponent(hash.slice("#/execution/".length)));
+    else if (hash === "#/executions") await executionsPage();
+    else await machinesPage();
+  } catch (failure) {
+    view.replaceChildren(el("p", { class: "error" }, failure.message));
+  }
+}
+
+window.addEventListener("hashchange", route);
+route();
+refreshClock();
+setInterval(refreshClock, 1000);

@@ -1,0 +1,154 @@
+// Draws any state machine definition (JSONPath or JSONata) as the Step Functions console's graph:
+// states from the definition itself, Map and Parallel states as boxes around what they run.
+"use strict";
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const measure = document.createElement("canvas").getContext("2d");
+measure.font = "13px system-ui, sans-serif";
+
+function shorten(text, limit = 42) {
+  return text.length <= limit ? text : text.slice(0, limit - 1) + "…";
+}
+
+// A Choice rule as a short label: JSONata's Condition, or JSONPath's Variable and comparison.
+function ruleText(rule) {
+  if (typeof rule.Condition === "string") return rule.Condition.replace(/^\{%\s*|\s*%\}$/g, "");
+  if (rule.And) return rule.And.map(ruleText).join(" and ");
+  if (rule.Or) return rule.Or.map(ruleText).join(" or ");
+  if (rule.Not) return "not " + ruleText(rule.Not);
+  const ignored = new Set(["Variable", "Next", "Comment", "Assign", "Output"]);
+  const operator = Object.keys(rule).find((key) => !ignored.has(key));
+  const variable = (rule.Variable || "").replace(/^\$\.?/, "");
+  return operator ? `${variable} ${operator} ${JSON.stringify(rule[operator])}` : variable;
+}
+
+function buildGraph(definition) {
+  const g = new dagre.graphlib.Graph({ compound: true, multigraph: true });
+  g.setGraph({ rankdir: "TB", nodesep: 28, ranksep: 34, edgesep: 12, marginx: 16, marginy: 16 });
+  g.setNode("start", { kind: "terminal", label: "Start", width: 60, height: 28 });
+  g.setNode("end", { kind: "terminal", label: "End", width: 60, height: 28 });
+  let edges = 0;
+  const edge = (from, to, label = "", kind = "next") => {
+    const text = shorten(label);
+    g.setEdge(from, to, {
+      kind, label: text, width: text ? measure.measureText(text).width * 0.85 + 6 : 0, height: text ? 14 : 0, labelpos: "c",
+    }, "e" + edges++);
+  };
+
+  // Adds the states of one scope (the machine, a Map's processor, a Parallel branch) under
+  // ``parent``; ``entry`` leads to its StartAt, and its last states lead to ``exit``.
+  const addScope = (scope, parent, entry, exit) => {
+    const states = scope.States || {};
+    for (const [name, state] of Object.entries(states)) {
+      const width = Math.max(90, measure.measureText(name).width + 28);
+      g.setNode("s:" + name, { kind: "state", name, type: state.Type, label: name, width, height: 34 });
+      if (parent) g.setParent("s:" + name, parent);
+    }
+    if (scope.StartAt) edge(entry, "s:" + scope.StartAt);
+    for (const [name, state] of Object.entries(states)) {
+      const id = "s:" + name;
+      let leaves = id;
+      if (state.Type === "Map" || state.Type === "Parallel") {
+        const box = "c:" + name;
+        g.setNode(box, { kind: "box", label: `${name} (${state.Type})` });
+        if (parent) g.setParent(box, parent);
+        g.setParent(id, box);
+        const join = "j:" + name;
+        g.setNode(join, { kind: "join", width: 12, height: 12 });
+        g.setParent(join, box);
+        const bodies = state.Type === "Map" ? [state.ItemProcessor || state.Iterator || {}] : state.Branches || [];
+        bodies.forEach((body, index) => {
+          let bodyParent = box;
+          if (state.Type === "Parallel") {
+            bodyParent = `b:${name}:${index}`;
+            g.setNode(bodyParent, { kind: "box", label: `branch ${index + 1}` });
+            g.setParent(bodyParent, box);
+          }
+          addScope(body, bodyParent, id, join);
+        });
+        leaves = join;
+      }
+      if (state.Next) edge(leaves, "s:" + state.Next);
+      if (state.End || state.Type === "Succeed" || state.Type === "Fail") edge(leaves, exit);
+      if (state.Type === "Choice") {
+        (state.Choices || []).forEach((rule) => edge(id, "s:" + rule.Next, ruleText(rule)));
+        if (state.Default) edge(id, "s:" + state.Default, "otherwise");
+      }
+      (state.Catch || []).forEach((handler) => edge(id, "s:" + handler.Next, (handler.ErrorEquals || []).join(", "), "catch"));
+    }
+  };
+  addScope(definition, null, "start", "end");
+  dagre.layout(g);
+  return g;
+}
+
+function svg(tag, attributes = {}, parent = null) {
+  const element = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, value);
+  if (parent) parent.appendChild(element);
+  return element;
+}
+
+// Renders ``definition`` into ``container``; returns { update(states) } to colour the states by
+// outcome (the console's ``states`` by name) without drawing again. ``onSelect(name)`` on a click.
+function drawGraph(container, definition, onSelect) {
+  const g = buildGraph(definition);
+  const { width, height } = g.graph();
+  // Scaled down to the width it is given, never up, and never so far that labels cannot be read.
+  const root = svg("svg", {
+    class: "graph", width: "100%", viewBox: `0 0 ${width} ${height}`, style: `max-width: ${width}px; min-width: ${Math.round(width * 0.8)}px`,
+  });
+  const defs = svg("defs", {}, root);
+  const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" }, defs);
+  svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }, marker);
+
+  const boxes = g.nodes().filter((id) => g.node(id).kind === "box");
+  // Outer boxes first, so inner ones are drawn on top.
+  const depth = (id) => { let d = 0; for (let p = g.parent(id); p; p = g.parent(p)) d++; return d; };
+  boxes.sort((a, b) => depth(a) - depth(b));
+  for (const id of boxes) {
+    const n = g.node(id);
+    const group = svg("g", { class: "box" }, root);
+    svg("rect", { x: n.x - n.width / 2, y: n.y - n.height / 2 - 10, width: n.width, height: n.height + 10, rx: 8 }, group);
+    svg("text", { x: n.x - n.width / 2 + 8, y: n.y - n.height / 2 + 4, class: "box-label" }, group).textContent = n.label;
+  }
+  for (const e of g.edges()) {
+    const data = g.edge(e);
+    const points = data.points.map((p) => `${p.x},${p.y}`).join(" L");
+    svg("path", { d: "M" + points, class: `edge ${data.kind}`, "marker-end": "url(#arrow)" }, root);
+    if (data.label) {
+      svg("text", { x: data.x, y: data.y + 4, class: "edge-label" }, root).textContent = data.label;
+    }
+  }
+  const states = new Map();
+  for (const id of g.nodes()) {
+    const n = g.node(id);
+    if (n.kind === "box") continue;
+    const group = svg("g", { class: `node ${n.kind}`, transform: `translate(${n.x - n.width / 2},${n.y - n.height / 2})` }, root);
+    if (n.kind === "join") {
+      svg("circle", { cx: n.width / 2, cy: n.height / 2, r: 5 }, group);
+      continue;
+    }
+    svg("rect", { width: n.width, height: n.height, rx: n.kind === "terminal" ? n.height / 2 : 6 }, group);
+    svg("text", { x: n.width / 2, y: n.height / 2 + 4, "text-anchor": "middle" }, group).textContent = n.label;
+    if (n.kind === "state") {
+      group.dataset.state = n.name;
+      group.dataset.status = "";
+      svg("title", {}, group).textContent = `${n.name} (${n.type})`;
+      const count = svg("text", { x: n.width - 4, y: -3, "text-anchor": "end", class: "count" }, group);
+      group.addEventListener("click", () => onSelect(n.name));
+      states.set(n.name, { group, count });
+    }
+  }
+  container.replaceChildren(root);
+  return {
+    update(outcomes, selected) {
+      for (const [name, { group, count }] of states) {
+        const outcome = outcomes[name];
+        group.dataset.status = outcome ? outcome.status : "";
+        group.classList.toggle("selected", name === selected);
+        count.textContent = outcome && outcome.entered > 1 ? `×${outcome.entered}` : "";
+      }
+    },
+  };
+}

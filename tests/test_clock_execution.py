@@ -1,0 +1,182 @@
+"""The simulated clock a person controls, over HTTP at AWS_ENDPOINT_URL and with `python -m emulator clock`.
+
+Issue 16: paused, simulated time stands still and executions wait at their next Wait; advance
+moves it by exactly N seconds; a speed F runs it F times real time; scheduled rules fire only
+when the clock passes their time, and the status shows the next firing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from emulator.clock import INSTANT
+from emulator.server import CLOCK_PATH
+from tests.conftest import ROOT
+from tests.emulator_helpers import unique, wait_for_event
+
+WAIT_SECONDS = 60
+
+
+@pytest.fixture
+def aws(deployment):
+    """The shared emulator, its clock back to the default (instant, running) after the test."""
+    yield deployment.aws
+    deployment.aws.clock.set_speed(INSTANT)
+    deployment.aws.clock.resume()
+
+
+@pytest.fixture(scope="module")
+def waiting_machine(deployment):
+    role = deployment.client("iam").create_role(RoleName=unique("clock"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    definition = {"StartAt": "Wait A Minute", "States": {
+        "Wait A Minute": {"Type": "Wait", "Seconds": WAIT_SECONDS, "Next": "Done"}, "Done": {"Type": "Succeed"}}}
+    return deployment.client("stepfunctions").create_state_machine(
+        name=unique("clock"), definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
+
+
+def _clock(aws, action: str = "", body: dict | None = None) -> tuple[int, dict]:
+    url = aws.endpoint_url + CLOCK_PATH + (f"/{action}" if action else "")
+    data = None if not action else json.dumps(body or {}).encode()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+def _events(sfn, execution: str) -> list[str]:
+    return [e["type"] for e in sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]]
+
+
+def test_paused_time_stands_still_and_an_execution_waits_until_the_clock_is_advanced(aws, waiting_machine):
+    # Given: the clock paused over HTTP, and an execution started into a one-minute Wait
+    status, paused = _clock(aws, "pause")
+    assert status == 200 and paused["paused"] is True
+    sfn = aws.client("stepfunctions")
+    execution = sfn.start_execution(stateMachineArn=waiting_machine)["executionArn"]
+    wait_for_event(sfn, execution, "WaitStateEntered")
+    # When: real time passes
+    time.sleep(0.5)
+    # Then: simulated time did not move and the execution still waits
+    assert _clock(aws)[1]["now"] == paused["now"]
+    assert "WaitStateExited" not in _events(sfn, execution)
+    # When: advanced by one second less than the Wait
+    status, advanced = _clock(aws, "advance", {"seconds": WAIT_SECONDS - 1})
+    time.sleep(0.3)
+    # Then: exactly that much later, still waiting
+    assert status == 200 and advanced["now"] == pytest.approx(paused["now"] + WAIT_SECONDS - 1, abs=1e-6)
+    assert "WaitStateExited" not in _events(sfn, execution)
+    # When: advanced past the Wait
+    _clock(aws, "advance", {"seconds": 1})
+    # Then: the Wait ends and the execution succeeds, one simulated minute after it started
+    wait_for_event(sfn, execution, "ExecutionSucceeded")
+    description = sfn.describe_execution(executionArn=execution)
+    assert (description["stopDate"] - description["startDate"]).total_seconds() == pytest.approx(WAIT_SECONDS, abs=0.5)
+
+
+def test_at_speed_60_a_minute_passes_in_about_a_second(aws, waiting_machine):
+    # Given
+    status, answer = _clock(aws, "speed", {"speed": 60})
+    assert status == 200 and answer["speed"] == 60 and answer["paused"] is False
+    sfn = aws.client("stepfunctions")
+    # When: a one-minute Wait runs, and simulated time is read a second apart
+    started = time.monotonic()
+    execution = sfn.start_execution(stateMachineArn=waiting_machine)["executionArn"]
+    before, real_before = _clock(aws)[1]["now"], time.time()
+    time.sleep(1.0)
+    after, real_after = _clock(aws)[1]["now"], time.time()
+    wait_for_event(sfn, execution, "ExecutionSucceeded", timeout=20)
+    # Then: time ran sixty times real time, with no jump to the Wait's end
+    assert (after - before) / (real_after - real_before) == pytest.approx(60, rel=0.1)
+    assert time.monotonic() - started >= 0.9  # instant would have jumped there in milliseconds
+
+
+def test_a_scheduled_rule_fires_only_when_the_clock_passes_its_time_and_the_status_shows_when(aws):
+    # Given: the clock paused and an hourly rule on it, delivering to a queue
+    _clock(aws, "pause")
+    sqs = aws.client("sqs")
+    queue_url = sqs.create_queue(QueueName=unique("clock"))["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    rule = unique("hourly")
+    events = aws.client("events")
+    events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
+    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    aws.router.fire_on_clock({rule})
+    try:
+        deadline = time.monotonic() + 5
+        while not (schedules := _clock(aws)[1]["schedules"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        now = _clock(aws)[1]["now"]
+        # Then: the status names the rule and its next firing, an hour ahead
+        assert [s["rule"] for s in schedules] == [rule]
+        assert schedules[0]["at"] == pytest.approx(now + 3600, abs=1e-3)
+        # When: advanced to a second short of it, then past it
+        _clock(aws, "advance", {"seconds": 3599})
+        time.sleep(0.3)
+        early = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=0).get("Messages", [])
+        _clock(aws, "advance", {"seconds": 1})
+        deadline = time.monotonic() + 5
+        late: list = []
+        while not late and time.monotonic() < deadline:
+            late = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=0).get("Messages", [])
+            time.sleep(0.05)
+    finally:
+        aws.router.fire_on_clock(set())
+    # Then: nothing before its time, one Scheduled Event once the clock passed it
+    assert early == []
+    assert [json.loads(m["Body"])["detail-type"] for m in late] == ["Scheduled Event"]
+
+
+@pytest.mark.parametrize(("action", "body", "message"), [
+    ("speed", {"speed": 0}, "speed must be 'instant' or a positive factor"),
+    ("speed", {"speed": "fast"}, "speed must be 'instant' or a positive factor"),
+    ("advance", {"seconds": -5}, "seconds must be a non-negative number"),
+    ("advance", {}, "advance needs a number of seconds"),
+])
+def test_the_clock_refuses_bad_values_saying_why(aws, action, body, message):
+    status, answer = _clock(aws, action, body)
+    assert status == 400 and message in answer["error"]
+
+
+def _cli(aws, *args: str, endpoint: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **aws.environment}
+    if endpoint is not None:
+        env["AWS_ENDPOINT_URL"] = endpoint
+    return subprocess.run([sys.executable, "-m", "emulator", "clock", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_clock_command_finds_the_server_through_aws_endpoint_url(aws):
+    # When: paused, advanced and sped up from the command line
+    paused = _cli(aws, "pause")
+    before = aws.clock.now()
+    advanced = _cli(aws, "advance", "90")
+    after = aws.clock.now()
+    sped_up = _cli(aws, "speed", "60")
+    status = _cli(aws, "status")
+    resumed = _cli(aws, "resume")
+    # Then
+    assert [p.returncode for p in (paused, advanced, sped_up, status, resumed)] == [0] * 5
+    assert paused.stdout.startswith("Clock: ") and ", paused;" in paused.stdout
+    assert after - before == pytest.approx(90, abs=1e-6)
+    assert "paused; on resume: 60x real time" in status.stdout
+    assert "60x real time" in resumed.stdout and "paused" not in resumed.stdout
+
+
+def test_the_clock_command_says_in_one_line_what_is_wrong(aws):
+    # When
+    nowhere = _cli(aws, "status", endpoint="")
+    refused = _cli(aws, "speed", "0")
+    # Then
+    assert nowhere.returncode == 2
+    assert nowhere.stderr == "error: AWS_ENDPOINT_URL is not set: export the lines `python -m emulator serve` prints\n"
+    assert refused.returncode == 2 and "speed must be 'instant' or a positive factor" in refused.stderr
+    assert "Traceback" not in nowhere.stderr + refused.stderr
