@@ -85,6 +85,7 @@ class _Zygote:
         child.close()
         self.sock = parent
         self._lock = threading.Lock()
+        self._shared: set = set()  # module names and botocore loads already sent
         if self._reply(timeout=60) is None:
             self.close()
             raise RuntimeError(f"Lambda zygote did not start; see {log_path}")
@@ -101,12 +102,25 @@ class _Zygote:
             with self._lock:
                 socket.send_fds(self.sock, [json.dumps(request).encode()], [child.fileno()])
                 reply = self._reply(timeout=30)
+        except OSError:  # the zygote is gone
+            reply = None
         finally:
             child.close()
         if reply is None:
             parent.close()
             raise RuntimeError("Lambda zygote did not fork an instance")
         return parent, reply["pid"]
+
+    def share(self, loaded: dict) -> None:
+        """Have the zygote load what an instance's cold start loaded, for later instances to share."""
+        new = {"modules": [m for m in loaded["modules"] if m not in self._shared],
+               "botocore_loads": [load for load in loaded["botocore_loads"] if tuple(load) not in self._shared]}
+        if not new["modules"] and not new["botocore_loads"]:
+            return
+        with self._lock, contextlib.suppress(OSError):  # a zygote that is gone is replaced at the next fork
+            self.sock.send(json.dumps(new).encode())
+            self._reply(timeout=30)
+            self._shared.update(new["modules"], (tuple(load) for load in new["botocore_loads"]))
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -130,6 +144,7 @@ class _Worker:
             self.kill()
             raise RuntimeError(f"Lambda worker did not start; see {log_path}")
         self.python = ready["python"]
+        self.loaded = ready["loaded"]
 
     def _recv(self, timeout: float) -> dict | None:
         return self.conn.recv() if self.conn.poll(timeout) else None
@@ -377,12 +392,14 @@ class LambdaRuntime:
             "own_layers": [path for kind, path in layers if kind == "function"],
             "log": str(log_path),
         }
-        return _Worker(zygote, request, log_path)
+        worker = _Worker(zygote, request, log_path)
+        zygote.share(worker.loaded)
+        return worker
 
     def _zygote(self, managed: list[tuple[str, str]], env: dict[str, str]) -> _Zygote:
         key = tuple(path for _, path in managed)
         with self._zygote_lock:
-            if key not in self._zygotes:
+            if key not in self._zygotes or self._zygotes[key].process.poll() is not None:
                 log_path = self.workdir / "logs" / "lambda-zygote.log"
                 log_path.parent.mkdir(parents=True, exist_ok=True)
                 self._zygotes[key] = _Zygote(self.sandbox, managed, env, log_path)

@@ -16,6 +16,7 @@ offset; the handler sees simulated time through ``time.time``/``datetime.now`` a
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _datetime
 import gc
 import importlib
@@ -119,7 +120,7 @@ def _import_handler(handler_setting: str) -> tuple[object, dict | None]:
 
 def _serve(handler: object, init_error: dict | None) -> None:
     global _offset
-    _conn.send({"type": "ready", "python": platform.python_version()})
+    _conn.send({"type": "ready", "python": platform.python_version(), "loaded": _what_to_share()})
     while True:
         try:
             request = _conn.recv()
@@ -142,19 +143,88 @@ def _serve(handler: object, init_error: dict | None) -> None:
         _conn.send(reply)
 
 
-def _drop_shadowed_preloads(preloaded: set[str], own_dirs: list[str]) -> None:
+# -- the zygote ---------------------------------------------------------------------------------------
+# What the zygote holds for its instances to share: modules imported from the sandbox (the runtime's
+# SDK and the managed layers) and the SDK data parsed into the shared botocore loader.
+_sandbox_dirs: tuple[str, ...] = ()
+_preloaded: set[str] = set()
+_botocore_loads: list[list] = []
+
+
+def _what_to_share() -> dict:
+    """What this instance's cold start loaded from the sandbox that the zygote does not hold yet."""
+    modules = [name for name, module in list(sys.modules.items())
+               if name not in _preloaded and (getattr(module, "__file__", None) or "").startswith(_sandbox_dirs)]
+    return {"modules": modules, "botocore_loads": _botocore_loads}
+
+
+def _share(what: dict) -> None:
+    """Import and parse what an instance's cold start did, so instances forked later share it."""
+    before = set(sys.modules)
+    for name in what["modules"]:
+        with contextlib.suppress(Exception):  # one that needs the function's own environment stays per instance
+            importlib.import_module(name)
+    _preloaded.update(set(sys.modules) - before)
+    if what["botocore_loads"]:
+        import boto3.session
+        from botocore.exceptions import DataNotFoundError
+
+        # A boto3 session: its loader also searches boto3's own data (resource models).
+        loader = boto3.session.Session()._loader
+        for service_name, type_name, api_version in what["botocore_loads"]:
+            with contextlib.suppress(DataNotFoundError):  # found on the instance's own paths only
+                loader.load_service_model(service_name, type_name, api_version)
+        _botocore_loads.clear()
+    # Objects that exist now are never collected, so the collector does not write to (and copy)
+    # every shared page in every instance.
+    gc.freeze()
+
+
+def _share_botocore_data() -> None:
+    """One botocore data loader for every session, warmed with what every client reads.
+
+    On AWS each boto3/botocore session parses the SDK's JSON files into its own loader: the endpoint
+    and partition tables alone take 7 MB, and Powertools' utilities each open a session of their own.
+    Here every session of every instance gets the zygote's loader, whose contents are shared pages;
+    the data is the same, parsed once. One throwaway client (its session is discarded) imports what
+    creating a client imports; the service models instances parse are shared through ``_share``.
+    """
+    import botocore.loaders
+    import botocore.session
+
+    shared = botocore.loaders.create_loader()
+    for name in ("endpoints", "partitions", "sdk-default-configuration", "_retry"):
+        shared.load_data(name)
+    parse = shared.load_service_model
+
+    def load_service_model(service_name: str, type_name: str, api_version: str | None = None) -> dict:
+        _botocore_loads.append([service_name, type_name, api_version])
+        return parse(service_name, type_name, api_version)
+
+    shared.load_service_model = load_service_model
+    botocore.session.Session._register_data_loader = lambda self: self._components.lazy_register_component(
+        "data_loader", lambda: shared
+    )
+    botocore.session.Session().create_client(
+        "sts", region_name="us-east-1", aws_access_key_id="-", aws_secret_access_key="-"
+    )
+    _botocore_loads.clear()
+
+
+def _drop_shadowed_preloads(own_dirs: list[str]) -> None:
     """Forget every preloaded module if the function ships its own copy of any of them.
 
     On AWS a package in the function's code or layers shadows the runtime's (a newer boto3, say), and
     whatever the layer's packages import resolves to it as well; so all preloads go, not only that one.
     """
-    tops = {name.partition(".")[0] for name in preloaded}
+    tops = {name.partition(".")[0] for name in _preloaded}
     if any(importlib.machinery.PathFinder.find_spec(top, own_dirs) for top in tops):
-        for name in preloaded:
+        for name in _preloaded:
             sys.modules.pop(name, None)
+        _preloaded.clear()
 
 
-def _instance(request: dict, sock_fd: int, stdlib: list[str], runtime_dir: str, preloaded: set[str]) -> None:
+def _instance(request: dict, sock_fd: int, stdlib: list[str], runtime_dir: str) -> None:
     """Become one instance of a function: its log, environment, paths and handler; serve until told to stop."""
     global _conn
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a handler's subprocesses are its own to wait for
@@ -167,26 +237,28 @@ def _instance(request: dict, sock_fd: int, stdlib: list[str], runtime_dir: str, 
     code_dir = request["env"]["LAMBDA_TASK_ROOT"]
     # Lambda's order: function code first, then each layer's python/ directory, then the runtime.
     sys.path[:] = [code_dir, *request["layers"], *stdlib, runtime_dir]
-    _drop_shadowed_preloads(preloaded, [code_dir, *request["own_layers"]])
+    _drop_shadowed_preloads([code_dir, *request["own_layers"]])
     os.chdir(code_dir)
     _conn = Connection(sock_fd)
     _serve(*_import_handler(os.environ["_HANDLER"]))
 
 
 def zygote() -> None:
+    global _sandbox_dirs
     control = socket.socket(fileno=int(os.environ.pop("EMULATOR_ZYGOTE_FD")))
     stdlib = list(sys.path)  # -S: the interpreter's standard library only
     runtime_dir = os.environ.pop("EMULATOR_RUNTIME_PATH")
     preload_dirs = [d for d in os.environ.pop("EMULATOR_PRELOAD_PATHS").split(os.pathsep) if d]
+    _sandbox_dirs = (*preload_dirs, runtime_dir)
     sys.path[:] = [*preload_dirs, *stdlib, runtime_dir]
     # Before any preload, so modules that keep a reference to time.time/sleep get the simulated ones.
     _install_simulated_clock()
     before = set(sys.modules)
     for module in os.environ.pop("EMULATOR_PRELOAD_MODULES").split(","):
         importlib.import_module(module)
-    preloaded = set(sys.modules) - before
-    # Objects that exist now are never collected, so the collector does not write to (and copy)
-    # every shared page in every instance.
+    if "botocore" in sys.modules:
+        _share_botocore_data()
+    _preloaded.update(set(sys.modules) - before)
     gc.freeze()
     # Instances are reaped by the kernel; the emulator watches them through pidfds.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
@@ -195,13 +267,17 @@ def zygote() -> None:
         data, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
         if not data:  # the emulator closed its end
             return
+        if not fds:  # what an instance's cold start loaded
+            _share(json.loads(data))
+            control.send(b"{}")
+            continue
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             control.close()
             try:
-                _instance(json.loads(data), fds[0], stdlib, runtime_dir, preloaded)
+                _instance(json.loads(data), fds[0], stdlib, runtime_dir)
             finally:
                 sys.stdout.flush()
                 sys.stderr.flush()
