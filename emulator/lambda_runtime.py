@@ -143,7 +143,6 @@ class _Worker:
         if ready is None or ready.get("type") != "ready":
             self.kill()
             raise RuntimeError(f"Lambda worker did not start; see {log_path}")
-        self.python = ready["python"]
         self.loaded = ready["loaded"]
 
     def _recv(self, timeout: float) -> dict | None:

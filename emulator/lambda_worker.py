@@ -23,7 +23,6 @@ import importlib
 import importlib.machinery
 import json
 import os
-import platform
 import signal
 import socket
 import sys
@@ -120,7 +119,7 @@ def _import_handler(handler_setting: str) -> tuple[object, dict | None]:
 
 def _serve(handler: object, init_error: dict | None) -> None:
     global _offset
-    _conn.send({"type": "ready", "python": platform.python_version(), "loaded": _what_to_share()})
+    _conn.send({"type": "ready", "loaded": _what_to_share()})
     while True:
         try:
             request = _conn.recv()
@@ -262,7 +261,7 @@ def zygote() -> None:
     gc.freeze()
     # Instances are reaped by the kernel; the emulator watches them through pidfds.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    control.send(json.dumps({"type": "ready", "python": platform.python_version()}).encode())
+    control.send(json.dumps({"type": "ready"}).encode())
     while True:
         data, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
         if not data:  # the emulator closed its end
