@@ -11,11 +11,11 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup demo test bench synth lint deploy clean
+.PHONY: setup lambda-sandbox demo test bench synth lint deploy clean
 
-setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed node_modules/.installed
+setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed node_modules/.installed lambda-sandbox
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-powertools-layer.txt
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
@@ -24,6 +24,11 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	test -x $(CHECKOV_VENV)/bin/python || python3 -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
+
+# What Lambda handlers can import, for the runtime's Python (emulator/lambda_sandbox.py); a no-op
+# once built for the current pins and interpreter.
+lambda-sandbox: $(VENV)/.installed
+	$(PYTHON) -m emulator.lambda_sandbox
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -52,4 +57,4 @@ deploy: setup
 	$(CDK) deploy --all
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) node_modules cdk.out .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) node_modules cdk.out .pytest_cache .lambda-sandbox

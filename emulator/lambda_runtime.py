@@ -4,6 +4,10 @@ Why processes and not threads: handlers read their environment and keep module s
 Powertools singletons) per function, and one handler may synchronously invoke another; separate
 warm processes keep all of that apart and cannot deadlock. A process is started once per
 concurrent instance and reused, so an invocation costs a socket round trip, not a start-up.
+
+Each instance is a fork of a zygote (see lambda_worker.py) running the runtime's Python with only
+the Lambda sandbox's packages (lambda_sandbox.py): what the runtime and AWS-managed layers hold is
+imported once and shared copy-on-write, so an instance costs a few MB instead of a whole interpreter.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import hashlib
 import io
 import json
 import os
+import select
+import signal
 import socket
 import subprocess
-import sys
 import threading
 import uuid
 import zipfile
@@ -24,15 +29,22 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
+from emulator import lambda_sandbox
 from emulator.clock import SimClock
 from emulator.faults import Faults
 
 # Instances one function may run at once before further invocations queue. Lambda scales out at
 # once, and a queued invocation holds the clock still (it is work not yet done), so a low cap made
 # queued callback runners miss their task's heartbeat window in real time. Most instances only
-# sleep in simulated time; each costs a process (~60 MB).
+# sleep in simulated time; each is a forked process sharing the zygote's pages.
 MAX_INSTANCES_PER_FUNCTION = 64
 WORKER_SCRIPT = Path(__file__).with_name("lambda_worker.py")
+# What a zygote imports before forking instances, per directory it preloads: the bulk of every
+# handler's start-up (boto3; Powertools and the X-Ray SDK its Tracer loads), none of it the handler's
+# own code, which each instance imports itself as a cold start does.
+PRELOAD_MODULES = {"runtime": ("boto3",), "powertools": ("aws_lambda_powertools", "aws_xray_sdk.core")}
+# Lambda sets these for every function alike (PATH as the python3.13 runtime has it, minus /var/lang/bin).
+_COMMON_ENV = {"PATH": "/usr/local/bin:/usr/bin/:/bin:/opt/bin", "LANG": "en_US.UTF-8", "TZ": "UTC"}
 
 
 @dataclass
@@ -49,34 +61,106 @@ def error_payload(error_type: str, message: str, stack: list[str] | None = None)
     return json.dumps({"errorMessage": message, "errorType": error_type, "stackTrace": stack or []}).encode()
 
 
-class _Worker:
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path) -> None:
-        parent, child = socket.socketpair()
-        env = {**env, "EMULATOR_WORKER_FD": str(child.fileno())}
-        self.log = open(log_path, "ab")  # noqa: SIM115 - closed in kill()
-        self.process = subprocess.Popen(
-            argv, env=env, pass_fds=[child.fileno()], stdout=self.log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, cwd=env["LAMBDA_TASK_ROOT"],
-        )
+class _Zygote:
+    """A preloaded interpreter that forks instances; one per set of AWS-managed layers."""
+
+    def __init__(self, sandbox: lambda_sandbox.Sandbox, preload: list[tuple[str, str]], env: dict[str, str],
+                 log_path: Path) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {
+            **env,
+            "EMULATOR_ZYGOTE_FD": str(child.fileno()),
+            "EMULATOR_RUNTIME_PATH": str(sandbox.runtime_dir),
+            "EMULATOR_PRELOAD_PATHS": os.pathsep.join(path for _, path in preload),
+            "EMULATOR_PRELOAD_MODULES": ",".join(
+                module for kind in ("runtime", *(kind for kind, _ in preload)) for module in PRELOAD_MODULES[kind]
+            ),
+        }
+        with open(log_path, "ab") as log:
+            # -I -S: no development venv, no site-packages, no PYTHON* variables; the zygote sets sys.path.
+            self.process = subprocess.Popen(
+                [sandbox.interpreter.path, "-I", "-S", str(WORKER_SCRIPT)], env=env, pass_fds=[child.fileno()],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )
         child.close()
         self.sock = parent
-        self.conn = Connection(os.dup(parent.fileno()))
-        ready = self._recv(timeout=60)
+        self._lock = threading.Lock()
+        self._shared: set = set()  # module names and botocore loads already sent
+        if self._reply(timeout=60) is None:
+            self.close()
+            raise RuntimeError(f"Lambda zygote did not start; see {log_path}")
+
+    def _reply(self, timeout: float) -> dict | None:
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        data = self.sock.recv(4096) if ready else b""
+        return json.loads(data) if data else None
+
+    def fork(self, request: dict) -> tuple[socket.socket, int]:
+        """A new instance configured by ``request``; returns the socket to talk to it and its pid."""
+        parent, child = socket.socketpair()
+        try:
+            with self._lock:
+                socket.send_fds(self.sock, [json.dumps(request).encode()], [child.fileno()])
+                reply = self._reply(timeout=30)
+        except OSError:  # the zygote is gone
+            reply = None
+        finally:
+            child.close()
+        if reply is None:
+            parent.close()
+            raise RuntimeError("Lambda zygote did not fork an instance")
+        return parent, reply["pid"]
+
+    def share(self, loaded: dict) -> None:
+        """Have the zygote load what an instance's cold start loaded, for later instances to share."""
+        new = {"modules": [m for m in loaded["modules"] if m not in self._shared],
+               "botocore_loads": [load for load in loaded["botocore_loads"] if tuple(load) not in self._shared]}
+        if not new["modules"] and not new["botocore_loads"]:
+            return
+        with self._lock, contextlib.suppress(OSError):  # a zygote that is gone is replaced at the next fork
+            self.sock.send(json.dumps(new).encode())
+            self._reply(timeout=30)
+            self._shared.update(new["modules"], (tuple(load) for load in new["botocore_loads"]))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.sock.close()  # the zygote exits on EOF
+            self.process.kill()
+            self.process.wait(5)
+
+
+class _Worker:
+    """One instance: a forked process, watched through a pidfd so a reused pid is never signalled."""
+
+    def __init__(self, zygote: _Zygote, request: dict, log_path: Path) -> None:
+        self.sock, pid = zygote.fork(request)
+        self.conn = Connection(os.dup(self.sock.fileno()))
+        try:
+            self.pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:  # already gone
+            self.pidfd = None
+        ready = self._recv(timeout=60) if self.pidfd is not None else None
         if ready is None or ready.get("type") != "ready":
             self.kill()
             raise RuntimeError(f"Lambda worker did not start; see {log_path}")
+        self.loaded = ready["loaded"]
 
     def _recv(self, timeout: float) -> dict | None:
         return self.conn.recv() if self.conn.poll(timeout) else None
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        if self.pidfd is None:
+            return False
+        readable, _, _ = select.select([self.pidfd], [], [], 0)  # a pidfd is readable once it exited
+        return not readable
 
     def kill(self) -> None:
-        with contextlib.suppress(Exception):
-            self.process.kill()
-            self.process.wait(5)
-        for closable in (self.conn, self.sock, self.log):
+        if self.pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            os.close(self.pidfd)
+            self.pidfd = None
+        for closable in (self.conn, self.sock):
             with contextlib.suppress(Exception):
                 closable.close()
 
@@ -131,8 +215,14 @@ class LambdaRuntime:
         self.endpoint_url = endpoint_url
         self.workdir = workdir
         self._resolve_layer = layer_resolver
+        self.sandbox = lambda_sandbox.locate()
+        notice = lambda_sandbox.substitution_notice(self.sandbox.interpreter)
+        if notice:
+            print(notice, flush=True)
         self._pools: dict[str, tuple[str, _FunctionPool]] = {}
+        self._zygotes: dict[tuple[str, ...], _Zygote] = {}
         self._lock = threading.Lock()
+        self._zygote_lock = threading.Lock()  # a zygote takes a second to start: not under self._lock
         self.invocations: list[dict] = []  # one record per invocation, for summaries and tests
 
     # -- public -----------------------------------------------------------------------------------
@@ -158,6 +248,9 @@ class LambdaRuntime:
             for _, pool in self._pools.values():
                 pool.close()
             self._pools.clear()
+            for zygote in self._zygotes.values():
+                zygote.close()
+            self._zygotes.clear()
 
     # -- internals --------------------------------------------------------------------------------
     def _invoke(self, fn: Any, payload: bytes, invocation_type: str) -> InvokeResult:
@@ -256,22 +349,27 @@ class LambdaRuntime:
             return current[1]
 
     def _spawn(self, fn: Any, key: str) -> _Worker:
+        if fn.run_time != lambda_sandbox.RUNTIME:
+            raise RuntimeError(f"The emulator's Lambda sandbox runs {lambda_sandbox.RUNTIME} functions, not {fn.run_time}")
         root = self.workdir / "functions" / f"{fn.function_name}-{key}"
         code_dir = root / "task"
         if not code_dir.exists():
             _unzip(fn.code_bytes, code_dir)
-        layer_paths = [str(self._layer_dir(layer["Arn"])) for layer in fn.layers]
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "LANG": "en_US.UTF-8",
-            "TZ": "UTC",
-            "AWS_REGION": fn.region,
-            "AWS_DEFAULT_REGION": fn.region,
+        layers = [self._layer_dir(layer["Arn"]) for layer in fn.layers]
+        common = {
+            **_COMMON_ENV,
             "AWS_ACCESS_KEY_ID": "emulator",
             "AWS_SECRET_ACCESS_KEY": "emulator",
             "AWS_SESSION_TOKEN": "emulator",
             "AWS_ENDPOINT_URL": self.endpoint_url,
             "AWS_EXECUTION_ENV": f"AWS_Lambda_{fn.run_time}",
+            # No X-Ray daemon runs locally; Powertools' Tracer would otherwise try to reach one.
+            "POWERTOOLS_TRACE_DISABLED": "true",
+        }
+        env = {
+            **common,
+            "AWS_REGION": fn.region,
+            "AWS_DEFAULT_REGION": fn.region,
             "AWS_LAMBDA_FUNCTION_NAME": fn.function_name,
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_size),
@@ -279,25 +377,43 @@ class LambdaRuntime:
             "AWS_LAMBDA_LOG_STREAM_NAME": "emulator",
             "LAMBDA_TASK_ROOT": str(code_dir),
             "_HANDLER": fn.handler,
-            # No X-Ray daemon runs locally; Powertools' Tracer would otherwise try to reach one.
-            "POWERTOOLS_TRACE_DISABLED": "true",
-            "EMULATOR_LAYER_PATHS": os.pathsep.join(p for p in layer_paths if p),
             **{k: str(v) for k, v in (fn.environment_vars or {}).items()},
         }
         log_path = self.workdir / "logs" / f"{fn.function_name}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        # -P: the worker's own directory stays off sys.path, so only the function's code is importable
-        return _Worker([sys.executable, "-P", str(WORKER_SCRIPT)], env, log_path)
+        managed = [(kind, path) for kind, path in layers if kind != "function"]
+        # Imports at the zygote's start see what every Lambda has: LAMBDA_TASK_ROOT set (the X-Ray
+        # SDK picks its Lambda mode from it), the rest of the function's environment comes at the fork.
+        zygote = self._zygote(managed, {**common, "LAMBDA_TASK_ROOT": str(self.workdir / "functions")})
+        request = {
+            "env": env,
+            "layers": [path for _, path in layers],
+            "own_layers": [path for kind, path in layers if kind == "function"],
+            "log": str(log_path),
+        }
+        worker = _Worker(zygote, request, log_path)
+        zygote.share(worker.loaded)
+        return worker
 
-    def _layer_dir(self, layer_arn: str) -> str:
+    def _zygote(self, managed: list[tuple[str, str]], env: dict[str, str]) -> _Zygote:
+        key = tuple(path for _, path in managed)
+        with self._zygote_lock:
+            if key not in self._zygotes or self._zygotes[key].process.poll() is not None:
+                log_path = self.workdir / "logs" / "lambda-zygote.log"
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                self._zygotes[key] = _Zygote(self.sandbox, managed, env, log_path)
+            return self._zygotes[key]
+
+    def _layer_dir(self, layer_arn: str) -> tuple[str, str]:
+        """``(kind, python/ directory)`` of a layer: ``function`` for layers deployed with the app."""
         layer = self._resolve_layer(layer_arn)
         if layer is None or not getattr(layer, "code_bytes", b""):
-            # AWS-managed layers (Powertools): their packages are installed beside the emulator.
-            return ""
+            # AWS-managed (only Powertools is known): the sandbox holds its pinned release.
+            return "powertools", str(self.sandbox.powertools_dir)
         target = self.workdir / "layers" / hashlib.sha256(layer_arn.encode()).hexdigest()[:16]
         if not target.exists():
             _unzip(layer.code_bytes, target)
-        return str(target / "python")
+        return "function", str(target / "python")
 
 
 def _unzip(data: bytes, target: Path) -> None:

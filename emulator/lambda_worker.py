@@ -1,18 +1,30 @@
 """A warm Lambda sandbox: one process per concurrent instance of a function, run by the emulator.
 
-The emulator starts ``python -m emulator.lambda_worker`` with the function's environment, its code
-and layers extracted on disk, and a socket (fd in EMULATOR_WORKER_FD). Each request carries an
-event, the Lambda context fields and the simulated-clock offset; the handler sees simulated time
-through ``time.time``/``datetime.now`` and its ``time.sleep`` is simulated by the emulator.
-Messages are pickled dicts over ``multiprocessing.connection.Connection``.
+The emulator starts this script once per set of AWS-managed layers as a *zygote*: the runtime's
+Python, isolated from every development package (``-I -S``), with the simulated clock installed and
+the runtime's SDK and those layers' heavy packages imported (``EMULATOR_PRELOAD_*``). Each instance
+of a function is a fork of it: its pages are shared copy-on-write until written, and from the fork
+on it has its own environment, sys.path (the function's code, then its layers, then the runtime's
+SDK) and module state, and imports its handler as a cold start does. A fork request carries the
+instance's environment, layers and log file, and the socket (SCM_RIGHTS) it talks to the emulator on.
+
+Each request to an instance carries an event, the Lambda context fields and the simulated-clock
+offset; the handler sees simulated time through ``time.time``/``datetime.now`` and its
+``time.sleep`` is simulated by the emulator. Messages to an instance are pickled dicts over
+``multiprocessing.connection.Connection``; fork requests and replies are JSON datagrams.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _datetime
+import gc
 import importlib
+import importlib.machinery
 import json
 import os
+import signal
+import socket
 import sys
 import time as _time
 import traceback
@@ -91,30 +103,23 @@ def _error(exc: BaseException, error_type: str | None = None) -> dict:
     }
 
 
-def main() -> None:
-    global _conn, _offset
-    _conn = Connection(int(os.environ.pop("EMULATOR_WORKER_FD")))
-    # Lambda's order: function code first, then each layer's python/ directory.
-    code_dir = os.environ["LAMBDA_TASK_ROOT"]
-    layer_dirs = [d for d in os.environ.pop("EMULATOR_LAYER_PATHS", "").split(os.pathsep) if d]
-    sys.path[:0] = [code_dir, *layer_dirs]
-    os.chdir(code_dir)
-    _install_simulated_clock()
-
-    module_name, _, function_name = os.environ["_HANDLER"].rpartition(".")
-    handler = None
-    init_error: dict | None = None
+def _import_handler(handler_setting: str) -> tuple[object, dict | None]:
+    module_name, _, function_name = handler_setting.rpartition(".")
     try:
-        handler = getattr(importlib.import_module(module_name), function_name)
+        return getattr(importlib.import_module(module_name), function_name), None
     except SyntaxError as exc:
-        init_error = _error(exc, "Runtime.UserCodeSyntaxError")
+        return None, _error(exc, "Runtime.UserCodeSyntaxError")
     except AttributeError as exc:
-        init_error = _error(exc, "Runtime.HandlerNotFound")
+        return None, _error(exc, "Runtime.HandlerNotFound")
     except Exception as exc:  # noqa: BLE001 - the Python runtime reports any import failure this way
-        init_error = _error(exc, "Runtime.ImportModuleError")
-        init_error["errorMessage"] = f"Unable to import module '{module_name}': {exc}"
-    _conn.send({"type": "ready"})
+        error = _error(exc, "Runtime.ImportModuleError")
+        error["errorMessage"] = f"Unable to import module '{module_name}': {exc}"
+        return None, error
 
+
+def _serve(handler: object, init_error: dict | None) -> None:
+    global _offset
+    _conn.send({"type": "ready", "loaded": _what_to_share()})
     while True:
         try:
             request = _conn.recv()
@@ -137,5 +142,148 @@ def main() -> None:
         _conn.send(reply)
 
 
+# -- the zygote ---------------------------------------------------------------------------------------
+# What the zygote holds for its instances to share: modules imported from the sandbox (the runtime's
+# SDK and the managed layers) and the SDK data parsed into the shared botocore loader.
+_sandbox_dirs: tuple[str, ...] = ()
+_preloaded: set[str] = set()
+_botocore_loads: list[list] = []
+
+
+def _what_to_share() -> dict:
+    """What this instance's cold start loaded from the sandbox that the zygote does not hold yet."""
+    modules = [name for name, module in list(sys.modules.items())
+               if name not in _preloaded and (getattr(module, "__file__", None) or "").startswith(_sandbox_dirs)]
+    return {"modules": modules, "botocore_loads": _botocore_loads}
+
+
+def _share(what: dict) -> None:
+    """Import and parse what an instance's cold start did, so instances forked later share it."""
+    before = set(sys.modules)
+    for name in what["modules"]:
+        with contextlib.suppress(Exception):  # one that needs the function's own environment stays per instance
+            importlib.import_module(name)
+    _preloaded.update(set(sys.modules) - before)
+    if what["botocore_loads"]:
+        import boto3.session
+        from botocore.exceptions import DataNotFoundError
+
+        # A boto3 session: its loader also searches boto3's own data (resource models).
+        loader = boto3.session.Session()._loader
+        for service_name, type_name, api_version in what["botocore_loads"]:
+            with contextlib.suppress(DataNotFoundError):  # found on the instance's own paths only
+                loader.load_service_model(service_name, type_name, api_version)
+        _botocore_loads.clear()
+    # Objects that exist now are never collected, so the collector does not write to (and copy)
+    # every shared page in every instance.
+    gc.freeze()
+
+
+def _share_botocore_data() -> None:
+    """One botocore data loader for every session, warmed with what every client reads.
+
+    On AWS each boto3/botocore session parses the SDK's JSON files into its own loader: the endpoint
+    and partition tables alone take 7 MB, and Powertools' utilities each open a session of their own.
+    Here every session of every instance gets the zygote's loader, whose contents are shared pages;
+    the data is the same, parsed once. One throwaway client (its session is discarded) imports what
+    creating a client imports; the service models instances parse are shared through ``_share``.
+    """
+    import botocore.loaders
+    import botocore.session
+
+    shared = botocore.loaders.create_loader()
+    for name in ("endpoints", "partitions", "sdk-default-configuration", "_retry"):
+        shared.load_data(name)
+    parse = shared.load_service_model
+
+    def load_service_model(service_name: str, type_name: str, api_version: str | None = None) -> dict:
+        _botocore_loads.append([service_name, type_name, api_version])
+        return parse(service_name, type_name, api_version)
+
+    shared.load_service_model = load_service_model
+    botocore.session.Session._register_data_loader = lambda self: self._components.lazy_register_component(
+        "data_loader", lambda: shared
+    )
+    botocore.session.Session().create_client(
+        "sts", region_name="us-east-1", aws_access_key_id="-", aws_secret_access_key="-"
+    )
+    _botocore_loads.clear()
+
+
+def _drop_shadowed_preloads(own_dirs: list[str]) -> None:
+    """Forget every preloaded module if the function ships its own copy of any of them.
+
+    On AWS a package in the function's code or layers shadows the runtime's (a newer boto3, say), and
+    whatever the layer's packages import resolves to it as well; so all preloads go, not only that one.
+    """
+    tops = {name.partition(".")[0] for name in _preloaded}
+    if any(importlib.machinery.PathFinder.find_spec(top, own_dirs) for top in tops):
+        for name in _preloaded:
+            sys.modules.pop(name, None)
+        _preloaded.clear()
+
+
+def _instance(request: dict, sock_fd: int, stdlib: list[str], runtime_dir: str) -> None:
+    """Become one instance of a function: its log, environment, paths and handler; serve until told to stop."""
+    global _conn
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a handler's subprocesses are its own to wait for
+    log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    code_dir = request["env"]["LAMBDA_TASK_ROOT"]
+    # Lambda's order: function code first, then each layer's python/ directory, then the runtime.
+    sys.path[:] = [code_dir, *request["layers"], *stdlib, runtime_dir]
+    _drop_shadowed_preloads([code_dir, *request["own_layers"]])
+    os.chdir(code_dir)
+    _conn = Connection(sock_fd)
+    _serve(*_import_handler(os.environ["_HANDLER"]))
+
+
+def zygote() -> None:
+    global _sandbox_dirs
+    control = socket.socket(fileno=int(os.environ.pop("EMULATOR_ZYGOTE_FD")))
+    stdlib = list(sys.path)  # -S: the interpreter's standard library only
+    runtime_dir = os.environ.pop("EMULATOR_RUNTIME_PATH")
+    preload_dirs = [d for d in os.environ.pop("EMULATOR_PRELOAD_PATHS").split(os.pathsep) if d]
+    _sandbox_dirs = (*preload_dirs, runtime_dir)
+    sys.path[:] = [*preload_dirs, *stdlib, runtime_dir]
+    # Before any preload, so modules that keep a reference to time.time/sleep get the simulated ones.
+    _install_simulated_clock()
+    before = set(sys.modules)
+    for module in os.environ.pop("EMULATOR_PRELOAD_MODULES").split(","):
+        importlib.import_module(module)
+    if "botocore" in sys.modules:
+        _share_botocore_data()
+    _preloaded.update(set(sys.modules) - before)
+    gc.freeze()
+    # Instances are reaped by the kernel; the emulator watches them through pidfds.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    control.send(json.dumps({"type": "ready"}).encode())
+    while True:
+        data, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
+        if not data:  # the emulator closed its end
+            return
+        if not fds:  # what an instance's cold start loaded
+            _share(json.loads(data))
+            control.send(b"{}")
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            try:
+                _instance(json.loads(data), fds[0], stdlib, runtime_dir)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(0)
+        os.close(fds[0])
+        control.send(json.dumps({"pid": pid}).encode())
+
+
 if __name__ == "__main__":
-    main()
+    zygote()

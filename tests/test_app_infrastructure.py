@@ -89,6 +89,33 @@ def test_every_lambda_runs_python_313_with_powertools_and_tracing(synthesized_ap
         assert "AWSLambdaPowertoolsPythonV3-python313-x86_64" in layers
 
 
+def test_the_powertools_layer_deployed_is_the_release_the_tests_run(synthesized_app):
+    # Powertools: layer version 27 of AWSLambdaPowertoolsPythonV3-python313-x86_64 is release 3.23.0
+    # (https://github.com/aws-powertools/powertools-lambda-python/issues/7689).
+    from importlib.metadata import version
+
+    assert version("aws-lambda-powertools") == "3.23.0"
+    layers = [
+        json.dumps(resource["Properties"]["Layers"])
+        for template in synthesized_app.templates.values()
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    ]
+    assert layers and all(":017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-x86_64:27" in layer for layer in layers)
+
+
+def test_a_powertools_release_without_a_known_layer_version_fails_synthesis(tmp_path, monkeypatch):
+    # Given: the pin moved to a release whose layer version nobody wrote down
+    from stacks.common import python_function
+
+    pins = tmp_path / "requirements-powertools-layer.txt"
+    pins.write_text("aws-lambda-powertools[all]==3.24.0\n")
+    monkeypatch.setattr(python_function, "POWERTOOLS_REQUIREMENTS", pins)
+    # When / Then
+    with pytest.raises(ValueError, match="Powertools 3.24.0 is pinned"):
+        python_function.powertools_layer_arn()
+
+
 def test_every_state_machine_is_standard_with_inline_definition_logs_and_xray(synthesized_app):
     machines = [
         resource["Properties"]

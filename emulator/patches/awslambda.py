@@ -6,7 +6,7 @@ from typing import Any
 
 
 class _ManagedLayer:
-    """An AWS-managed layer (Powertools): known by ARN, its packages installed beside the emulator."""
+    """An AWS-managed layer (Powertools): known by ARN, its packages in the Lambda sandbox."""
 
     def __init__(self, arn: str) -> None:
         self.arn = arn

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Mapping
 
@@ -13,18 +14,36 @@ from constructs import Construct
 
 from stacks.common.nag import acknowledge
 
-LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
+ROOT = Path(__file__).resolve().parents[2]
+LAMBDAS_DIR = ROOT / "lambdas"
 RUNTIME = lambda_.Runtime.PYTHON_3_13
-# Version of the AWS-managed "Powertools for AWS Lambda (Python) V3" layer; referenced by ARN so
-# synthesis needs no network. Keep it in step with aws-lambda-powertools in requirements-dev.txt.
-POWERTOOLS_LAYER_VERSION = 27
+# The Powertools release is pinned in one place, the file the tests and the emulator install it from.
+POWERTOOLS_REQUIREMENTS = ROOT / "requirements-powertools-layer.txt"
+# Version of the AWS-managed "Powertools for AWS Lambda (Python) V3" layer (python3.13, x86_64)
+# that holds each release, referenced by ARN so synthesis needs no network. 27 is 3.23.0:
+# https://github.com/aws-powertools/powertools-lambda-python/issues/7689 (whose version-named SSM
+# parameter AWS never published, so the ARN is written here rather than resolved at deploy time).
+POWERTOOLS_LAYER_VERSIONS = {"3.23.0": 27}
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
+def powertools_release() -> str:
+    pinned = re.search(r"^aws-lambda-powertools(?:\[[^\]]*\])?==(\S+)", POWERTOOLS_REQUIREMENTS.read_text(), re.M)
+    if pinned is None:
+        raise ValueError(f"{POWERTOOLS_REQUIREMENTS.name} pins no aws-lambda-powertools release")
+    return pinned.group(1)
+
+
 def powertools_layer_arn() -> str:
+    release = powertools_release()
+    if release not in POWERTOOLS_LAYER_VERSIONS:
+        raise ValueError(
+            f"Powertools {release} is pinned in {POWERTOOLS_REQUIREMENTS.name}, but no layer version is known for "
+            "it: add the version of AWSLambdaPowertoolsPythonV3-python313-x86_64 AWS published for that release"
+        )
     return (
         f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:017000801446:layer:"
-        f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}"
+        f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSIONS[release]}"
     )
 
 

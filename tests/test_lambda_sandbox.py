@@ -1,0 +1,179 @@
+"""The Lambda sandbox: which Python the handlers run on and what they can import, as on AWS.
+
+AWS: a Python function imports its own code, its layers and the runtime's SDK — "The Lambda Python
+runtimes include the AWS SDK for Python (Boto3) and its dependencies"
+(https://docs.aws.amazon.com/lambda/latest/dg/python-package.html) — and anything else fails its
+init with ``Runtime.ImportModuleError``, "Unable to import module 'lambda_function': No module named
+'...'" (https://repost.aws/knowledge-center/lambda-import-module-error-python).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from emulator import lambda_sandbox
+from emulator.lambda_sandbox import find_interpreter, substitution_notice
+from tests.emulator_helpers import create_function, unique
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pins(requirements: str) -> dict[str, str]:
+    return dict(line.split("==") for line in (ROOT / requirements).read_text().splitlines() if "==" in line)
+
+
+# -- which Python ----------------------------------------------------------------------------------
+def _fake_python(directory: Path, name: str, version: str | None) -> Path:
+    """An executable named like an interpreter that answers the version probe (or fails, like an
+    inactive pyenv shim, when ``version`` is None)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(f'#!/bin/sh\necho "{version} $0"\n' if version else "#!/bin/sh\nexit 127\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_the_runtimes_python_is_found_behind_a_failing_shim_in_pyenv(tmp_path):
+    # Given: PATH has only a shim for python3.13 that fails, and 3.12; pyenv has 3.13.0 installed
+    bin_dir, home = tmp_path / "bin", tmp_path / "home"
+    _fake_python(bin_dir, "python3.13", None)
+    _fake_python(bin_dir, "python3.12", "3.12.1")
+    real = _fake_python(home / ".pyenv" / "versions" / "3.13.0" / "bin", "python3.13", "3.13.0")
+    # When
+    found = find_interpreter("python3.13", search_path=str(bin_dir), home=home, environ={})
+    # Then
+    assert (found.version, found.path) == ("3.13.0", str(real))
+    assert substitution_notice(found, "python3.13") is None
+
+
+def test_without_the_runtimes_python_the_closest_runs_and_one_line_says_so(tmp_path, capsys):
+    # Given: 3.11 and 3.12 on PATH, 3.9 under $PYENV_ROOT; no 3.13 anywhere
+    bin_dir, pyenv_root = tmp_path / "bin", tmp_path / "elsewhere"
+    _fake_python(bin_dir, "python3.11", "3.11.7")
+    closest = _fake_python(bin_dir, "python3.12", "3.12.1")
+    _fake_python(pyenv_root / "versions" / "3.9.18" / "bin", "python3.9", "3.9.18")
+    # When
+    found = find_interpreter("python3.13", search_path=str(bin_dir), home=tmp_path, environ={"PYENV_ROOT": str(pyenv_root)})
+    # Then
+    assert (found.version, found.path) == ("3.12.1", str(closest))
+    notice = substitution_notice(found, "python3.13")
+    assert notice == f"Lambda sandbox: python3.13 is not installed here; handlers run on Python 3.12.1 ({closest}) instead"
+    assert "\n" not in notice
+
+
+# -- the Powertools release: one pin, deployed and tested --------------------------------------------
+def test_the_sandbox_and_the_tests_run_the_powertools_release_the_stacks_deploy():
+    from importlib.metadata import version
+
+    from stacks.common.python_function import powertools_release
+
+    sandbox = lambda_sandbox.locate()
+    in_sandbox = next(sandbox.powertools_dir.glob("aws_lambda_powertools-*.dist-info")).name
+    assert in_sandbox == f"aws_lambda_powertools-{powertools_release()}.dist-info"
+    assert version("aws-lambda-powertools") == powertools_release()
+
+
+# -- what a handler can import, in the emulator -------------------------------------------------------
+@pytest.fixture(scope="module")
+def aws(deployment):
+    return deployment.aws
+
+
+@pytest.fixture(scope="module")
+def role_arn(aws):
+    return aws.client("iam").create_role(RoleName=unique("sandbox"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+
+
+def _invoke(aws, function: dict) -> tuple[dict, object]:
+    response = aws.client("lambda").invoke(FunctionName=function["FunctionArn"], Payload=b"{}")
+    return response, json.loads(response["Payload"].read())
+
+
+def test_a_package_the_function_does_not_ship_fails_its_init_with_import_module_error(aws, role_arn):
+    # Given: requests is in the development venv (moto needs it), not in Lambda
+    function = create_function(aws, role_arn, "imports-requests", "handler",
+                               "import requests\n\ndef lambda_handler(event, context):\n    return 'unreachable'\n")
+    # When
+    response, body = _invoke(aws, function)
+    # Then
+    assert response["FunctionError"] == "Unhandled"
+    assert body["errorType"] == "Runtime.ImportModuleError"
+    assert body["errorMessage"] == "Unable to import module 'handler': No module named 'requests'"
+
+
+def test_powertools_is_importable_only_with_its_layer(aws, role_arn):
+    # Given: a function without layers (every function of the app has the Powertools layer)
+    function = create_function(aws, role_arn, "no-layers", "handler",
+                               "import aws_lambda_powertools\n\ndef lambda_handler(event, context):\n    return 1\n")
+    # When
+    response, body = _invoke(aws, function)
+    # Then
+    assert body["errorType"] == "Runtime.ImportModuleError"
+    assert body["errorMessage"] == "Unable to import module 'handler': No module named 'aws_lambda_powertools'"
+
+
+REPORT = '''
+import platform, sys
+import boto3, botocore
+
+def lambda_handler(event, context):
+    return {"python": platform.python_version(), "boto3": boto3.__version__, "botocore": botocore.__version__,
+            "path": sys.path}
+'''
+
+
+def test_the_worker_runs_the_runtimes_python_and_its_pinned_sdk(aws, role_arn):
+    # Given
+    function = create_function(aws, role_arn, "report", "handler", REPORT)
+    expected = find_interpreter()
+    # When
+    response, body = _invoke(aws, function)
+    # Then
+    assert "FunctionError" not in response, body
+    assert body["python"] == expected.version
+    if substitution_notice(expected) is None:  # this machine has the runtime's Python
+        assert body["python"].startswith("3.13.")
+    pins = _pins("requirements-lambda-runtime.txt")
+    assert (body["boto3"], body["botocore"]) == (pins["boto3"], pins["botocore"])
+    # and nothing of the development venv is on its path
+    assert not [entry for entry in body["path"] if ".venv" in entry or "site-packages" in entry]
+
+
+def test_a_function_shipping_its_own_boto3_imports_that_one(aws, role_arn, tmp_path):
+    # Given: an asset with a boto3 package of its own (AWS: /var/task comes first on sys.path)
+    import io
+    import zipfile
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("boto3/__init__.py", "__version__ = 'shipped-with-the-function'\n")
+        zf.writestr("handler.py", "import boto3\n\ndef lambda_handler(event, context):\n    return boto3.__version__\n")
+    function = aws.client("lambda").create_function(
+        FunctionName=unique("own-boto3"), Runtime="python3.13", Role=role_arn, Handler="handler.lambda_handler",
+        Code={"ZipFile": archive.getvalue()},
+    )
+    # When
+    _, body = _invoke(aws, function)
+    # Then
+    assert body == "shipped-with-the-function"
+
+
+def test_each_instance_has_its_own_module_state_and_environment(aws, role_arn):
+    # Given: a handler that counts its invocations in module state and reports its pid and variable
+    code = (
+        "import os\ncount = 0\n\ndef lambda_handler(event, context):\n    global count\n    count += 1\n"
+        "    return {'count': count, 'pid': os.getpid(), 'colour': os.environ.get('COLOUR')}\n"
+    )
+    first = create_function(aws, role_arn, "state-a", "handler", code, Environment={"Variables": {"COLOUR": "red"}})
+    second = create_function(aws, role_arn, "state-b", "handler", code, Environment={"Variables": {"COLOUR": "blue"}})
+    # When: the first function is invoked twice (one warm instance), the second once
+    a1, a2, b1 = _invoke(aws, first)[1], _invoke(aws, first)[1], _invoke(aws, second)[1]
+    # Then
+    assert (a1["count"], a2["count"], b1["count"]) == (1, 2, 1)
+    assert a1["pid"] == a2["pid"] != b1["pid"] != os.getpid()
+    assert (a1["colour"], b1["colour"]) == ("red", "blue")
