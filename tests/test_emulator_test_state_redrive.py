@@ -1,0 +1,204 @@
+"""TestState and RedriveExecution in the local emulator, as AWS documents them.
+
+The TestState tests test the project's own decisions state by state, on the definitions the app
+deployed (read back with DescribeStateMachine), with plain boto3 calls: pointed at AWS with the
+same machine ARNs they would run unchanged. Expected values come from the ASL and the API pages:
+https://docs.aws.amazon.com/step-functions/latest/apireference/API_TestState.html
+https://docs.aws.amazon.com/step-functions/latest/dg/test-state-isolation.html
+"""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from botocore.config import Config
+
+
+@pytest.fixture(scope="module")
+def aws(deployment):
+    return deployment.aws
+
+
+@pytest.fixture(scope="module")
+def sfn(aws):
+    # TestState is host-prefixed ("sync-"): against a local endpoint the prefix must not be added.
+    env = aws.environment
+    return boto3.client(
+        "stepfunctions",
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+        region_name=env["AWS_REGION"],
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=env["AWS_SESSION_TOKEN"],
+        config=Config(inject_host_prefix=False),
+    )
+
+
+@pytest.fixture(scope="module")
+def machines(deployment, sfn):
+    """Each deployed machine's definition and role, as DescribeStateMachine gives them."""
+    described = {name: sfn.describe_state_machine(stateMachineArn=deployment.machine_arn(name)) for name in ("alert", "poller", "map-retry")}
+    return {name: (d["definition"], d["roleArn"]) for name, d in described.items()}
+
+
+def _test_state(sfn, machines, machine: str, state: str, payload: dict, **kwargs) -> dict:
+    definition, role_arn = machines[machine]
+    return sfn.test_state(definition=definition, stateName=state, roleArn=role_arn, input=json.dumps(payload), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("status", "next_state"),
+    [("succeeded", "Job Succeeded"), ("failed", "Job Failed"), ("running", "Wait Before Next Poll")],
+)
+def test_job_complete_routes_each_job_status(sfn, machines, status, next_state):
+    # Given the poller's status read, When "Job Complete?" decides
+    payload = {"job_status": {"status": status, "elapsed_seconds": 5}}
+    result = _test_state(sfn, machines, "poller", "Job Complete?", payload)
+    # Then a Choice passes its input on unchanged to the rule's Next, or to Default
+    assert result["status"] == "SUCCEEDED"
+    assert result["nextState"] == next_state
+    assert json.loads(result["output"]) == payload
+
+
+def test_get_job_status_shapes_the_status_read(sfn, machines):
+    # Given the function's answer (mocked), When "Get Job Status" runs at DEBUG
+    answer = {"StatusCode": 200, "Payload": {"status": "running", "elapsed_seconds": 40, "error_message": None}}
+    result = _test_state(
+        sfn, machines, "poller", "Get Job Status", {"job_id": "j-1"},
+        mock={"result": json.dumps(answer)}, inspectionLevel="DEBUG",
+    )
+    # Then ResultSelector keeps three fields and ResultPath puts them under job_status
+    shaped = {"status": "running", "elapsed_seconds": 40, "error_message": None}
+    assert result["status"] == "SUCCEEDED"
+    assert result["nextState"] == "Job Complete?"
+    assert json.loads(result["output"]) == {"job_id": "j-1", "job_status": shaped}
+    inspection = result["inspectionData"]
+    assert json.loads(inspection["input"]) == {"job_id": "j-1"}
+    assert json.loads(inspection["result"]) == answer
+    assert json.loads(inspection["afterResultSelector"]) == shaped
+    assert json.loads(inspection["afterResultPath"]) == {"job_id": "j-1", "job_status": shaped}
+
+
+def test_get_job_status_catches_job_timeout(sfn, machines):
+    # Given the function raises JobTimeout, When "Get Job Status" runs
+    error = {"error": "JobTimeout", "cause": "The job ran longer than 60 seconds"}
+    result = _test_state(sfn, machines, "poller", "Get Job Status", {"job_id": "j-1"}, mock={"errorOutput": error}, inspectionLevel="DEBUG")
+    # Then its only Catcher (ResultPath "$") replaces the input with the error output
+    assert result["status"] == "CAUGHT_ERROR"
+    assert result["nextState"] == "Extract Error Message"
+    assert (result["error"], result["cause"]) == (error["error"], error["cause"])
+    assert json.loads(result["output"]) == {"Error": "JobTimeout", "Cause": error["cause"]}
+    assert result["inspectionData"]["errorDetails"]["catchIndex"] == 0
+
+
+def test_get_job_status_retries_a_lambda_service_error_then_gives_up(sfn, machines):
+    # Given Lambda.ServiceException, which the first Retrier matches (IntervalSeconds 2, BackoffRate 2,
+    # MaxAttempts 6), after one retry already made
+    error = {"error": "Lambda.ServiceException", "cause": "Service unavailable"}
+    retriable = _test_state(
+        sfn, machines, "poller", "Get Job Status", {}, mock={"errorOutput": error},
+        stateConfiguration={"retrierRetryCount": 1}, inspectionLevel="DEBUG",
+    )
+    # Then the state is retried after 2 * 2^1 seconds
+    assert retriable["status"] == "RETRIABLE"
+    assert retriable["nextState"] == "Get Job Status"
+    assert retriable["inspectionData"]["errorDetails"] == {"retryIndex": 0, "retryBackoffIntervalSeconds": 4}
+    # And once its six retries are spent, no Catcher matches: the state fails
+    exhausted = _test_state(sfn, machines, "poller", "Get Job Status", {}, mock={"errorOutput": error}, stateConfiguration={"retrierRetryCount": 6})
+    assert exhausted["status"] == "FAILED"
+    assert (exhausted["error"], exhausted["cause"]) == (error["error"], error["cause"])
+    assert "nextState" not in exhausted
+
+
+def test_notify_next_user_reports_a_user_it_cannot_notify(sfn, machines):
+    # Given the Slack post fails with an error no Retrier names
+    error = {"error": "SlackPermanentError", "cause": "channel_not_found"}
+    payload = {"alert_id": "a-1", "config": {"message": "m", "users": ["u1"], "user_count": 1}, "progress": {"user_index": 0, "rounds_completed": 0}}
+    result = _test_state(sfn, machines, "alert", "Notify Next User", payload, mock={"errorOutput": error})
+    # Then the States.ALL Catcher records it under "caught" and the loop goes on
+    assert result["status"] == "CAUGHT_ERROR"
+    assert result["nextState"] == "Note Which Notification Failed"
+    assert json.loads(result["output"]) == {**payload, "caught": {"Error": error["error"], "Cause": error["cause"]}}
+
+
+@pytest.mark.parametrize(("user_index", "next_state"), [(0, "Notify Next User"), (1, "Notify Next User"), (2, "Finish Round")])
+def test_alert_loop_exits_after_the_last_user(sfn, machines, user_index, next_state):
+    payload = {"config": {"user_count": 2}, "progress": {"user_index": user_index}}
+    result = _test_state(sfn, machines, "alert", "More Users To Notify?", payload)
+    assert (result["status"], result["nextState"]) == ("SUCCEEDED", next_state)
+
+
+@pytest.mark.parametrize(
+    ("record", "next_state"),
+    [
+        ({"retry": True, "remaining_count": 2, "fail_on_remaining": True}, "Wait Before Next Pass"),
+        ({"retry": False, "remaining_count": 2, "fail_on_remaining": True}, "Give Up On Failed Items"),
+        ({"retry": False, "remaining_count": 2, "fail_on_remaining": False}, "Report Results"),
+        ({"retry": False, "remaining_count": 0, "fail_on_remaining": True}, "Report Results"),
+    ],
+)
+def test_map_retry_pass_decision(sfn, machines, record, next_state):
+    result = _test_state(sfn, machines, "map-retry", "Retry Failed Items?", record)
+    assert (result["status"], result["nextState"]) == ("SUCCEEDED", next_state)
+
+
+JSONATA_LOOP = {
+    "QueryLanguage": "JSONata",
+    "StartAt": "Notify Next User",
+    "States": {
+        "Notify Next User": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::lambda:invoke",
+            "Arguments": {"FunctionName": "notify", "Payload": {"user": "{% $users[$index] %}"}},
+            "Assign": {"index": "{% $index + 1 %}", "sent": "{% $sent + ($states.result.Payload.posted ? 1 : 0) %}"},
+            "Output": "{% $states.result.Payload %}",
+            "Next": "More Users To Notify?",
+        },
+        "More Users To Notify?": {
+            "Type": "Choice",
+            "Choices": [{"Condition": "{% $index < $count($users) %}", "Next": "Notify Next User"}],
+            "Default": "Done",
+        },
+        "Done": {"Type": "Succeed"},
+    },
+}
+
+
+def test_jsonata_task_assigns_variables_from_its_result(sfn):
+    # Given the variables a JSONata loop carries, When its Task runs with a mocked answer
+    result = sfn.test_state(
+        definition=json.dumps(JSONATA_LOOP), stateName="Notify Next User", inspectionLevel="DEBUG",
+        variables=json.dumps({"users": ["ana", "bo"], "index": 0, "sent": 0}),
+        mock={"result": json.dumps({"Payload": {"posted": True}})},
+    )
+    # Then Arguments read the variables, Assign updates them and Output is the payload
+    assert (result["status"], result["nextState"]) == ("SUCCEEDED", "More Users To Notify?")
+    assert json.loads(result["output"]) == {"posted": True}
+    inspection = result["inspectionData"]
+    assert json.loads(inspection["afterArguments"]) == {"FunctionName": "notify", "Payload": {"user": "ana"}}
+    assert json.loads(inspection["variables"]) == {"users": ["ana", "bo"], "index": 1, "sent": 1}
+
+
+@pytest.mark.parametrize(("index", "next_state"), [(1, "Notify Next User"), (2, "Done")])
+def test_jsonata_choice_reads_variables(sfn, index, next_state):
+    result = sfn.test_state(
+        definition=json.dumps(JSONATA_LOOP), stateName="More Users To Notify?",
+        variables=json.dumps({"users": ["ana", "bo"], "index": index}),
+    )
+    assert (result["status"], result["nextState"]) == ("SUCCEEDED", next_state)
+
+
+def test_a_single_state_definition_and_a_fail_state(sfn):
+    # A lone state (no stateName) is tested as it is; a Fail state fails with its Error and Cause.
+    fail = sfn.test_state(definition=json.dumps({"Type": "Fail", "Error": "JobFailed", "Cause": "runner exited 1"}))
+    assert (fail["status"], fail["error"], fail["cause"]) == ("FAILED", "JobFailed", "runner exited 1")
+    passed = sfn.test_state(definition=json.dumps({"Type": "Pass", "Result": {"x": 1}, "ResultPath": "$.r", "End": True}), input='{"a": 0}')
+    assert (passed["status"], json.loads(passed["output"])) == ("SUCCEEDED", {"a": 0, "r": {"x": 1}})
+    assert "nextState" not in passed  # an End state has no next state
+
+
+def test_an_invalid_definition_is_refused(sfn):
+    with pytest.raises(sfn.exceptions.InvalidDefinition):
+        sfn.test_state(definition="{not json")
