@@ -17,6 +17,7 @@ from emulator.patches import (
     dynamodb,
     engine_clock,
     jsonata,
+    redrive,
     states,
     stepfunctions,
     test_state,
@@ -55,8 +56,9 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     states.install_distributed_map_scope()
     states.install_map_items_default()
     states.install_distributed_map_tolerated_failures()
-    # TestState.
+    # TestState and RedriveExecution.
     test_state.install_test_state()
+    redrive.install_redrive(on_status_change)
     # Lambda.
     awslambda.install_lambda_runtime(lambda_runtime)
     awslambda.install_lambda_invocation_type()

@@ -1,0 +1,138 @@
+"""RedriveExecution: resume an unsuccessful Standard execution from the state that did not succeed.
+
+moto raises NotImplementedError. Here a redrive starts a new engine run of the same execution (same
+ARN, definition and history) at the top-level state that was entered and never exited, with the
+input that state had and the variables the execution held; states that succeeded are not run again.
+https://docs.aws.amazon.com/step-functions/latest/dg/redrive-executions.html
+https://docs.aws.amazon.com/step-functions/latest/apireference/API_RedriveExecution.html
+"""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import json
+from typing import Any
+
+from moto.core.exceptions import AWSError
+
+REDRIVABLE_STATUSES = ("FAILED", "TIMED_OUT", "ABORTED")
+# AWS: an execution can be redriven within 14 days of its end, at most 1,000 times.
+REDRIVABLE_PERIOD = _datetime.timedelta(days=14)
+MAX_REDRIVES = 1000
+
+
+class ExecutionNotRedrivable(AWSError):
+    TYPE = "ExecutionNotRedrivable"
+    STATUS = 400
+
+
+class ExecutionLimitExceeded(AWSError):
+    TYPE = "ExecutionLimitExceeded"
+    STATUS = 400
+
+
+def redrive_status(execution: Any) -> tuple[str, str | None]:
+    """DescribeExecution's ``redriveStatus`` and ``redriveStatusReason`` for ``execution``."""
+    if execution.sm_type != "STANDARD":
+        return "NOT_REDRIVABLE", "Redrive is not supported for EXPRESS state machines."
+    if execution.status not in REDRIVABLE_STATUSES:
+        return "NOT_REDRIVABLE", f"Execution is {execution.status} and cannot be redriven"
+    if getattr(execution, "redrive_count", 0) >= MAX_REDRIVES:
+        return "NOT_REDRIVABLE", f"Execution has been redriven {MAX_REDRIVES} times"
+    now = _datetime.datetime.now(_datetime.timezone.utc)  # moto's datetime: the simulated clock
+    if execution.stop_date is not None and now - _as_utc(execution.stop_date) > REDRIVABLE_PERIOD:
+        return "NOT_REDRIVABLE", "Execution ended more than 14 days ago"
+    return "REDRIVABLE", None
+
+
+def _as_utc(moment: _datetime.datetime) -> _datetime.datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=_datetime.timezone.utc)
+
+
+def _resume_point(events: list[dict], top_level_states: set[str]) -> tuple[str, Any]:
+    """The top-level state entered last and never exited, and the input it was entered with."""
+    open_states: dict[str, Any] = {}
+    for event in events:
+        if event["type"].endswith("StateEntered"):
+            details = event["stateEnteredEventDetails"]
+            if details["name"] in top_level_states:
+                open_states[details["name"]] = json.loads(details.get("input") or "null")
+        elif event["type"].endswith("StateExited"):
+            open_states.pop(event["stateExitedEventDetails"]["name"], None)
+    if not open_states:
+        raise ExecutionNotRedrivable("Execution has no unsuccessful state to redrive from")
+    return next(reversed(open_states.items()))
+
+
+def install_redrive(on_status_change: Any) -> None:
+    """AWS: RedriveExecution restarts a Standard execution that ended FAILED, TIMED_OUT or ABORTED
+    in the last 14 days from its unsuccessful state, with that state's original input; succeeded
+    states are not run again. The execution keeps its ARN, definition and history, which gains an
+    ``ExecutionRedriven`` event; ``redriveCount`` (also ``$$.Execution.RedriveCount``) and
+    ``redriveDate`` are set, the machine's TimeoutSeconds starts again and the status-change event
+    is emitted again. A SUCCEEDED or RUNNING execution, an Express one or one past the period is
+    refused with ``ExecutionNotRedrivable``; past 1,000 redrives with ``ExecutionLimitExceeded``.
+    """
+    from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.parser.api import ExecutionRedrivenEventDetails, ExecutionStatus, HistoryEventType
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    class RedriveWorker(ExecutionWorker):
+        """An engine run that continues ``previous``'s history and variables at ``state_name``."""
+
+        def __init__(self, previous: Any, state_name: str, state_input: Any, redrive_count: int, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self._previous, self._state_name, self._state_input = previous, state_name, state_input
+            self._redrive_count = redrive_count
+
+        def _execution_logic(self) -> None:
+            program = self._get_evaluation_entrypoint()
+            self.env = env = self._get_evaluation_environment()
+            env.states.context_object.context_object_data["Execution"]["RedriveCount"] = self._redrive_count
+            manager = self._previous.event_manager
+            manager.execution_env = env  # the history limit counts the whole history
+            env.event_manager = manager
+            env.variable_store = self._previous.variable_store
+            redriven_id = manager.add_event(
+                context=EventHistoryContext(previous_event_id=len(manager._history_event_list)),
+                event_type=HistoryEventType.ExecutionRedriven,
+                event_details=EventDetails(
+                    executionRedrivenEventDetails=ExecutionRedrivenEventDetails(redriveCount=self._redrive_count)
+                ),
+                update_source_event_id=False,
+            )
+            env.event_history_context = EventHistoryContext(previous_event_id=redriven_id)
+            env.states.reset(input_value=self._state_input)
+            program.start_at.start_at_name = self._state_name
+            program.eval(env)
+            self._execution_communication.terminated()
+
+    def redrive_execution(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        execution = self.stepfunction_backend.describe_execution(arn)
+        status, reason = redrive_status(execution)
+        if status != "REDRIVABLE":
+            error = ExecutionLimitExceeded if getattr(execution, "redrive_count", 0) >= MAX_REDRIVES else ExecutionNotRedrivable
+            raise error(reason)
+        previous = execution.exec_worker.env
+        definition = json.loads(execution.state_machine.definition)
+        state_name, state_input = _resume_point(previous.event_manager.get_event_history(), set(definition["States"]))
+        execution.redrive_count = getattr(execution, "redrive_count", 0) + 1
+        execution.redrive_date = _datetime.datetime.now(_datetime.timezone.utc)
+        execution.exec_status, execution.stop_date = ExecutionStatus.RUNNING, None
+        execution.error = execution.cause = execution.output = None
+        original = execution.exec_worker
+        execution.exec_worker = RedriveWorker(
+            previous, state_name, state_input, execution.redrive_count,
+            evaluation_details=original._evaluation_details,
+            exec_comm=execution._get_start_execution_worker_comm(),
+            cloud_watch_logging_session=original._cloud_watch_logging_session,
+            activity_store=original._activity_store,
+        )
+        execution.exec_worker.start()
+        on_status_change(execution, "RUNNING")
+        return sfn_responses.ActionResult({"redriveDate": execution.redrive_date})
+
+    sfn_responses.StepFunctionResponse.redrive_execution = redrive_execution
