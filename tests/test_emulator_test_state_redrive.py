@@ -10,10 +10,13 @@ https://docs.aws.amazon.com/step-functions/latest/dg/test-state-isolation.html
 from __future__ import annotations
 
 import json
+import time
 
 import boto3
 import pytest
 from botocore.config import Config
+
+from tests.emulator_helpers import unique
 
 
 @pytest.fixture(scope="module")
@@ -202,3 +205,84 @@ def test_a_single_state_definition_and_a_fail_state(sfn):
 def test_an_invalid_definition_is_refused(sfn):
     with pytest.raises(sfn.exceptions.InvalidDefinition):
         sfn.test_state(definition="{not json")
+
+
+# -- RedriveExecution -------------------------------------------------------------------------------
+# https://docs.aws.amazon.com/step-functions/latest/dg/redrive-executions.html: "it continues the
+# failed execution from the unsuccessful step and uses the same input ... successful steps ... aren't
+# rerun"; redriveCount counts redrives and $$.Execution.RedriveCount is the same number.
+READ_AFTER_PREPARE = {
+    "StartAt": "Prepare",
+    "States": {
+        "Prepare": {"Type": "Pass", "Parameters": {"Bucket.$": "$.bucket", "Key": "ready.txt"}, "ResultPath": "$.object", "Next": "Read Object"},
+        "Read Object": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::aws-sdk:s3:headObject",
+            "Parameters": {"Bucket.$": "$.object.Bucket", "Key.$": "$.object.Key"},
+            "ResultSelector": {"size.$": "$.ContentLength", "redrive_count.$": "$$.Execution.RedriveCount"},
+            "End": True,
+        },
+    },
+}
+
+
+def _finished(sfn, execution_arn: str) -> dict:
+    deadline = time.monotonic() + 30
+    while (described := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline, f"{execution_arn} still running"
+        time.sleep(0.05)
+    return described
+
+
+@pytest.fixture(scope="module")
+def read_machine(aws, sfn):
+    role = aws.client("iam").create_role(RoleName=unique("redrive"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    return sfn.create_state_machine(name=unique("redrive"), definition=json.dumps(READ_AFTER_PREPARE), roleArn=role)["stateMachineArn"]
+
+
+def test_redrive_reruns_only_the_failed_state(aws, sfn, read_machine):
+    # Given an execution that failed reading an object that was not there yet
+    s3 = aws.client("s3")
+    bucket = unique("redrive-bucket")
+    s3.create_bucket(Bucket=bucket)
+    execution_arn = sfn.start_execution(stateMachineArn=read_machine, input=json.dumps({"bucket": bucket}))["executionArn"]
+    failed = _finished(sfn, execution_arn)
+    assert (failed["status"], failed["redriveCount"], failed["redriveStatus"]) == ("FAILED", 0, "REDRIVABLE")
+    # When the object is written and the execution redriven
+    s3.put_object(Bucket=bucket, Key="ready.txt", Body=b"ready")
+    redriven_at = sfn.redrive_execution(executionArn=execution_arn)["redriveDate"]
+    # Then it succeeds under the same ARN, the succeeded Pass state is not entered again, and the
+    # failed Task is entered again with its original input
+    done = _finished(sfn, execution_arn)
+    assert done["status"] == "SUCCEEDED", (done.get("error"), done.get("cause"))
+    assert json.loads(done["output"]) == {"size": 5, "redrive_count": 1}
+    assert (done["redriveCount"], done["redriveDate"]) == (1, redriven_at)
+    assert done["redriveStatus"] == "NOT_REDRIVABLE"
+    events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+    types = [event["type"] for event in events]
+    assert types.count("PassStateEntered") == 1
+    entered = [event["stateEnteredEventDetails"] for event in events if event["type"] == "TaskStateEntered"]
+    assert len(entered) == 2 and entered[0]["input"] == entered[1]["input"]
+    assert types.index("ExecutionFailed") < types.index("ExecutionRedriven") < types.index("ExecutionSucceeded")
+    redriven = next(event for event in events if event["type"] == "ExecutionRedriven")
+    assert redriven["executionRedrivenEventDetails"] == {"redriveCount": 1}
+
+
+def test_a_succeeded_or_running_execution_is_not_redrivable(aws, sfn, read_machine):
+    # A SUCCEEDED execution (the one above) and a RUNNING one are refused with ExecutionNotRedrivable
+    s3 = aws.client("s3")
+    bucket = unique("redrive-bucket")
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="ready.txt", Body=b"ready")
+    succeeded = sfn.start_execution(stateMachineArn=read_machine, input=json.dumps({"bucket": bucket}))["executionArn"]
+    assert _finished(sfn, succeeded)["status"] == "SUCCEEDED"
+    with pytest.raises(sfn.exceptions.ExecutionNotRedrivable):
+        sfn.redrive_execution(executionArn=succeeded)
+    waiting = sfn.create_state_machine(
+        name=unique("redrive"), roleArn=sfn.describe_state_machine(stateMachineArn=read_machine)["roleArn"],
+        definition=json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 3600, "End": True}}}),
+    )["stateMachineArn"]
+    running = sfn.start_execution(stateMachineArn=waiting)["executionArn"]
+    with pytest.raises(sfn.exceptions.ExecutionNotRedrivable):
+        sfn.redrive_execution(executionArn=running)
+    sfn.stop_execution(executionArn=running)
