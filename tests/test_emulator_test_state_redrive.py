@@ -16,7 +16,8 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from tests.emulator_helpers import unique
+from emulator.follow import follow
+from tests.emulator_helpers import unique, wait_for_event
 
 
 @pytest.fixture(scope="module")
@@ -266,6 +267,54 @@ def test_redrive_reruns_only_the_failed_state(aws, sfn, read_machine):
     assert types.index("ExecutionFailed") < types.index("ExecutionRedriven") < types.index("ExecutionSucceeded")
     redriven = next(event for event in events if event["type"] == "ExecutionRedriven")
     assert redriven["executionRedrivenEventDetails"] == {"redriveCount": 1}
+    # And ListExecutions' redriveFilter tells redriven executions from the others
+    def listed(redrive_filter: str) -> set[str]:
+        executions = sfn.list_executions(stateMachineArn=read_machine, redriveFilter=redrive_filter)["executions"]
+        return {execution["executionArn"] for execution in executions}
+
+    assert execution_arn in listed("REDRIVEN")
+    assert execution_arn not in listed("NOT_REDRIVEN")
+
+
+def test_a_poller_failed_on_a_transient_error_completes_without_a_second_job(deployment, aws, sfn):
+    # Given a poller whose status reads time out until its retries are spent
+    payload = {"job": {"duration_seconds": 20}, "timeout_seconds": 180, "poll_interval_seconds": 10}
+    with aws.faults.lambda_timed_out("GetJobStatus", times=None):
+        failed = deployment.run("poller", payload, name=unique("redrive-poller"))
+    assert (failed.status, failed.error) == ("FAILED", "Sandbox.Timedout")
+    # When the transient fault is gone and the execution is redriven
+    sfn.redrive_execution(executionArn=failed.execution_arn)
+    done = follow(aws, failed.execution_arn)
+    # Then it polls the job it started to the end: "Run Job" ran once, before the redrive
+    assert done.status == "SUCCEEDED"
+    run_job = [e for e in done.events if e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] == "Run Job"]
+    assert len(run_job) == 1
+    redriven_id = next(e["id"] for e in done.events if e["type"] == "ExecutionRedriven")
+    assert run_job[0]["id"] < redriven_id
+
+
+def test_an_aborted_execution_resumes_in_the_state_it_was_stopped_in(aws, sfn, read_machine):
+    # Given an execution stopped in its Wait state
+    role_arn = sfn.describe_state_machine(stateMachineArn=read_machine)["roleArn"]
+    definition = {
+        "StartAt": "Mark",
+        "States": {
+            "Mark": {"Type": "Pass", "Result": "marked", "ResultPath": "$.mark", "Next": "Wait"},
+            "Wait": {"Type": "Wait", "Seconds": 60, "End": True},
+        },
+    }
+    machine = sfn.create_state_machine(name=unique("redrive"), definition=json.dumps(definition), roleArn=role_arn)["stateMachineArn"]
+    execution_arn = sfn.start_execution(stateMachineArn=machine, input='{"n": 1}')["executionArn"]
+    wait_for_event(sfn, execution_arn, "WaitStateEntered")
+    sfn.stop_execution(executionArn=execution_arn, error="Operator", cause="stopped to test redrive")
+    assert _finished(sfn, execution_arn)["status"] == "ABORTED"
+    # When it is redriven, Then the Wait runs again with the input it was entered with
+    sfn.redrive_execution(executionArn=execution_arn)
+    done = _finished(sfn, execution_arn)
+    assert done["status"] == "SUCCEEDED"
+    assert json.loads(done["output"]) == {"n": 1, "mark": "marked"}
+    events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+    assert [e["type"] for e in events].count("PassStateEntered") == 1
 
 
 def test_a_succeeded_or_running_execution_is_not_redrivable(aws, sfn, read_machine):

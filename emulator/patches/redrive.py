@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _datetime
 import json
+import threading
 from typing import Any
 
 from moto.core.exceptions import AWSError
@@ -136,3 +137,37 @@ def install_redrive(on_status_change: Any) -> None:
         return sfn_responses.ActionResult({"redriveDate": execution.redrive_date})
 
     sfn_responses.StepFunctionResponse.redrive_execution = redrive_execution
+
+
+def install_redrive_filter() -> None:
+    """AWS: ListExecutions' ``redriveFilter`` lists only the executions that were redriven
+    (REDRIVEN) or never were (NOT_REDRIVEN); moto ignored it.
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html
+    """
+    from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.models import StepFunctionBackend
+    from moto.stepfunctions.utils import PAGINATION_MODEL
+    from moto.utilities.paginator import paginate
+
+    listing = threading.local()
+    original_response = sfn_responses.StepFunctionResponse.list_executions
+    unpaginated = StepFunctionBackend.list_executions.__wrapped__
+
+    def list_executions_response(self: Any) -> Any:
+        listing.redrive_filter = self._get_param("redriveFilter")
+        try:
+            return original_response(self)
+        finally:
+            listing.redrive_filter = None
+
+    # The filter applies before paging, so every page holds only matching executions.
+    @paginate(pagination_model=PAGINATION_MODEL)
+    def list_executions(self: Any, state_machine_arn: str, status_filter: str | None = None) -> list:
+        executions = unpaginated(self, state_machine_arn, status_filter)
+        wanted = getattr(listing, "redrive_filter", None)
+        if wanted is None:
+            return executions
+        return [e for e in executions if (getattr(e, "redrive_count", 0) > 0) == (wanted == "REDRIVEN")]
+
+    sfn_responses.StepFunctionResponse.list_executions = list_executions_response
+    StepFunctionBackend.list_executions = list_executions
