@@ -9,6 +9,7 @@ https://docs.aws.amazon.com/step-functions/latest/apireference/API_RedriveExecut
 
 from __future__ import annotations
 
+import copy
 import datetime as _datetime
 import json
 import threading
@@ -20,6 +21,11 @@ REDRIVABLE_STATUSES = ("FAILED", "TIMED_OUT", "ABORTED")
 # AWS: an execution can be redriven within 14 days of its end, at most 1,000 times.
 REDRIVABLE_PERIOD = _datetime.timedelta(days=14)
 MAX_REDRIVES = 1000
+
+
+# On an execution's Environment: {inline Map state: {iteration index: output}} of the iterations
+# that succeeded in the state's latest run, and the ones a redrive carries into its next run.
+MAP_RESULTS, MAP_CARRIED = "_emulator_map_results", "_emulator_map_carried"
 
 
 class ExecutionNotRedrivable(AWSError):
@@ -96,6 +102,8 @@ def install_redrive(on_status_change: Any) -> None:
             manager.execution_env = env  # the history limit counts the whole history
             env.event_manager = manager
             env.variable_store = self._previous.variable_store
+            # An inline Map resumed here keeps the iterations that succeeded in its last run.
+            setattr(env, MAP_CARRIED, {self._state_name: getattr(self._previous, MAP_RESULTS, {}).get(self._state_name, {})})
             redriven_id = manager.add_event(
                 context=EventHistoryContext(previous_event_id=len(manager._history_event_list)),
                 event_type=HistoryEventType.ExecutionRedriven,
@@ -171,3 +179,52 @@ def install_redrive_filter() -> None:
 
     sfn_responses.StepFunctionResponse.list_executions = list_executions_response
     StepFunctionBackend.list_executions = list_executions
+
+
+def install_inline_map_redrive() -> None:
+    """AWS: a redriven inline Map runs again only the iterations that failed, were aborted or never
+    started; the others keep the output they had. (A Map inside a Map iteration runs again whole.)
+    https://docs.aws.amazon.com/step-functions/latest/dg/redrive-executions.html
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.inline_iteration_component import (
+        InlineIterationComponent,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor.inline_item_processor_worker import (
+        InlineItemProcessorWorker,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iterator.inline_iterator_worker import (
+        InlineIteratorWorker,
+    )
+
+    original_body = InlineIterationComponent._eval_body
+
+    def eval_body(self: Any, env: Any) -> None:
+        execution_env = env.event_manager.execution_env
+        name = env.stack[-1].state_name
+        carried = getattr(execution_env, MAP_CARRIED, {})
+        carried.setdefault(name, {})  # only the first run after a redrive finds outputs to reuse
+        setattr(execution_env, MAP_CARRIED, carried)
+        results = getattr(execution_env, MAP_RESULTS, {})
+        results[name] = {}
+        setattr(execution_env, MAP_RESULTS, results)
+        try:
+            original_body(self, env)
+        finally:
+            carried.pop(name, None)
+
+    InlineIterationComponent._eval_body = eval_body
+
+    for worker in (InlineItemProcessorWorker, InlineIteratorWorker):
+        original_job = worker._eval_job
+
+        def eval_job(self: Any, env: Any, job: Any, _original: Any = original_job) -> None:
+            execution_env = env.event_manager.execution_env
+            carried = getattr(execution_env, MAP_CARRIED, {}).get(self._work_name, {})
+            if job.job_index in carried:
+                job.job_output = copy.deepcopy(carried[job.job_index])
+            else:
+                _original(self, env, job)
+            if not isinstance(job.job_output, Exception):
+                getattr(execution_env, MAP_RESULTS)[self._work_name][job.job_index] = job.job_output
+
+        worker._eval_job = eval_job
