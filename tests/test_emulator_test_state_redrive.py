@@ -335,3 +335,82 @@ def test_a_succeeded_or_running_execution_is_not_redrivable(aws, sfn, read_machi
     with pytest.raises(sfn.exceptions.ExecutionNotRedrivable):
         sfn.redrive_execution(executionArn=running)
     sfn.stop_execution(executionArn=running)
+
+
+HEAD_EACH_KEY = {
+    "StartAt": "Check Each Object",
+    "States": {
+        "Check Each Object": {
+            "Type": "Map",
+            "MaxConcurrency": 1,
+            "ItemsPath": "$.keys",
+            "ItemSelector": {"Bucket.$": "$.bucket", "Key.$": "$$.Map.Item.Value"},
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "INLINE"},
+                "StartAt": "Head Object",
+                "States": {
+                    "Head Object": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::aws-sdk:s3:headObject",
+                        "Parameters": {"Bucket.$": "$.Bucket", "Key.$": "$.Key"},
+                        "ResultSelector": {"redrive_count.$": "$$.Execution.RedriveCount"},
+                        "End": True,
+                    }
+                },
+            },
+            "End": True,
+        }
+    },
+}
+
+
+def test_a_redriven_inline_map_runs_only_the_iterations_that_did_not_succeed(aws, sfn, read_machine):
+    # Given a Map over three keys, one at a time, whose second object is missing; and a rule that
+    # queues the machine's status-change events
+    s3, sqs, events = aws.client("s3"), aws.client("sqs"), aws.client("events")
+    bucket = unique("redrive-bucket")
+    s3.create_bucket(Bucket=bucket)
+    for key in ("a", "c"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    role_arn = sfn.describe_state_machine(stateMachineArn=read_machine)["roleArn"]
+    machine = sfn.create_state_machine(name=unique("redrive"), definition=json.dumps(HEAD_EACH_KEY), roleArn=role_arn)["stateMachineArn"]
+    queue_url = sqs.create_queue(QueueName=unique("redrive"))["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    rule = unique("redrive")
+    events.put_rule(Name=rule, EventPattern=json.dumps({
+        "source": ["aws.states"], "detail-type": ["Step Functions Execution Status Change"], "detail": {"stateMachineArn": [machine]}}))
+    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    execution_arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"bucket": bucket, "keys": ["a", "b", "c"]}))["executionArn"]
+    assert _finished(sfn, execution_arn)["status"] == "FAILED"
+    # When the missing object is written and the execution redriven
+    s3.put_object(Bucket=bucket, Key="b", Body=b"x")
+    sfn.redrive_execution(executionArn=execution_arn)
+    done = _finished(sfn, execution_arn)
+    # Then "a" keeps its first output, "b" (failed) and "c" (never started) run in the redrive
+    assert done["status"] == "SUCCEEDED"
+    assert json.loads(done["output"]) == [{"redrive_count": 0}, {"redrive_count": 1}, {"redrive_count": 1}]
+    history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+    heads = [json.loads(e["taskScheduledEventDetails"]["parameters"])["Key"] for e in history if e["type"] == "TaskScheduled"]
+    assert heads == ["a", "b", "b", "c"]
+    # And the status-change event is emitted for the redrive's start and end too
+    statuses, deadline = [], time.monotonic() + 10
+    while len(statuses) < 4 and time.monotonic() < deadline:
+        for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+            statuses.append(json.loads(message["Body"])["detail"]["status"])
+        time.sleep(0.05)
+    assert sorted(statuses) == sorted(["RUNNING", "FAILED", "RUNNING", "SUCCEEDED"])
+
+
+def test_a_map_retry_execution_that_gave_up_only_fails_again_when_redriven(deployment, sfn):
+    # Given a map retry execution that ended in its "Give Up On Failed Items" Fail state
+    payload = {"items": [{"id": "A-1"}, {"id": "B-2", "fail_attempts": 5}], "max_attempts": 2, "fail_on_remaining": True}
+    failed = deployment.run("map-retry", payload, name=unique("redrive-map-retry"))
+    assert (failed.status, failed.error) == ("FAILED", "RetryFailed")
+    # When it is redriven, Then the unsuccessful state is that Fail state: the execution fails
+    # again at once, and no item is processed again (as the README says: start a new execution)
+    sfn.redrive_execution(executionArn=failed.execution_arn)
+    again = _finished(sfn, failed.execution_arn)
+    assert (again["status"], again["error"], again["redriveCount"]) == ("FAILED", "RetryFailed", 1)
+    history = sfn.get_execution_history(executionArn=failed.execution_arn, maxResults=1000)["events"]
+    after = [e["type"] for e in history[[e["type"] for e in history].index("ExecutionRedriven") + 1 :]]
+    assert after == ["FailStateEntered", "ExecutionFailed"]
