@@ -17,10 +17,10 @@ from typing import Any
 
 from moto.core.exceptions import AWSError
 
+from emulator.patches.stepfunctions import HISTORY_LIMIT_CAUSE
+
 REDRIVABLE_STATUSES = ("FAILED", "TIMED_OUT", "ABORTED")
-# AWS: an execution can be redriven within 14 days of its end, at most 1,000 times.
-REDRIVABLE_PERIOD = _datetime.timedelta(days=14)
-MAX_REDRIVES = 1000
+REDRIVABLE_PERIOD = _datetime.timedelta(days=14)  # from the execution's end
 
 
 # On an execution's Environment: {inline Map state: {iteration index: output}} of the iterations
@@ -33,22 +33,18 @@ class ExecutionNotRedrivable(AWSError):
     STATUS = 400
 
 
-class ExecutionLimitExceeded(AWSError):
-    TYPE = "ExecutionLimitExceeded"
-    STATUS = 400
-
-
 def redrive_status(execution: Any) -> tuple[str, str | None]:
-    """DescribeExecution's ``redriveStatus`` and ``redriveStatusReason`` for ``execution``."""
+    """DescribeExecution's ``redriveStatus`` and ``redriveStatusReason`` for ``execution``, with
+    the reasons the DescribeExecution page lists."""
     if execution.sm_type != "STANDARD":
         return "NOT_REDRIVABLE", "Redrive is not supported for EXPRESS state machines."
     if execution.status not in REDRIVABLE_STATUSES:
-        return "NOT_REDRIVABLE", f"Execution is {execution.status} and cannot be redriven"
-    if getattr(execution, "redrive_count", 0) >= MAX_REDRIVES:
-        return "NOT_REDRIVABLE", f"Execution has been redriven {MAX_REDRIVES} times"
+        return "NOT_REDRIVABLE", f"Execution is {execution.status} and cannot be redriven."
+    if execution.cause == HISTORY_LIMIT_CAUSE:
+        return "NOT_REDRIVABLE", "Execution history event limit exceeded."
     now = _datetime.datetime.now(_datetime.timezone.utc)  # moto's datetime: the simulated clock
     if execution.stop_date is not None and now - _as_utc(execution.stop_date) > REDRIVABLE_PERIOD:
-        return "NOT_REDRIVABLE", "Execution ended more than 14 days ago"
+        return "NOT_REDRIVABLE", "Execution redrivable period exceeded."
     return "REDRIVABLE", None
 
 
@@ -77,8 +73,8 @@ def install_redrive(on_status_change: Any) -> None:
     states are not run again. The execution keeps its ARN, definition and history, which gains an
     ``ExecutionRedriven`` event; ``redriveCount`` (also ``$$.Execution.RedriveCount``) and
     ``redriveDate`` are set, the machine's TimeoutSeconds starts again and the status-change event
-    is emitted again. A SUCCEEDED or RUNNING execution, an Express one or one past the period is
-    refused with ``ExecutionNotRedrivable``; past 1,000 redrives with ``ExecutionLimitExceeded``.
+    is emitted again. An execution that is not redrivable (SUCCEEDED, RUNNING, Express, ended by
+    the history event limit or more than 14 days ago) is refused with ``ExecutionNotRedrivable``.
     """
     from moto.stepfunctions import responses as sfn_responses
     from moto.stepfunctions.parser.api import ExecutionRedrivenEventDetails, ExecutionStatus, HistoryEventType
@@ -123,8 +119,7 @@ def install_redrive(on_status_change: Any) -> None:
         execution = self.stepfunction_backend.describe_execution(arn)
         status, reason = redrive_status(execution)
         if status != "REDRIVABLE":
-            error = ExecutionLimitExceeded if getattr(execution, "redrive_count", 0) >= MAX_REDRIVES else ExecutionNotRedrivable
-            raise error(reason)
+            raise ExecutionNotRedrivable(reason)
         previous = execution.exec_worker.env
         definition = json.loads(execution.state_machine.definition)
         state_name, state_input = _resume_point(previous.event_manager.get_event_history(), set(definition["States"]))
