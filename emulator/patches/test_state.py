@@ -12,12 +12,14 @@ https://docs.aws.amazon.com/step-functions/latest/dg/test-state-isolation.html
 from __future__ import annotations
 
 import copy
+import datetime as _datetime
 import json
 import uuid
 from typing import Any
 
 from moto.core.exceptions import AWSError
 
+from emulator.clock import SimEvent
 from emulator.patches.stepfunctions import aws_timestamp
 
 ACCOUNT_ID, REGION = "123456789012", "us-east-1"  # the emulator's one account and region
@@ -214,17 +216,15 @@ def _environment(state_name: str, input_value: Any, variables: dict, context: di
     from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext
     from moto.stepfunctions.parser.asl.eval.states import ContextObjectData, ExecutionData, StateMachineData
 
-    from emulator.clock import SimEvent
-
     name = f"TestState-{uuid.uuid4()}"
     machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:{name}"
-    now = SimEvent.clock.now()
+    now = _datetime.datetime.fromtimestamp(SimEvent.clock.now(), _datetime.timezone.utc)
     execution = ExecutionData(
         Id=f"arn:aws:states:{REGION}:{ACCOUNT_ID}:execution:{name}:{name}",
         Input=copy.deepcopy(input_value),
         Name=name,
         RoleArn=role_arn,
-        StartTime=aws_timestamp(_utc(now)),
+        StartTime=aws_timestamp(now),
         RedriveCount=0,
     )
     # AWS: "context" replaces fields of the context object the state reads ($$ / $states.context).
@@ -246,12 +246,6 @@ def _environment(state_name: str, input_value: Any, variables: dict, context: di
         env.variable_store.set(variable, value)
     env.next_state_name = state_name
     return env
-
-
-def _utc(seconds: float) -> Any:
-    import datetime
-
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
 
 
 def run_test_state(request: dict) -> dict:
