@@ -11,7 +11,17 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from emulator.clock import SimClock
-from emulator.patches import awslambda, cloudformation, dynamodb, engine_clock, jsonata, states, stepfunctions
+from emulator.patches import (
+    awslambda,
+    cloudformation,
+    dynamodb,
+    engine_clock,
+    jsonata,
+    redrive,
+    states,
+    stepfunctions,
+    test_state,
+)
 
 
 def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None]) -> None:
@@ -46,6 +56,11 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     states.install_distributed_map_scope()
     states.install_map_items_default()
     states.install_distributed_map_tolerated_failures()
+    # TestState and RedriveExecution.
+    test_state.install_test_state()
+    redrive.install_redrive(on_status_change)
+    redrive.install_redrive_filter()
+    redrive.install_inline_map_redrive()
     # Lambda.
     awslambda.install_lambda_runtime(lambda_runtime)
     awslambda.install_lambda_invocation_type()

@@ -62,8 +62,11 @@ def install_start_execution_checks() -> None:
 def install_describe_execution() -> None:
     """AWS: DescribeExecution output is always a JSON text (a string output is quoted; null is
     "null"), TIMED_OUT executions have a stopDate too, and ``redriveCount`` is 0 until the
-    execution is redriven."""
+    execution is redriven; ``redriveStatus`` says whether it can be (``redriveStatusReason`` why
+    not) and a redriven execution has its last ``redriveDate``."""
     from moto.stepfunctions import responses as sfn_responses
+
+    from emulator.patches.redrive import redrive_status
 
     def describe_execution(self: Any) -> Any:
         arn = self._get_param("executionArn")
@@ -75,8 +78,13 @@ def install_describe_execution() -> None:
             "startDate": execution.start_date,
             "stateMachineArn": execution.state_machine_arn,
             "status": execution.status,
-            "redriveCount": 0,
+            "redriveCount": getattr(execution, "redrive_count", 0),
         }
+        response["redriveStatus"], reason = redrive_status(execution)
+        if reason is not None:
+            response["redriveStatusReason"] = reason
+        if getattr(execution, "redrive_date", None) is not None:
+            response["redriveDate"] = execution.redrive_date
         if execution.status != "RUNNING" and execution.stop_date is not None:
             response["stopDate"] = execution.stop_date
         if execution.status == "SUCCEEDED":
