@@ -27,6 +27,7 @@ from patterns_common.job_protocol import (
     parse_status,
     result_json,
 )
+from tests.emf import emf_metrics
 from tests.lambda_loader import load_lambda_module
 
 EXECUTION_ARN = "arn:aws:states:us-east-1:123456789012:execution:JobPoller:demo-1"
@@ -416,16 +417,18 @@ def test_get_job_status_treats_a_missing_status_object_as_not_started(aws):
     assert report["error_message"] is None
 
 
-def test_get_job_status_raises_job_timeout_for_a_job_still_running_past_its_limit(aws):
+def test_get_job_status_raises_job_timeout_for_a_job_still_running_past_its_limit(aws, capsys):
     # Given
     put_context(aws, started=time.time() - 31, timeout_seconds=30)
     aws.put_object(Bucket=BUCKET, Key=f"jobs/{EXECUTION_MD5}/status.txt", Body=b"running")
     handler = load_lambda_module("job_get_status", "handler")
-    # Then
+    # Then: the timeout is raised and counted as a business metric
     with pytest.raises(Exception) as raised:
         handler.lambda_handler({"execution_arn": EXECUTION_ARN}, LambdaContext())
     assert type(raised.value).__name__ == "JobTimeout"
     assert "timeout_seconds is 30" in str(raised.value)
+    timed_out = [m["JobsTimedOut"] for m in emf_metrics(capsys.readouterr().out) if "JobsTimedOut" in m]
+    assert timed_out == [[1.0]]
 
 
 def test_s3_refuses_a_second_create_only_write_as_aws_does(aws):

@@ -230,6 +230,21 @@ def test_dashboard_graphs_the_seven_seed_metrics_for_every_machine(template):
     assert '\\"type\\":\\"alarm\\"' in body
 
 
+def test_dashboard_graphs_the_business_metrics_the_functions_publish(template):
+    # When: the dashboard's JSON text (its Fn::Join parts that are text)
+    (dashboard,) = resources(template, "AWS::CloudWatch::Dashboard")
+    body = "".join(part for part in dashboard["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
+    # Then: one SEARCH per metric the handlers emit (tests/emf.py reads them), in their namespace
+    for dimensions, metric in [
+        ("AlertId,service", "NotificationsSent"),
+        ("AlertId,service", "NotificationsFailed"),
+        ("service", "MapItemsRetried"),
+        ("service", "MapItemsGivenUp"),
+        ("service", "JobsTimedOut"),
+    ]:
+        assert f"SEARCH('{{StepFunctionsPatterns,{dimensions}}} MetricName=\\\"{metric}\\\"', 'Sum', 300)" in body, metric
+
+
 def key_statement(template: dict, service: str) -> dict:
     (key,) = resources(template, "AWS::KMS::Key")
     (statement,) = [

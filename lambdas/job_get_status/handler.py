@@ -12,12 +12,13 @@ import time
 from typing import Any
 
 import boto3
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 from logic import JobReport, JobTimeout, job_report, report_from_result
 
 from patterns_common.job_protocol import LOST_CONDITIONAL_WRITE, JobContext, JobKeys, JobStatus, result_json
-from patterns_common.observability import logger, tracer
+from patterns_common.observability import logger, metrics, tracer
 
 JOB_BUCKET_NAME = os.environ["JOB_BUCKET_NAME"]
 s3 = boto3.client("s3")
@@ -51,6 +52,7 @@ def record_timeout(keys: JobKeys, message: str, now: float, elapsed: float) -> J
     return None
 
 
+@metrics.log_metrics
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -71,6 +73,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     except JobTimeout as timeout:
         report = record_timeout(keys, str(timeout), now, round(now - job_context.job_start_timestamp, 3))
         if report is None:
+            metrics.add_metric(name="JobsTimedOut", unit=MetricUnit.Count, value=1)
             raise
     logger.info("Job status", extra=report.to_dict())
     return report.to_dict()

@@ -25,6 +25,8 @@ POWERTOOLS_REQUIREMENTS = ROOT / "requirements-powertools-layer.txt"
 # parameter AWS never published, so the ARN is written here rather than resolved at deploy time).
 POWERTOOLS_LAYER_VERSIONS = {"3.23.0": 27}
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+# Every function's Powertools Metrics land here; the monitoring dashboard graphs them.
+METRICS_NAMESPACE = "StepFunctionsPatterns"
 
 
 def powertools_release() -> str:
@@ -111,7 +113,7 @@ class PythonFunction(Construct):
             layers=_stack_layers(Stack.of(self)),
             environment={
                 "POWERTOOLS_SERVICE_NAME": source,
-                "POWERTOOLS_METRICS_NAMESPACE": "StepFunctionsPatterns",
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
                 **(environment or {}),
             },

@@ -18,6 +18,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from stacks.common.failure_queue import FailureQueue, failure_queue
+from stacks.common.python_function import METRICS_NAMESPACE
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 # EventBridge's own maxima: a notification that cannot be published yet is retried for a day.
@@ -33,6 +34,13 @@ DASHBOARD_GRAPHS = (
     ("Executions timed out", "metric_timed_out"),
     ("Executions throttled", "metric_throttled"),
     ("Execution time (ms, average)", "metric_time"),
+)
+# The app's own business metrics (Powertools Metrics, EMF), graphed with SEARCH so that each
+# dimension value (each alert, each function) is a line: (title, dimension names, metric names).
+BUSINESS_GRAPHS = (
+    ("Notifications per alert", "AlertId,service", ("NotificationsSent", "NotificationsFailed")),
+    ("Map items retried and given up", "service", ("MapItemsRetried", "MapItemsGivenUp")),
+    ("Jobs timed out", "service", ("JobsTimedOut",)),
 )
 
 
@@ -142,11 +150,6 @@ class ExecutionMonitoring(Construct):
         )
         if alert_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alert_email))
-        # Until the patterns add their machines there is nothing to watch (and EventBridge
-        # rejects an empty ARN list in a pattern).
-        if not state_machines:
-            return
-
         self.dead_letter_queue = self._dead_letter_queue()
         self.rule = self._status_rule(state_machines, statuses)
         self.alarms = [
@@ -268,6 +271,23 @@ class ExecutionMonitoring(Construct):
                     ],
                 )
                 for title, method in DASHBOARD_GRAPHS
+            )
+        )
+        dashboard.add_widgets(
+            *(
+                cloudwatch.GraphWidget(
+                    title=title,
+                    width=8,
+                    left=[
+                        cloudwatch.MathExpression(
+                            expression=f"SEARCH('{{{METRICS_NAMESPACE},{dimensions}}} MetricName=\"{name}\"', 'Sum', {int(PERIOD.to_seconds())})",
+                            label=name,
+                            period=PERIOD,
+                        )
+                        for name in names
+                    ],
+                )
+                for title, dimensions, names in BUSINESS_GRAPHS
             )
         )
         return dashboard
