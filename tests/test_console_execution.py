@@ -48,7 +48,8 @@ def _states(scope: dict) -> Iterator[tuple[str, dict]]:
 def _acknowledged_branch(definition: dict) -> str:
     """The state a Choice goes to when the alert's status is "acknowledged" (README: it stops)."""
     return next(rule["Next"] for _, state in _states(definition) if state["Type"] == "Choice"
-                for rule in state["Choices"] if "acknowledged" in json.dumps(rule))
+                for rule in state["Choices"]
+                if rule.get("StringEquals") == "acknowledged" or "= 'acknowledged'" in rule.get("Condition", ""))
 
 
 def _node(browser: Any, state: str) -> Any:

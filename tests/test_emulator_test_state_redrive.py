@@ -57,41 +57,42 @@ def _test_state(sfn, machines, machine: str, state: str, payload: dict, **kwargs
     [("succeeded", "Job Succeeded"), ("failed", "Job Failed"), ("running", "Wait Before Next Poll")],
 )
 def test_job_complete_routes_each_job_status(sfn, machines, status, next_state):
-    # Given the poller's status read, When "Job Complete?" decides
-    payload = {"job_status": {"status": status, "elapsed_seconds": 5}}
-    result = _test_state(sfn, machines, "poller", "Job Complete?", payload)
+    # Given the poller's status read (a variable), When "Job Complete?" decides
+    payload = {"job": {}, "poll_interval_seconds": 30}
+    result = _test_state(
+        sfn, machines, "poller", "Job Complete?", payload,
+        variables=json.dumps({"job_status": {"status": status, "elapsed_seconds": 5}}),
+    )
     # Then a Choice passes its input on unchanged to the rule's Next, or to Default
     assert result["status"] == "SUCCEEDED"
     assert result["nextState"] == next_state
     assert json.loads(result["output"]) == payload
 
 
-def test_get_job_status_shapes_the_status_read(sfn, machines):
+def test_get_job_status_assigns_the_status_read(sfn, machines):
     # Given the function's answer (mocked), When "Get Job Status" runs at DEBUG
     answer = {"StatusCode": 200, "Payload": {"status": "running", "elapsed_seconds": 40, "error_message": None}}
+    payload = {"job": {}, "poll_interval_seconds": 30}
     result = _test_state(
-        sfn, machines, "poller", "Get Job Status", {"job_id": "j-1"},
-        mock={"result": json.dumps(answer)}, inspectionLevel="DEBUG",
+        sfn, machines, "poller", "Get Job Status", payload, mock={"result": json.dumps(answer)}, inspectionLevel="DEBUG",
     )
-    # Then ResultSelector keeps three fields and ResultPath puts them under job_status
-    shaped = {"status": "running", "elapsed_seconds": 40, "error_message": None}
+    # Then the answer's Payload is assigned to $job_status and the state's input passes on
     assert result["status"] == "SUCCEEDED"
     assert result["nextState"] == "Job Complete?"
-    assert json.loads(result["output"]) == {"job_id": "j-1", "job_status": shaped}
+    assert json.loads(result["output"]) == payload
     inspection = result["inspectionData"]
-    assert json.loads(inspection["input"]) == {"job_id": "j-1"}
+    assert json.loads(inspection["input"]) == payload
     assert json.loads(inspection["result"]) == answer
-    assert json.loads(inspection["afterResultSelector"]) == shaped
-    assert json.loads(inspection["afterResultPath"]) == {"job_id": "j-1", "job_status": shaped}
+    assert json.loads(inspection["variables"])["job_status"] == answer["Payload"]
 
 
 def test_get_job_status_catches_job_timeout(sfn, machines):
     # Given the function raises JobTimeout, When "Get Job Status" runs
     error = {"error": "JobTimeout", "cause": "The job ran longer than 60 seconds"}
-    result = _test_state(sfn, machines, "poller", "Get Job Status", {"job_id": "j-1"}, mock={"errorOutput": error}, inspectionLevel="DEBUG")
-    # Then its only Catcher (ResultPath "$") replaces the input with the error output
+    result = _test_state(sfn, machines, "poller", "Get Job Status", {"job": {}}, mock={"errorOutput": error}, inspectionLevel="DEBUG")
+    # Then its only Catcher (no Output: the state output is the error output) goes to the Fail state
     assert result["status"] == "CAUGHT_ERROR"
-    assert result["nextState"] == "Extract Error Message"
+    assert result["nextState"] == "Fail With Error Message"
     assert (result["error"], result["cause"]) == (error["error"], error["cause"])
     assert json.loads(result["output"]) == {"Error": "JobTimeout", "Cause": error["cause"]}
     assert result["inspectionData"]["errorDetails"]["catchIndex"] == 0
@@ -116,28 +117,43 @@ def test_get_job_status_retries_a_lambda_service_error_then_gives_up(sfn, machin
     assert "nextState" not in exhausted
 
 
+ALERT_LOOP = {
+    "config": {"alert_id": "a-1", "message": "m", "users": ["u1", "u2"], "user_count": 2, "rounds": 1},
+    "status": "active",
+    "round": 1,
+    "sent": 0,
+    "failed": [],
+}
+
+
 def test_notify_next_user_reports_a_user_it_cannot_notify(sfn, machines):
     # Given the Slack post fails with an error no Retrier names
-    error = {"error": "SlackPermanentError", "cause": "channel_not_found"}
-    payload = {"alert_id": "a-1", "config": {"message": "m", "users": ["u1"], "user_count": 1}, "progress": {"user_index": 0, "rounds_completed": 0}}
-    result = _test_state(sfn, machines, "alert", "Notify Next User", payload, mock={"errorOutput": error})
-    # Then the States.ALL Catcher records it under "caught" and the loop goes on
+    error = {"error": "SlackRejectedError", "cause": "channel_not_found"}
+    variables = {**ALERT_LOOP, "next_user": 1}
+    result = _test_state(
+        sfn, machines, "alert", "Notify Next User", {}, variables=json.dumps(variables),
+        mock={"errorOutput": error}, inspectionLevel="DEBUG",
+    )
+    # Then the States.ALL Catcher appends {round, user, error} to $failed and the loop goes on
     assert result["status"] == "CAUGHT_ERROR"
-    assert result["nextState"] == "Note Which Notification Failed"
-    assert json.loads(result["output"]) == {**payload, "caught": {"Error": error["error"], "Cause": error["cause"]}}
+    assert result["nextState"] == "Notify Next User?"
+    assigned = json.loads(result["inspectionData"]["variables"])
+    assert assigned["next_user"] == 2
+    assert assigned["failed"] == [{"round": 1, "user": "u2", "error": "SlackRejectedError"}]
 
 
-@pytest.mark.parametrize(("user_index", "next_state"), [(0, "Notify Next User"), (1, "Notify Next User"), (2, "Finish Round")])
-def test_alert_loop_exits_after_the_last_user(sfn, machines, user_index, next_state):
-    payload = {"config": {"user_count": 2}, "progress": {"user_index": user_index}}
-    result = _test_state(sfn, machines, "alert", "More Users To Notify?", payload)
+@pytest.mark.parametrize(("next_user", "next_state"), [(0, "Notify Next User"), (1, "Notify Next User"), (2, "All Rounds Sent")])
+def test_alert_loop_exits_after_the_last_user(sfn, machines, next_user, next_state):
+    variables = {**ALERT_LOOP, "next_user": next_user, "sent": next_user}
+    result = _test_state(sfn, machines, "alert", "Notify Next User?", {}, variables=json.dumps(variables))
     assert (result["status"], result["nextState"]) == ("SUCCEEDED", next_state)
 
 
 @pytest.mark.parametrize(
     ("record", "next_state"),
     [
-        ({"retry": True, "remaining_count": 2, "fail_on_remaining": True}, "Wait Before Next Pass"),
+        ({"retry": True, "remaining_count": 2, "fail_on_remaining": True}, "Wait Before Next Item Pass"),
+        ({"retry": True, "remaining_count": 2, "fail_on_remaining": True, "manifest": {}}, "Wait Before Next Chunk Pass"),
         ({"retry": False, "remaining_count": 2, "fail_on_remaining": True}, "Give Up On Failed Items"),
         ({"retry": False, "remaining_count": 2, "fail_on_remaining": False}, "Report Results"),
         ({"retry": False, "remaining_count": 0, "fail_on_remaining": True}, "Report Results"),

@@ -312,15 +312,6 @@ def test_no_subscription_without_an_address():
     assert resources(template, "AWS::SNS::Subscription") == []
 
 
-def test_with_no_machine_yet_only_the_topic_and_its_key_exist():
-    # When: the patterns have not added their machines yet (EventBridge rejects an empty ARN list)
-    template = synth(AppConfig(), machine_arns=())
-    # Then
-    types = {r["Type"] for r in template["Resources"].values()}
-    assert types == {"AWS::KMS::Key", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy"}
-    assert "StatusTopicArn" in template["Outputs"]
-
-
 def test_stack_publishes_the_status_topic_arn(template):
     # Then
     assert template["Outputs"]["StatusTopicArn"]["Value"] == {"Ref": logical_id(template, "AWS::SNS::Topic")}

@@ -16,3 +16,26 @@ def modules_importing(module: types.ModuleType, name: str, value: Any) -> list[s
         for mod_name, mod in list(sys.modules.items())
         if mod_name.startswith("moto.stepfunctions") and mod is not module and getattr(mod, name, None) is value
     ]
+
+
+def states_error(env: Any, error: str, cause: str) -> Exception:
+    """The exception that fails the running state with the ``States.*`` error ``error``."""
+    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    error_name = StatesErrorName.from_name(error)
+    return FailureEventException(
+        failure_event=FailureEvent(
+            env=env,
+            error_name=error_name,
+            event_type=HistoryEventType.ExecutionFailed,
+            event_details=EventDetails(
+                executionFailedEventDetails=ExecutionFailedEventDetails(error=error_name.error_name, cause=cause)
+            ),
+        )
+    )

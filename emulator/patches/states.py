@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from emulator.patches._moto import states_error
+
 
 def install_choice_rule_assign() -> None:
     """AWS: a JSONPath Choice rule may carry ``Assign``; moto's parser dropped it (``assign=None``)
@@ -32,17 +34,7 @@ def install_no_choice_matched() -> None:
     ``States.NoChoiceMatched``, which Retry and Catch can match; moto raised States.Runtime.
     https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
     """
-    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-        FailureEvent,
-        FailureEventException,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
-        StatesErrorNameType,
-    )
     from moto.stepfunctions.parser.asl.component.state.choice.state_choice import StateChoice
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
     original = StateChoice._eval_state
 
@@ -52,20 +44,8 @@ def install_no_choice_matched() -> None:
         except RuntimeError:
             if self.default_state is not None:
                 raise
-            error_name = StatesErrorName(typ=StatesErrorNameType.StatesNoChoiceMatched)
-            raise FailureEventException(
-                failure_event=FailureEvent(
-                    env=env,
-                    error_name=error_name,
-                    event_type=HistoryEventType.ExecutionFailed,
-                    event_details=EventDetails(
-                        executionFailedEventDetails=ExecutionFailedEventDetails(
-                            error=error_name.error_name,
-                            cause=f"No Choice Rule of state '{self.name}' matched and it has no Default.",
-                        )
-                    ),
-                )
-            ) from None
+            cause = f"No Choice Rule of state '{self.name}' matched and it has no Default."
+            raise states_error(env, "States.NoChoiceMatched", cause) from None
 
     StateChoice._eval_state = eval_state
 
@@ -168,19 +148,9 @@ def install_distributed_map_tolerated_failures() -> None:
     in the results and the Map succeeded.
     https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html
     """
-    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-        FailureEvent,
-        FailureEventException,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
-        StatesErrorNameType,
-    )
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (
         DistributedIterationComponent,
     )
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
     original = DistributedIterationComponent._map_run
 
@@ -191,19 +161,7 @@ def install_distributed_map_tolerated_failures() -> None:
         if failed > eval_input.tolerated_failure_count or (
             total and 100 * failed / total > eval_input.tolerated_failure_percentage
         ):
-            error_name = StatesErrorName(typ=StatesErrorNameType.StatesExceedToleratedFailureThreshold)
-            raise FailureEventException(
-                failure_event=FailureEvent(
-                    env=env,
-                    error_name=error_name,
-                    event_type=HistoryEventType.ExecutionFailed,
-                    event_details=EventDetails(
-                        executionFailedEventDetails=ExecutionFailedEventDetails(
-                            error=error_name.error_name,
-                            cause="The specified tolerated failure threshold was exceeded",
-                        )
-                    ),
-                )
-            )
+            cause = "The specified tolerated failure threshold was exceeded"
+            raise states_error(env, "States.ExceedToleratedFailureThreshold", cause)
 
     DistributedIterationComponent._map_run = map_run
