@@ -18,7 +18,8 @@ from emulator.follow import ExecutionResult, run
 from emulator.server import LocalAws
 from emulator.slack import SlackStandIn
 
-SLACK_SECRET_NAME = "alert-notifier/slack-webhook"
+# The secret the alert stack reads the webhook URL from: cdk.json's context names it (one place).
+SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slackWebhookSecretName"]
 
 # Machines by the name users type (`python -m emulator run NAME`): (stack, output key).
 MACHINES: dict[str, tuple[str, str]] = {
