@@ -137,7 +137,7 @@ def test_failure_message_falls_back_when_the_runner_left_none(text, message):
 
 @pytest.fixture
 def validation():
-    return load_lambda_module("job_validate_input", "logic")
+    return load_lambda_module("job_validate_input", "job_validate_input_logic")
 
 
 def test_validation_fills_in_the_documented_defaults(validation):
@@ -207,7 +207,7 @@ def test_invalid_job_input_is_the_step_functions_error_name(validation):
 
 @pytest.fixture
 def status_logic():
-    return load_lambda_module("job_get_status", "logic")
+    return load_lambda_module("job_get_status", "job_get_status_logic")
 
 
 START = 1_700_000_000.0
@@ -274,7 +274,7 @@ def test_a_status_the_runner_should_never_write_fails_the_job_at_once(status_log
 
 def test_run_job_plan_derives_the_key_and_the_runner_payload_from_the_context_object():
     # Given
-    logic = load_lambda_module("run_job", "logic")
+    logic = load_lambda_module("run_job", "run_job_logic")
     context_object = {"Execution": {"Id": EXECUTION_ARN, "Input": {"job": {}}}, "State": {"Name": "Run Job"}}
     job_input = {"job": {"duration_seconds": 3}, "timeout_seconds": 30, "initial_wait_seconds": 0,
                  "poll_interval_seconds": 5}
