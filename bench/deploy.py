@@ -123,9 +123,9 @@ def deploy_bench(deployment: Deployment) -> BenchMachines:
 
     job_bucket = deployment.output("JobPollerStack", "JobBucketName")
     runner_name = "bench_job_runner"
-    d.function(runner_name, RUNNERS_DIR / "job_runner.py", env={"JOB_BUCKET_NAME": job_bucket},
+    d.function(runner_name, RUNNERS_DIR / "long_job_runner.py", env={"JOB_BUCKET_NAME": job_bucket},
                timeout=RUNNER_TIMEOUT_SECONDS, with_shared_code=True)
-    callback_runner_arn = d.function("bench_callback_runner", RUNNERS_DIR / "callback_runner.py", env={},
+    callback_runner_arn = d.function("bench_callback_runner", RUNNERS_DIR / "long_callback_job_runner.py", env={},
                                      timeout=RUNNER_TIMEOUT_SECONDS, with_shared_code=True)
     callback_definition = d.sfn.describe_state_machine(stateMachineArn=deployment.machine_arn("callback"))["definition"]
     app_runner_arn = _callback_runner_arn(callback_definition)

@@ -18,7 +18,8 @@ from emulator.follow import ExecutionResult, run
 from emulator.server import LocalAws
 from emulator.slack import SlackStandIn
 
-SLACK_SECRET_NAME = "alert-notifier/slack-webhook"
+# The secret the alert stack reads the webhook URL from: cdk.json's context names it (one place).
+SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slackWebhookSecretName"]
 
 # Machines by the name users type (`python -m emulator run NAME`): (stack, output key).
 MACHINES: dict[str, tuple[str, str]] = {
@@ -55,13 +56,9 @@ class Deployment:
         stack, key = MACHINES[machine]
         return self.output(stack, key)
 
-    def has_machine(self, machine: str) -> bool:
-        stack, key = MACHINES[machine]
-        return key in self.outputs.get(stack, {})
-
     def machine_names(self) -> dict[str, str]:
         """The name users type for each deployed machine, by ARN."""
-        return {self.machine_arn(name): name for name in MACHINES if self.has_machine(name)}
+        return {self.machine_arn(name): name for name in MACHINES}
 
     def seed(self, machine: str, payload: Any, alert_item: Path | None = None) -> list[str]:
         """Put what an execution of ``machine`` with ``payload`` reads: the alert item it names.

@@ -1,21 +1,24 @@
-"""Settings of the app, read once from CDK context in app.py and passed down as props."""
+"""Settings of the app, read once from CDK context in app.py and passed down as props.
+
+Their values live in cdk.json's context (or ``cdk -c key=value``) and nowhere else.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
-DEFAULT_MONITORED_STATUSES = ("FAILED", "TIMED_OUT", "ABORTED")
+REQUIRED_CONTEXT = ("slackWebhookSecretName", "alertSchedule", "monitoredStatuses")
 VALID_STATUSES = {"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PENDING_REDRIVE"}
 
 
 @dataclass(frozen=True)
 class AppConfig:
-    slack_webhook_secret_name: str = "alert-notifier/slack-webhook"
-    alert_schedule: str = "rate(1 hour)"
+    slack_webhook_secret_name: str
+    alert_schedule: str
+    monitored_statuses: tuple[str, ...]
     alert_email: str | None = None
-    monitored_statuses: tuple[str, ...] = field(default=DEFAULT_MONITORED_STATUSES)
 
     def __post_init__(self) -> None:
         unknown = set(self.monitored_statuses) - VALID_STATUSES
@@ -30,6 +33,9 @@ class AppConfig:
     @classmethod
     def from_context(cls, get: Callable[[str], Any]) -> "AppConfig":
         """Build from a context getter such as ``app.node.try_get_context``."""
+        missing = [key for key in REQUIRED_CONTEXT if get(key) is None]
+        if missing:
+            raise ValueError(f"cdk.json's context must set {', '.join(missing)} (or pass -c key=value)")
         statuses = get("monitoredStatuses")
         if isinstance(statuses, str):  # `cdk -c monitoredStatuses='["FAILED"]'` arrives as text
             statuses = json.loads(statuses)
@@ -37,6 +43,6 @@ class AppConfig:
             "slack_webhook_secret_name": get("slackWebhookSecretName"),
             "alert_schedule": get("alertSchedule"),
             "alert_email": get("alertEmail") or None,
-            "monitored_statuses": tuple(statuses) if statuses else None,
+            "monitored_statuses": tuple(statuses),
         }
-        return cls(**{k: v for k, v in values.items() if v is not None})
+        return cls(**values)

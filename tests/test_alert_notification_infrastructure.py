@@ -14,6 +14,7 @@ from cdk_nag import AwsSolutionsChecks
 from stacks.alert_notification.stack import AlertNotificationStack
 from stacks.common.definitions import definition_path
 from stacks.config import AppConfig
+from tests.app_config import CONTEXT, app_config
 
 ASL = json.loads(definition_path("alert_notification").read_text())
 STATES = ASL["States"]
@@ -36,7 +37,7 @@ def synthesize(config: AppConfig) -> Template:
 
 @pytest.fixture(scope="module")
 def template() -> Template:
-    return synthesize(AppConfig())
+    return synthesize(app_config())
 
 
 def logical_id(template: Template, resource_type: str, id_contains: str) -> str:
@@ -86,7 +87,7 @@ def test_alert_table_keeps_its_logical_id_key_and_is_retained(template):
 
 def test_construct_exposes_its_machine_for_monitoring():
     app = App()
-    stack = AlertNotificationStack(app, "AlertNotificationStack", config=AppConfig())
+    stack = AlertNotificationStack(app, "AlertNotificationStack", config=app_config())
     assert len(stack.state_machines) == 1
     assert stack.state_machines[0].node.path.startswith("AlertNotificationStack/AlertNotification/")
 
@@ -260,7 +261,7 @@ def test_notifier_reads_only_the_named_secret_and_writes_only_the_idempotency_ta
                 ":",
                 {"Ref": "AWS::AccountId"},
                 # A secret's ARN ends in "-" and six random characters
-                ":secret:alert-notifier/slack-webhook-??????",
+                f":secret:{CONTEXT['slackWebhookSecretName']}-??????",
             ],
         ]
     }
@@ -278,7 +279,7 @@ def test_notifier_reads_only_the_named_secret_and_writes_only_the_idempotency_ta
         {
             "Environment": {
                 "Variables": Match.object_like(
-                    {"SLACK_WEBHOOK_SECRET_NAME": "alert-notifier/slack-webhook", "IDEMPOTENCY_TABLE_NAME": {"Ref": idempotency}}
+                    {"SLACK_WEBHOOK_SECRET_NAME": CONTEXT["slackWebhookSecretName"], "IDEMPOTENCY_TABLE_NAME": {"Ref": idempotency}}
                 )
             }
         },
@@ -290,7 +291,7 @@ def test_no_secret_is_created_by_the_stack(template):
 
 
 def test_secret_name_comes_from_config():
-    custom = synthesize(AppConfig(slack_webhook_secret_name="team-x/webhook", alert_schedule="rate(5 minutes)"))
+    custom = synthesize(app_config(slack_webhook_secret_name="team-x/webhook", alert_schedule="rate(5 minutes)"))
     policies = json.dumps(custom.find_resources("AWS::IAM::Policy"))
     assert ":secret:team-x/webhook-??????" in policies and "alert-notifier" not in policies
     custom.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(5 minutes)"})

@@ -62,7 +62,7 @@ def retry_attempts(state: str) -> int:
 
 @pytest.fixture
 def config_logic() -> ModuleType:
-    return load_lambda_module("alert_config", "logic")
+    return load_lambda_module("alert_config", "alert_config_logic")
 
 
 def test_config_of_a_complete_item_is_what_the_machine_loops_on(config_logic):
@@ -533,7 +533,7 @@ def test_the_notifier_knows_how_many_attempts_the_machine_gives_a_transient_fail
 
 @pytest.fixture
 def dispatch_logic() -> ModuleType:
-    return load_lambda_module("alert_dispatcher", "logic")
+    return load_lambda_module("alert_dispatcher", "alert_dispatcher_logic")
 
 
 SLOT = datetime(2026, 11, 22, 5, 0, tzinfo=timezone.utc)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stacks.config import AppConfig
+from tests.app_config import CONTEXT, app_config
 
 STACKS = ("AlertNotificationStack", "JobPollerStack", "MapRetryStack", "MonitoringStack")
 
@@ -140,18 +141,26 @@ def test_every_log_group_has_retention(synthesized_app):
 
 def test_config_rejects_unknown_monitored_status():
     with pytest.raises(ValueError, match="monitoredStatuses"):
-        AppConfig(monitored_statuses=("FAILED", "EXPLODED"))
+        app_config(monitored_statuses=("FAILED", "EXPLODED"))
 
 
 def test_config_reads_context_including_json_text_from_the_command_line():
     # Given: `cdk -c monitoredStatuses='["FAILED"]'` passes text, cdk.json passes a list
-    context = {"monitoredStatuses": '["FAILED"]', "alertEmail": "ops@example.com"}
+    context = {**CONTEXT, "monitoredStatuses": '["FAILED"]', "alertEmail": "ops@example.com"}
     # When
     config = AppConfig.from_context(context.get)
     # Then
     assert config.monitored_statuses == ("FAILED",)
     assert config.alert_email == "ops@example.com"
-    assert config.slack_webhook_secret_name == "alert-notifier/slack-webhook"
+    assert config.slack_webhook_secret_name == CONTEXT["slackWebhookSecretName"]
+
+
+def test_config_names_every_setting_cdk_json_lacks():
+    # Given: settings live only in cdk.json's context, so a context without them cannot build the app
+    context = {key: value for key, value in CONTEXT.items() if key not in ("alertSchedule", "slackWebhookSecretName")}
+    # Then
+    with pytest.raises(ValueError, match="must set slackWebhookSecretName, alertSchedule"):
+        AppConfig.from_context(context.get)
 
 
 def test_both_alert_failure_queues_raise_an_alarm_on_the_status_topic(synthesized_app):

@@ -367,7 +367,7 @@ def test_poller_loops_get_status_choice_wait_and_ends_in_the_named_errors():
 
 @pytest.mark.parametrize("machine, polls", [("job_poller", True), ("export_poller", True), ("callback_job", False)])
 def test_machine_timeout_is_only_a_backstop_behind_the_per_execution_timeout(machine, polls):
-    validation = load_lambda_module("job_validate_input", "logic")
+    validation = load_lambda_module("job_validate_input", "job_validate_input_logic")
     # A poller notices the timeout at most one poll interval late; the callback task times out on time.
     latest_end = validation.MAX_TIMEOUT_SECONDS + (validation.MAX_POLL_INTERVAL_SECONDS if polls else 0)
     assert asl(machine)["TimeoutSeconds"] > latest_end
@@ -395,7 +395,7 @@ def test_callback_task_waits_for_the_token_with_heartbeat_and_timeout_mapped_to_
 
 
 def test_export_input_bounds_match_validate_job_input():
-    validation = load_lambda_module("job_validate_input", "logic")
+    validation = load_lambda_module("job_validate_input", "job_validate_input_logic")
     check = asl("export_poller")["States"]["Check Export Input"]["Output"]
     bounds = dict(re.findall(r"\$not\(\$whole\(\$settings\.(\w+), (.*?)\)\) \?", check))
     assert bounds == {

@@ -137,7 +137,7 @@ def test_failure_message_falls_back_when_the_runner_left_none(text, message):
 
 @pytest.fixture
 def validation():
-    return load_lambda_module("job_validate_input", "logic")
+    return load_lambda_module("job_validate_input", "job_validate_input_logic")
 
 
 def test_validation_fills_in_the_documented_defaults(validation):
@@ -207,7 +207,7 @@ def test_invalid_job_input_is_the_step_functions_error_name(validation):
 
 @pytest.fixture
 def status_logic():
-    return load_lambda_module("job_get_status", "logic")
+    return load_lambda_module("job_get_status", "job_get_status_logic")
 
 
 START = 1_700_000_000.0
@@ -274,7 +274,7 @@ def test_a_status_the_runner_should_never_write_fails_the_job_at_once(status_log
 
 def test_run_job_plan_derives_the_key_and_the_runner_payload_from_the_context_object():
     # Given
-    logic = load_lambda_module("job_run", "logic")
+    logic = load_lambda_module("run_job", "run_job_logic")
     context_object = {"Execution": {"Id": EXECUTION_ARN, "Input": {"job": {}}}, "State": {"Name": "Run Job"}}
     job_input = {"job": {"duration_seconds": 3}, "timeout_seconds": 30, "initial_wait_seconds": 0,
                  "poll_interval_seconds": 5}
@@ -381,7 +381,7 @@ def put_context(s3, *, started: float, timeout_seconds: int) -> None:
 
 def test_run_job_writes_context_json_and_starts_the_runner(aws):
     # Given: the Invoke request the handler sends is recorded on its way to moto
-    handler = load_lambda_module("job_run", "handler")
+    handler = load_lambda_module("run_job", "handler")
     invocations: list[dict] = []
     handler.lambda_client.meta.events.register(
         "before-parameter-build.lambda.Invoke", lambda params, **_: invocations.append(dict(params))
@@ -450,7 +450,7 @@ def test_a_timed_out_job_is_recorded_as_timed_out_and_a_late_runner_cannot_chang
     # When: the poll times it out, then the runner finishes late, then the poll is retried
     with pytest.raises(Exception) as raised:
         status.lambda_handler({"execution_arn": EXECUTION_ARN}, LambdaContext())
-    load_lambda_module("job_runner", "handler").finish(JobKeys(EXECUTION_MD5), JobStatus.SUCCEEDED)
+    load_lambda_module("demo_job_runner", "handler").finish(JobKeys(EXECUTION_MD5), JobStatus.SUCCEEDED)
     with pytest.raises(Exception) as retried:
         status.lambda_handler({"execution_arn": EXECUTION_ARN}, LambdaContext())
     # Then: JobTimeout both times, and the bucket says timed_out, as the execution does
@@ -480,7 +480,7 @@ def test_a_result_written_just_before_the_timeout_wins_over_it(aws):
 def test_a_second_runner_of_the_same_job_does_nothing(aws):
     # Given: the first runner has started
     aws.put_object(Bucket=BUCKET, Key=f"jobs/{EXECUTION_MD5}/status.txt", Body=b"running")
-    runner = load_lambda_module("job_runner", "handler")
+    runner = load_lambda_module("demo_job_runner", "handler")
     # When: another invocation arrives with a job that would fail at once
     runner.lambda_handler({"execution_md5": EXECUTION_MD5, "job": {"fail": True}}, LambdaContext())
     # Then: it neither worked nor wrote
@@ -491,7 +491,7 @@ def test_a_second_runner_of_the_same_job_does_nothing(aws):
 @pytest.mark.parametrize("runner_started, invoked_again", [(True, 0), (False, 1)])
 def test_a_retried_run_job_keeps_the_first_start_and_never_starts_a_second_runner(aws, runner_started, invoked_again):
     # Given: Run Job ran once (its answer lost), and the runner has or has not written its status yet
-    handler = load_lambda_module("job_run", "handler")
+    handler = load_lambda_module("run_job", "handler")
     invocations: list[dict] = []
     handler.lambda_client.meta.events.register(
         "before-parameter-build.lambda.Invoke", lambda params, **_: invocations.append(dict(params))
@@ -517,7 +517,7 @@ def test_get_job_status_refuses_an_execution_run_job_never_recorded(aws):
 
 def test_runner_writes_running_then_succeeded(aws):
     # Given
-    handler = load_lambda_module("job_runner", "handler")
+    handler = load_lambda_module("demo_job_runner", "handler")
     # When
     handler.lambda_handler({"execution_md5": EXECUTION_MD5, "job": {"duration_seconds": 0}}, LambdaContext())
     # Then
@@ -528,7 +528,7 @@ def test_runner_writes_running_then_succeeded(aws):
 def test_a_failed_run_reaches_get_job_status_with_the_runners_message(aws):
     # Given
     put_context(aws, started=time.time(), timeout_seconds=30)
-    runner = load_lambda_module("job_runner", "handler")
+    runner = load_lambda_module("demo_job_runner", "handler")
     runner.lambda_handler(
         {"execution_md5": EXECUTION_MD5, "job": {"fail": True, "error_message": "disk full"}}, LambdaContext()
     )
@@ -544,7 +544,7 @@ def test_a_failed_run_reaches_get_job_status_with_the_runners_message(aws):
 
 def test_a_crashed_runner_leaves_running_behind(aws):
     # Given
-    handler = load_lambda_module("job_runner", "handler")
+    handler = load_lambda_module("demo_job_runner", "handler")
     # When
     with pytest.raises(SimulatedCrash):
         handler.lambda_handler({"execution_md5": EXECUTION_MD5, "job": {"crash": True}}, LambdaContext())
@@ -555,7 +555,7 @@ def test_a_crashed_runner_leaves_running_behind(aws):
 def test_runner_reports_bad_job_parameters_as_the_jobs_failure(aws):
     # Given
     put_context(aws, started=time.time(), timeout_seconds=30)
-    runner = load_lambda_module("job_runner", "handler")
+    runner = load_lambda_module("demo_job_runner", "handler")
     # When
     runner.lambda_handler({"execution_md5": EXECUTION_MD5, "job": {"duration_seconds": -1}}, LambdaContext())
     report = load_lambda_module("job_get_status", "handler").lambda_handler(
@@ -610,7 +610,7 @@ def waiting_task():
 
 
 def run_callback_runner(event: dict) -> None:
-    handler = load_lambda_module("job_callback_runner", "handler")
+    handler = load_lambda_module("demo_callback_job_runner", "handler")
     return handler.lambda_handler(event, LambdaContext())
 
 

@@ -17,6 +17,7 @@ from cdk_nag import AwsSolutionsChecks
 from stacks.common.nag import acknowledge
 from stacks.config import AppConfig
 from stacks.monitoring.stack import MonitoringStack
+from tests.app_config import app_config
 
 ALPHA = "arn:aws:states:us-east-1:123456789012:stateMachine:alpha"
 BETA = "arn:aws:states:us-east-1:123456789012:stateMachine:beta"
@@ -62,7 +63,7 @@ def synth(
 
 @pytest.fixture(scope="module")
 def template() -> dict:
-    return synth(AppConfig(alert_email="ops@example.com"), real_machine=True)
+    return synth(app_config(alert_email="ops@example.com"), real_machine=True)
 
 
 def resources(template: dict, resource_type: str) -> list[dict]:
@@ -94,7 +95,7 @@ def test_rule_matches_status_changes_of_the_configured_statuses_and_every_machin
 
 def test_rule_uses_the_monitored_statuses_from_config():
     # Given
-    config = AppConfig(monitored_statuses=("FAILED", "SUCCEEDED"))
+    config = app_config(monitored_statuses=("FAILED", "SUCCEEDED"))
     # When
     pattern = the_rule(synth(config))["EventPattern"]
     # Then
@@ -307,7 +308,7 @@ def test_email_subscription_when_an_address_is_configured(template):
 
 def test_no_subscription_without_an_address():
     # When
-    template = synth(AppConfig())
+    template = synth(app_config())
     # Then
     assert resources(template, "AWS::SNS::Subscription") == []
 
@@ -325,7 +326,7 @@ def test_target_publishes_through_the_topic_policy_not_a_role(template):
 
 def test_template_passes_cfn_lint(tmp_path):
     # Given
-    synth(AppConfig(alert_email="ops@example.com"), real_machine=True, outdir=tmp_path)
+    synth(app_config(alert_email="ops@example.com"), real_machine=True, outdir=tmp_path)
     # When
     cfn_lint = str(Path(sys.executable).parent / "cfn-lint")
     result = subprocess.run(

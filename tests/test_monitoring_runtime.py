@@ -21,6 +21,7 @@ from moto.events.models import EventPattern
 from emulator.events import render_input_transformer
 from stacks.config import AppConfig
 from stacks.monitoring.stack import MonitoringStack
+from tests.app_config import app_config
 
 EVENTS = Path(__file__).parent / "events"
 ALPHA = "arn:aws:states:us-east-1:123456789012:stateMachine:alpha"
@@ -47,7 +48,7 @@ def synthesized_rule(config: AppConfig) -> dict:
 
 @pytest.fixture(scope="module")
 def rule() -> dict:
-    return synthesized_rule(AppConfig())
+    return synthesized_rule(app_config())
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,7 @@ def test_rule_ignores_other_events_with_the_same_detail(pattern, field, value):
 
 def test_configured_statuses_decide_what_matches():
     # Given: monitoredStatuses=["SUCCEEDED"] in cdk.json
-    rule = synthesized_rule(AppConfig(monitored_statuses=("SUCCEEDED",)))
+    rule = synthesized_rule(app_config(monitored_statuses=("SUCCEEDED",)))
     # When
     pattern = EventPattern.load(json.dumps(rule["EventPattern"]))
     # Then

@@ -6,8 +6,8 @@ import os
 from typing import Any
 
 import boto3
+from alert_config_logic import AlertNotFound, parse_alert_config, read_alert_id
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from logic import AlertNotFound, parse_alert_config, read_alert_id
 
 from patterns_common.observability import logger, tracer
 

@@ -15,11 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import boto3
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from boto3.dynamodb.conditions import Attr
-from botocore.config import Config
-from botocore.exceptions import ClientError
-from logic import (
+from alert_dispatcher_logic import (
     DispatchFailed,
     alert_id_of,
     execution_name,
@@ -28,6 +24,10 @@ from logic import (
     running_alert_ids,
     scheduled_time,
 )
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from boto3.dynamodb.conditions import Attr
+from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from patterns_common.observability import logger, tracer
 

@@ -15,7 +15,7 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
-from logic import JobReport, JobTimeout, job_report, report_from_result
+from job_get_status_logic import JobReport, JobTimeout, job_report, report_from_result
 
 from patterns_common.job_protocol import LOST_CONDITIONAL_WRITE, JobContext, JobKeys, JobStatus, result_json
 from patterns_common.observability import logger, metrics, tracer

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from logic import normalize_job_input
+from job_validate_input_logic import normalize_job_input
 
 from patterns_common.observability import logger, tracer
 

@@ -96,7 +96,7 @@ class JobPoller(Construct):
         self.runner = PythonFunction(
             self,
             "JobRunner",
-            source="job_runner",
+            source="demo_job_runner",
             description="Demo job runner: writes running, works, then succeeded or failed to S3",
             timeout=RUNNER_TIMEOUT,
             environment=environment,
@@ -107,7 +107,7 @@ class JobPoller(Construct):
         self.run_job = PythonFunction(
             self,
             "RunJob",
-            source="job_run",
+            source="run_job",
             description="Run Job: records the job start in S3 and starts the runner asynchronously",
             timeout=STATUS_IO_TIMEOUT,
             environment={**environment, "JOB_RUNNER_FUNCTION_NAME": self.runner.function.function_name},
@@ -186,7 +186,7 @@ class JobPoller(Construct):
         self.callback_runner = PythonFunction(
             self,
             "CallbackJobRunner",
-            source="job_callback_runner",
+            source="demo_callback_job_runner",
             description="Demo callback job runner: heartbeats while working, then SendTaskSuccess/Failure",
             timeout=RUNNER_TIMEOUT,
         )

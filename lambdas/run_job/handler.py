@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
-from logic import plan_job_start, started_before
+from run_job_logic import plan_job_start, started_before
 
 from patterns_common.job_protocol import LOST_CONDITIONAL_WRITE, JobContext
 from patterns_common.observability import logger, tracer
