@@ -150,13 +150,24 @@ class Timeline:
             entered = history.entered_event(event)
             if event["id"] in self._caught_exits or entered is None:
                 return None, False
-            change = changes(details(entered).get("input"), found.get("output"))
+            change = ", ".join(part for part in (
+                changes(details(entered).get("input"), found.get("output")),
+                assigned(found.get("assignedVariables") or {}),
+            ) if part)
             return (f"{stamp}    ✓ {found['name']}  {change}" if change else None), False
         if kind in ("ExecutionFailed", "ExecutionTimedOut", "ExecutionAborted"):
             return f"{stamp}  ■ {kind.removeprefix('Execution').upper()} {found.get('error', '')}: {_short(plain_cause(found.get('cause')), 200)}", False
         if kind == "ExecutionSucceeded":
             return f"{stamp}  ■ SUCCEEDED", False
         return None, False
+
+
+def assigned(variables: dict[str, str], limit: int = 3) -> str:
+    """The workflow variables a state assigned (history gives each as JSON text): $name = value."""
+    shown = [f"${name} = {_short(text, 40)}" for name, text in list(variables.items())[:limit]]
+    if len(variables) > limit:
+        shown.append(f"(+{len(variables) - limit} more)")
+    return ", ".join(shown)
 
 
 def changes(before_text: str | None, after_text: str | None, limit: int = 3) -> str:

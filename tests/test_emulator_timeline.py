@@ -67,6 +67,21 @@ def test_a_caught_error_is_marked_caught_with_its_name_and_message_and_no_stack_
     assert text.splitlines()[-1].endswith("■ SUCCEEDED")
 
 
+def test_a_state_line_shows_the_variables_it_assigned():
+    # Given: a JSONata task that keeps its output and assigns two variables (StateExited carries
+    # assignedVariables, each value as JSON text: API_HistoryEvent / StateExitedEventDetails)
+    events = _history(
+        ("ExecutionStarted", {"input": "{}"}),
+        ("TaskStateEntered", {"name": "Notify Next User", "input": "{}", "after": 0}),
+        ("TaskStateExited", {"name": "Notify Next User", "output": "{}",
+                             "assignedVariables": {"next_user": "1", "sent": "1"}}),
+    )
+    # When
+    text = "\n".join(Timeline().lines(events, START))
+    # Then
+    assert "✓ Notify Next User  $next_user = 1, $sent = 1" in text
+
+
 def test_a_retried_error_says_so_and_a_fatal_one_ends_the_execution():
     # Given: one failed attempt retried, then a failure nothing catches
     events = _history(

@@ -32,6 +32,13 @@ idempotency = IdempotencyConfig(
 )
 
 
+def count_for_alert(metric: str, alert_id: str) -> None:
+    # The dimension only with the metric: an invocation that counts nothing leaves none behind
+    # for the next invocation of a warm instance (Powertools keeps dimensions until a flush emits).
+    metrics.add_dimension(name="AlertId", value=alert_id)
+    metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
+
+
 # Metrics outermost: they are flushed however the handler ends. The idempotent body runs once per
 # (execution, round, user), so a replayed notification is not counted twice.
 @metrics.log_metrics
@@ -40,14 +47,13 @@ idempotency = IdempotencyConfig(
 @idempotent(config=idempotency, persistence_store=persistence)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     notification = Notification.from_event(event)
-    metrics.add_dimension(name="AlertId", value=notification.alert_id)
     webhook_url = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
     try:
         status = post_message(webhook_url, notification.text())
     except (SlackTransientError, SlackRejectedError) as error:
         if gives_up(error, event.get("attempt", 1)):
-            metrics.add_metric(name="NotificationsFailed", unit=MetricUnit.Count, value=1)
+            count_for_alert("NotificationsFailed", notification.alert_id)
         raise
-    metrics.add_metric(name="NotificationsSent", unit=MetricUnit.Count, value=1)
+    count_for_alert("NotificationsSent", notification.alert_id)
     logger.info("Notified", extra={"alert_id": notification.alert_id, "round": notification.round, "user": notification.user})
     return {"user": notification.user, "round": notification.round, "status": status}
