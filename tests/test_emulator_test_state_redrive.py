@@ -417,6 +417,48 @@ def test_a_redriven_inline_map_runs_only_the_iterations_that_did_not_succeed(aws
     assert sorted(statuses) == sorted(["RUNNING", "FAILED", "RUNNING", "SUCCEEDED"])
 
 
+PARALLEL_ONE_BRANCH_FAILS_ONCE = {
+    "QueryLanguage": "JSONata",
+    "StartAt": "Run Both Branches",
+    "States": {
+        "Run Both Branches": {
+            "Type": "Parallel",
+            "Branches": [
+                {"StartAt": "Answer A", "States": {"Answer A": {
+                    "Type": "Pass", "Output": "{% 'a' & $states.context.Execution.RedriveCount %}", "End": True}}},
+                {"StartAt": "Redriven Yet?", "States": {
+                    "Redriven Yet?": {"Type": "Choice", "Choices": [
+                        {"Condition": "{% $states.context.Execution.RedriveCount > 0 %}", "Next": "Answer B"}],
+                        "Default": "Break Once"},
+                    "Answer B": {"Type": "Pass", "Output": "{% 'b' & $states.context.Execution.RedriveCount %}", "End": True},
+                    "Break Once": {"Type": "Fail", "Error": "BrokenOnce"},
+                }},
+            ],
+            "End": True,
+        },
+    },
+}
+
+
+def test_a_redriven_parallel_runs_only_the_branches_that_did_not_succeed(sfn, read_machine):
+    # Given a Parallel whose second branch fails until the execution is redriven
+    role_arn = sfn.describe_state_machine(stateMachineArn=read_machine)["roleArn"]
+    machine = sfn.create_state_machine(
+        name=unique("redrive-parallel"), definition=json.dumps(PARALLEL_ONE_BRANCH_FAILS_ONCE), roleArn=role_arn
+    )["stateMachineArn"]
+    execution_arn = sfn.start_execution(stateMachineArn=machine, input="{}")["executionArn"]
+    assert (_finished(sfn, execution_arn)["status"], _finished(sfn, execution_arn)["error"]) == ("FAILED", "BrokenOnce")
+    # When it is redriven
+    sfn.redrive_execution(executionArn=execution_arn)
+    done = _finished(sfn, execution_arn)
+    # Then branch A keeps the output of its first run, and only branch B ran again
+    assert done["status"] == "SUCCEEDED"
+    assert json.loads(done["output"]) == ["a0", "b1"]
+    history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+    entered = [e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered")]
+    assert entered.count("Answer A") == 1 and entered.count("Redriven Yet?") == 2
+
+
 def test_a_map_retry_execution_that_gave_up_only_fails_again_when_redriven(deployment, sfn):
     # Given a map retry execution that ended in its "Give Up On Failed Items" Fail state
     payload = {"items": [{"id": "A-1"}, {"id": "B-2", "fail_attempts": 5}], "max_attempts": 2, "fail_on_remaining": True}

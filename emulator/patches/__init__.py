@@ -61,6 +61,7 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     redrive.install_redrive(on_status_change)
     redrive.install_redrive_filter()
     redrive.install_inline_map_redrive()
+    redrive.install_parallel_redrive()
     # Lambda.
     awslambda.install_lambda_runtime(lambda_runtime)
     awslambda.install_lambda_invocation_type()

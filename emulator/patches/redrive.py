@@ -9,6 +9,7 @@ https://docs.aws.amazon.com/step-functions/latest/apireference/API_RedriveExecut
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as _datetime
 import json
@@ -23,9 +24,10 @@ REDRIVABLE_STATUSES = ("FAILED", "TIMED_OUT", "ABORTED")
 REDRIVABLE_PERIOD = _datetime.timedelta(days=14)  # from the execution's end
 
 
-# On an execution's Environment: {inline Map state: {iteration index: output}} of the iterations
-# that succeeded in the state's latest run, and the ones a redrive carries into its next run.
-MAP_RESULTS, MAP_CARRIED = "_emulator_map_results", "_emulator_map_carried"
+# On an execution's Environment: {inline Map or Parallel state: {iteration or branch index: output}}
+# of the iterations or branches that succeeded in the state's latest run, and the ones a redrive
+# carries into its next run.
+PART_RESULTS, PART_CARRIED = "_emulator_part_results", "_emulator_part_carried"
 
 
 class ExecutionNotRedrivable(AWSError):
@@ -98,8 +100,8 @@ def install_redrive(on_status_change: Any) -> None:
             manager.execution_env = env  # the history limit counts the whole history
             env.event_manager = manager
             env.variable_store = self._previous.variable_store
-            # An inline Map resumed here keeps the iterations that succeeded in its last run.
-            setattr(env, MAP_CARRIED, {self._state_name: getattr(self._previous, MAP_RESULTS, {}).get(self._state_name, {})})
+            # An inline Map or Parallel resumed here keeps the iterations or branches that succeeded.
+            setattr(env, PART_CARRIED, {self._state_name: getattr(self._previous, PART_RESULTS, {}).get(self._state_name, {})})
             redriven_id = manager.add_event(
                 context=EventHistoryContext(previous_event_id=len(manager._history_event_list)),
                 event_type=HistoryEventType.ExecutionRedriven,
@@ -176,6 +178,23 @@ def install_redrive_filter() -> None:
     StepFunctionBackend.list_executions = list_executions
 
 
+@contextlib.contextmanager
+def _state_run(env: Any, name: str) -> Any:
+    """One run of the Map or Parallel state ``name``: it records its parts' outputs afresh, and only
+    its first run after a redrive finds the carried ones to reuse."""
+    execution_env = env.event_manager.execution_env
+    carried = getattr(execution_env, PART_CARRIED, {})
+    carried.setdefault(name, {})
+    setattr(execution_env, PART_CARRIED, carried)
+    results = getattr(execution_env, PART_RESULTS, {})
+    results[name] = {}
+    setattr(execution_env, PART_RESULTS, results)
+    try:
+        yield
+    finally:
+        carried.pop(name, None)
+
+
 def install_inline_map_redrive() -> None:
     """AWS: a redriven inline Map runs again only the iterations that failed, were aborted or never
     started; the others keep the output they had. (A Map inside a Map iteration runs again whole.)
@@ -191,21 +210,9 @@ def install_inline_map_redrive() -> None:
         InlineIteratorWorker,
     )
 
-    original_body = InlineIterationComponent._eval_body
-
-    def eval_body(self: Any, env: Any) -> None:
-        execution_env = env.event_manager.execution_env
-        name = env.stack[-1].state_name
-        carried = getattr(execution_env, MAP_CARRIED, {})
-        carried.setdefault(name, {})  # only the first run after a redrive finds outputs to reuse
-        setattr(execution_env, MAP_CARRIED, carried)
-        results = getattr(execution_env, MAP_RESULTS, {})
-        results[name] = {}
-        setattr(execution_env, MAP_RESULTS, results)
-        try:
-            original_body(self, env)
-        finally:
-            carried.pop(name, None)
+    def eval_body(self: Any, env: Any, _original: Any = InlineIterationComponent._eval_body) -> None:
+        with _state_run(env, env.stack[-1].state_name):
+            _original(self, env)
 
     InlineIterationComponent._eval_body = eval_body
 
@@ -214,12 +221,43 @@ def install_inline_map_redrive() -> None:
 
         def eval_job(self: Any, env: Any, job: Any, _original: Any = original_job) -> None:
             execution_env = env.event_manager.execution_env
-            carried = getattr(execution_env, MAP_CARRIED, {}).get(self._work_name, {})
+            carried = getattr(execution_env, PART_CARRIED, {}).get(self._work_name, {})
             if job.job_index in carried:
                 job.job_output = copy.deepcopy(carried[job.job_index])
             else:
                 _original(self, env, job)
             if not isinstance(job.job_output, Exception):
-                getattr(execution_env, MAP_RESULTS)[self._work_name][job.job_index] = job.job_output
+                getattr(execution_env, PART_RESULTS)[self._work_name][job.job_index] = job.job_output
 
         worker._eval_job = eval_job
+
+
+def install_parallel_redrive() -> None:
+    """AWS: a redriven Parallel state runs again only the branches that did not succeed; the others
+    keep the output they had. (A Parallel inside a branch or a Map iteration runs again whole.)
+    https://docs.aws.amazon.com/step-functions/latest/dg/redrive-executions.html
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker import BranchWorker
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branches_decl import BranchesDecl
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded
+
+    def eval_body(self: Any, env: Any, _original: Any = BranchesDecl._eval_body) -> None:
+        name = env.states.context_object.context_object_data["State"]["Name"]
+        for index, program in enumerate(self.programs):
+            program._emulator_branch = (env.event_manager.execution_env, name, index)
+        with _state_run(env, name):
+            _original(self, env)
+
+    def thread_routine(self: Any) -> None:
+        execution_env, name, index = self._program._emulator_branch
+        carried = getattr(execution_env, PART_CARRIED, {}).get(name, {})
+        if index in carried:
+            self.env.states.reset(input_value=copy.deepcopy(carried[index]))
+        else:
+            self._program.eval(self.env)
+            if isinstance(self.env.program_state(), ProgramEnded):
+                getattr(execution_env, PART_RESULTS)[name][index] = self.env.states.get_input()
+        self._branch_worker_comm.on_terminated(env=self.env)
+
+    BranchesDecl._eval_body = eval_body
+    BranchWorker._thread_routine = thread_routine
