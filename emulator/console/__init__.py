@@ -134,7 +134,8 @@ class Console:
         listed = []
         for machine in sfn.list_state_machines()["stateMachines"]:
             arn = machine["stateMachineArn"]
-            for execution in sfn.list_executions(stateMachineArn=arn)["executions"]:
+            pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=arn)
+            for execution in (e for page in pages for e in page["executions"]):
                 listed.append({
                     "arn": execution["executionArn"],
                     "name": execution["name"],

@@ -367,7 +367,9 @@ def install_history_paging() -> None:
 
     def get_execution_history(self: Any) -> Any:
         history = self.stepfunction_backend.get_execution_history(self._get_param("executionArn"))
-        events = sorted(history["events"], key=lambda event: event["id"], reverse=bool(self._get_param("reverseOrder")))
+        events = history["events"]  # oldest first: the engine numbers events as it records them
+        if self._get_param("reverseOrder"):
+            events = events[::-1]
         size = min(self._get_param("maxResults") or HISTORY_PAGE_DEFAULT, HISTORY_PAGE_MAX)
         token = self._get_param("nextToken")
         try:
