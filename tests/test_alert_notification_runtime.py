@@ -518,7 +518,7 @@ def test_a_notification_counts_as_failed_once_the_machine_gives_up_on_it(notifie
     assert failed == ([[1.0]] if counted else [])
 
 
-def test_the_notifier_knows_how_many_attempts_the_machine_gives_a_transient_failure(notifier):
+def test_the_notifier_knows_how_many_attempts_the_machine_gives_a_transient_failure():
     slack_webhook = load_lambda_module("alert_notifier", "slack_webhook")
     [retrier] = [r for r in ASL["States"]["Notify Next User"]["Retry"] if "SlackTransientError" in r["ErrorEquals"]]
     assert slack_webhook.SLACK_MAX_ATTEMPTS == 1 + retrier["MaxAttempts"]

@@ -1,7 +1,7 @@
 """Changes to moto that make the deployed app behave as it does on AWS: the one list of them.
 
-Every patch corrects a difference between moto (``_moto.MOTO_VERSION``) and documented AWS
-behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
+Every patch corrects a difference between moto (the release requirements-dev.txt pins) and
+documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
 tests/test_emulator_conformance.py) pins it. Patches are process-wide and installed once, in
 this order, by ``install_all``; none installs another.
 """

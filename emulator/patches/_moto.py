@@ -6,8 +6,6 @@ import sys
 import types
 from typing import Any
 
-MOTO_VERSION = "5.2.5"  # every patch was written against this release (requirements-dev.txt)
-
 
 def modules_importing(module: types.ModuleType, name: str, value: Any) -> list[str]:
     """Step Functions modules other than ``module`` that imported ``value`` as ``name``."""

@@ -37,7 +37,7 @@ HASH_ALGORITHMS = {"MD5": "md5", "SHA-1": "sha1", "SHA-256": "sha256", "SHA-384"
 
 
 class QueryEvaluationError(Exception):
-    """A JSONata expression that failed or returned nothing: ``States.QueryEvaluationError``."""
+    """A Step Functions function refused its arguments (or $eval was called): the expression fails."""
 
 
 def _partition(array: Any, size: Any) -> list:
