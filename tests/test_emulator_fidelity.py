@@ -802,3 +802,20 @@ def test_the_app_never_imports_the_emulator():
     imports = re.compile(r"^\s*(from|import)\s+emulator\b", re.MULTILINE)
     offenders = [str(p.relative_to(ROOT)) for p in sources if imports.search(p.read_text())]
     assert offenders == []
+
+
+def test_a_definition_parsed_once_still_gives_every_execution_components_of_its_own(aws):
+    # The parse cache (emulator.patches.stepfunctions.install_parse_once_per_definition) keeps the
+    # parse tree only: two executions of one definition must not share evaluation components.
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
+
+    definition = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
+    first_program, first_tree = AmazonStateLanguageParser.parse(definition)
+    second_program, second_tree = AmazonStateLanguageParser.parse(definition)
+    assert second_tree is first_tree
+    assert second_program is not first_program
+    assert second_program.states is not first_program.states
+    # and a definition that does not parse is refused every time, never kept
+    for _ in range(2):
+        with pytest.raises(ASLParserException):
+            AmazonStateLanguageParser.parse('{"StartAt": }')

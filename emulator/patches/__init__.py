@@ -1,9 +1,9 @@
 """Changes to moto that make the deployed app behave as it does on AWS: the one list of them.
 
-Every patch corrects a difference between moto (the release requirements-dev.txt pins) and
+Every patch but one corrects a difference between moto (the release requirements-dev.txt pins) and
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
-tests/test_emulator_conformance.py) pins it. Patches are process-wide and installed once, in
-this order, by ``install_all``; none installs another.
+tests/test_emulator_conformance.py) pins it. The one under "Speed" changes only how fast moto works.
+Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
 """
 
 from __future__ import annotations
@@ -70,3 +70,5 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     dynamodb.install_dynamodb_exports(clock)
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
+    # Speed.
+    stepfunctions.install_parse_once_per_definition()
