@@ -1,4 +1,5 @@
-"""MapRetryStack template: outputs, the deployed definition's Map configuration, IAM scope, bucket.
+"""MapRetryStack template: outputs, the deployed definition's Map configuration, IAM scope, bucket,
+chunk journal.
 
 Only this stack is synthesized (in a fresh App, cdk-nag on), so the test does not depend on the
 other patterns.

@@ -1,6 +1,6 @@
 """Record Chunk Results: folds a chunked pass's results into the run's ledger in S3 and writes the
-next pass's chunks when one is due. A chunk whose invocation died has no results object: its chunk
-journal says which items it finished. Safe to retry: a pass already recorded is not applied twice."""
+next pass's chunks when one is due. The outcomes of a chunk whose invocation failed come from its
+chunk journal, whatever it wrote before. Safe to retry: a pass already recorded is not applied twice."""
 
 from __future__ import annotations
 

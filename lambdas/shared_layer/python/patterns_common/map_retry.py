@@ -52,6 +52,7 @@ _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<key>.+)$")
 PendingEntry = dict[str, Any]
 Result = dict[str, Any]
 IterationResult = str | dict[str, Any]
+Journal = Mapping[int, str | None]
 
 
 class InvalidItems(Exception):
@@ -353,9 +354,6 @@ def plan_pass(
         chunks[key] = list(pending[start_at : start_at + chunk_size])
         manifest.append({"chunk": chunk, "chunk_key": key, "results_key": paths.results_key(pass_number, chunk)})
     return manifest, chunks
-
-
-Journal = Mapping[int, str | None]
 
 
 def process_chunk(
