@@ -5,7 +5,8 @@ asserts its documented outcome (retried and succeeded, or its named error), then
 that must hold whatever the fault:
 
 - no alert notification delivered twice for one (execution, round, user);
-- no Map item processed again after it succeeded (from the execution history);
+- no Map item processed again after it succeeded (inline: from the execution history; S3 mode: no
+  pass hands the chunk processor an item its chunk journal recorded as succeeded in an earlier one);
 - no job status lost or contradicted (status.txt and result.json agree with the outcome, also after
   a runner that finishes late);
 - every failed execution announced exactly once on the status topic, and no other announced as failed.
@@ -31,9 +32,10 @@ from boto3.dynamodb.types import TypeSerializer
 
 from emulator.follow import ExecutionResult
 from tests.test_alert_notification_execution import notifications
+from tests.test_map_retry_execution import chunked_passes
 from tests.test_monitoring_execution import StatusInbox
 
-ALERT_STACK, POLLER_STACK = "AlertNotificationStack", "JobPollerStack"
+ALERT_STACK, POLLER_STACK, MAP_STACK = "AlertNotificationStack", "JobPollerStack", "MapRetryStack"
 
 
 def _unique(prefix: str) -> str:
@@ -53,6 +55,7 @@ class World:
         self.slack = deployment.slack
         self.alert_table = deployment.output(ALERT_STACK, "AlertTableName")
         self.job_bucket = deployment.output(POLLER_STACK, "JobBucketName")
+        self.items_bucket = deployment.output(MAP_STACK, "ItemsBucketName")
         self.inbox = StatusInbox(deployment)
         self.alert_ids: list[str] = []
         self.runners_before = 0
@@ -118,8 +121,17 @@ def assert_no_notification_delivered_twice(world: World, machine: str, payload: 
     assert [key for key, count in delivered.items() if count > 1] == []
 
 
-def assert_no_item_processed_after_it_succeeded(result: ExecutionResult) -> None:
-    """Walks each Process Item / Process Item Chunk success back to its TaskScheduled (previousEventId)."""
+def assert_no_item_processed_after_it_succeeded(world: World, payload: Any, result: ExecutionResult) -> None:
+    """Inline: walks each Process Item / Process Item Chunk success back to its TaskScheduled
+    (previousEventId). S3 mode: the chunks of each pass against the chunk journals of the passes before."""
+    if isinstance(payload, dict) and "items_s3_uri" in payload:
+        succeeded_in: dict[str, int] = {}
+        for number, chunked in enumerate(chunked_passes(world.deployment, result), 1):
+            assert [(item_id, number) for item_id, _ in chunked.given if item_id in succeeded_in] == []
+            for item_id, error in chunked.finished:
+                if error is None:
+                    succeeded_in[item_id] = number
+        return
     by_id = {event["id"]: event for event in result.events}
 
     def scheduled_of(event: dict) -> dict:
@@ -227,6 +239,27 @@ def _all_items_done(_world: World, _payload: Any, result: ExecutionResult) -> No
     assert result.status == "SUCCEEDED", result.cause
     text = json.dumps(result.output)
     assert all(f"item-{i}" in text for i in range(6)), result.output
+
+
+def _s3_items(*slow: int, **options: Any) -> Callable[[World], dict]:
+    """Six items in the items bucket, one chunk; the ``slow`` ones outlive the chunk processor's 10 minutes."""
+
+    def make(world: World) -> dict:
+        name = _unique("fault-matrix")
+        items = [{"id": f"{name}-{i}", **({"sleep_seconds": 700} if i in slow else {})} for i in range(6)]
+        key = f"inputs/{name}.json"
+        world.deployment.client("s3").put_object(Bucket=world.items_bucket, Key=key, Body=json.dumps(items).encode())
+        return {"items_s3_uri": f"s3://{world.items_bucket}/{key}", **options}
+
+    return make
+
+
+def _s3_counts(succeeded: int, failed: int, passes: int) -> Callable[[World, Any, ExecutionResult], None]:
+    def check(_world: World, _payload: Any, result: ExecutionResult) -> None:
+        counts = {k: result.output[k] for k in ("succeeded_count", "failed_count", "passes")}
+        assert counts == {"succeeded_count": succeeded, "failed_count": failed, "passes": passes}
+
+    return check
 
 
 def _late_runner_changes_nothing(world: World, result: ExecutionResult) -> None:
@@ -411,6 +444,23 @@ CASES: dict[str, Case] = {
         hits=1,
         check=_all_items_done,
     ),
+    "map-retry (S3): chunk processor's answer lost after it ran (timed out)": Case(
+        "map-retry",
+        _s3_items(max_attempts=3),
+        lambda w, p: w.faults.lambda_timed_out("ChunkProcessor", times=1, run_handler=True),
+        "SUCCEEDED",
+        hits=1,
+        # The chunk failed, but its journal has all six: none runs in a second pass
+        check=_s3_counts(succeeded=6, failed=0, passes=1),
+    ),
+    "map-retry (S3): an item outlives its chunk's Lambda": Case(
+        "map-retry",
+        _s3_items(3, max_attempts=2, fail_on_remaining=False),
+        lambda w, p: _Slack(w, lambda s: None),
+        "SUCCEEDED",
+        # Items 0-2 kept from pass 1; pass 2 runs 4 and 5, then retries 3, which times out again
+        check=_s3_counts(succeeded=5, failed=1, passes=2),
+    ),
     "map-retry: Record Pass Results service exception once": Case(
         "map-retry",
         _items,
@@ -448,7 +498,7 @@ def test_fault_ends_as_documented_and_loses_nothing(world, name):
         case.check(world, payload, result)
     # and the invariants
     assert_no_notification_delivered_twice(world, case.machine, payload)
-    assert_no_item_processed_after_it_succeeded(result)
+    assert_no_item_processed_after_it_succeeded(world, payload, result)
     assert_job_status_kept(world, case.machine, result, case.job_status)
     assert_announced_once_if_failed(world, result)
     print(

@@ -275,6 +275,56 @@ def _read_json(s3: Any, bucket: str, key: str) -> Any:
     return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
 
 
+@dataclass(frozen=True)
+class ChunkedPass:
+    """One pass of an S3-mode run: the (id, attempt) entries its chunk objects handed the chunk
+    processor, and the (id, error) outcomes the processor recorded in its chunk journal as it
+    finished each item (error None: succeeded)."""
+
+    given: list[tuple[str, int]]
+    finished: list[tuple[str, str | None]]
+
+
+def chunk_journal_table(deployment: Any) -> str:
+    """The deployed chunk journal, as the chunk processor is told it."""
+    pages = deployment.client("lambda").get_paginator("list_functions").paginate()
+    (table,) = {
+        function["Environment"]["Variables"]["CHUNK_JOURNAL_TABLE_NAME"]
+        for page in pages
+        for function in page["Functions"]
+        if "ChunkProcessor" in function["FunctionName"]
+    }
+    return table
+
+
+def chunked_passes(deployment: Any, result: Any) -> list[ChunkedPass]:
+    """Every pass of an S3-mode execution, read from its manifests, chunk objects and chunk journal."""
+    s3, dynamodb = deployment.client("s3"), deployment.client("dynamodb")
+    bucket = deployment.output("MapRetryStack", "ItemsBucketName")
+    table = chunk_journal_table(deployment)
+    run_prefix = f"runs/{result.execution_arn.rsplit(':', 1)[-1]}/"
+    passes: list[ChunkedPass] = []
+    for pass_number in range(1, 11):
+        try:
+            manifest = _read_json(s3, bucket, f"{run_prefix}pass-{pass_number:02d}/manifest.json")
+        except s3.exceptions.NoSuchKey:
+            break
+        given: list[tuple[str, int]] = []
+        finished: list[tuple[str, str | None]] = []
+        for entry in manifest:
+            chunk = _read_json(s3, bucket, entry["chunk_key"])
+            given += [(e["item"]["id"], e["attempt"]) for e in chunk]
+            records = dynamodb.query(
+                TableName=table,
+                KeyConditionExpression="chunk_key = :chunk",
+                ExpressionAttributeValues={":chunk": {"S": entry["chunk_key"]}},
+                ConsistentRead=True,
+            )["Items"]
+            finished += [(chunk[int(r["position"]["N"])]["item"]["id"], r.get("error", {}).get("S")) for r in records]
+        passes.append(ChunkedPass(given, finished))
+    return passes
+
+
 def test_ten_thousand_items_from_s3_run_in_one_execution_retrying_only_failures(deployment, runner):
     # Given: 10,000 items in the items bucket; every 100th fails once, one fails every pass
     s3 = deployment.client("s3")
@@ -351,6 +401,36 @@ def test_slow_items_in_s3_mode_spread_over_passes_instead_of_timing_their_chunk_
     ]
     assert sorted(processed) == sorted(ids)
     assert all(call["error"] is None for call in runner.calls_of("ChunkProcessor"))
+
+
+def test_items_a_chunk_finished_before_it_timed_out_are_not_run_again(deployment, runner):
+    # Given: one chunk; its third item runs longer than the chunk processor's 10 minutes
+    s3 = deployment.client("s3")
+    bucket = deployment.output("MapRetryStack", "ItemsBucketName")
+    first, second, slow, fourth, fifth = ids = [unique(f"die{n}") for n in range(5)]
+    items = [{"id": i, **({"sleep_seconds": 700} if i == slow else {})} for i in ids]
+    key = f"inputs/{unique('die')}.json"
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(items).encode())
+    # When
+    result = runner.run({"items_s3_uri": f"s3://{bucket}/{key}", "max_attempts": 2, "fail_on_remaining": False})
+    # Then: the chunk timed out in pass 1 and again in pass 2, on the slow item both times
+    assert result.status == "SUCCEEDED", result.cause
+    assert [c["error"] for c in runner.calls_of("ChunkProcessor")] == ["Sandbox.Timedout", "Sandbox.Timedout"]
+    assert {k: result.output[k] for k in ("succeeded_count", "failed_count", "passes")} == {
+        "succeeded_count": 4,
+        "failed_count": 1,
+        "passes": 2,
+    }
+    # The items finished before the timeout ran once, in pass 1; pass 2 ran the ones the chunk
+    # never started, at their first attempt, then retried the slow one
+    pass_1, pass_2 = chunked_passes(deployment, result)
+    assert pass_1.given == [(i, 1) for i in ids]
+    assert pass_1.finished == [(first, None), (second, None)]
+    assert pass_2.given == [(fourth, 1), (fifth, 1), (slow, 2)]
+    assert pass_2.finished == [(fourth, None), (fifth, None)]
+    full = _read_json(s3, bucket, result.output["result_s3_uri"].split(f"s3://{bucket}/", 1)[1])
+    assert full["failed"] == [{"id": slow, "error": "Sandbox.Timedout"}]
+    assert full["attempts"] == {first: 1, second: 1, slow: 2, fourth: 1, fifth: 1}
 
 
 # ---- invalid input ----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""MapRetryStack template: outputs, the deployed definition's Map configuration, IAM scope, bucket.
+"""MapRetryStack template: outputs, the deployed definition's Map configuration, IAM scope, bucket,
+chunk journal.
 
 Only this stack is synthesized (in a fresh App, cdk-nag on), so the test does not depend on the
 other patterns.
@@ -29,6 +30,7 @@ FUNCTIONS = {
     "RecordChunks": "map_record_chunks",
 }
 S3_FUNCTIONS = {"SplitItems", "ChunkProcessor", "RecordChunks"}
+JOURNAL_FUNCTIONS = {"ChunkProcessor", "RecordChunks"}
 LAMBDA_SERVICE_ERRORS = {
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
@@ -258,6 +260,42 @@ def test_only_s3_functions_are_told_the_bucket(resources):
         env = resources[function_id(resources, name)]["Properties"]["Environment"]["Variables"]
         assert env["POWERTOOLS_SERVICE_NAME"] == source
         assert env.get("ITEMS_BUCKET_NAME") == ({"Ref": "ItemsBucket"} if name in S3_FUNCTIONS else None), name
+
+
+def dynamodb_grants(resources, name: str) -> list[tuple[Any, Any]]:
+    return [
+        (s["Action"], s["Resource"])
+        for s in statements(resources, f"MapRetry{name}RoleDefaultPolicy")
+        if "dynamodb:" in json.dumps(s["Action"])
+    ]
+
+
+def test_chunk_journal_is_written_by_the_chunk_processor_and_read_by_the_record_step_only(resources):
+    # Given
+    journal = logical_id(resources, "AWS::DynamoDB::Table", "MapRetryChunkJournal")
+    table = [{"Fn::GetAtt": [journal, "Arn"]}]
+    # Then: the processor records and reads its chunk's outcomes; Record Chunk Results only reads
+    assert dynamodb_grants(resources, "ChunkProcessor") == [(["dynamodb:Query", "dynamodb:PutItem"], table)]
+    assert dynamodb_grants(resources, "RecordChunks") == [("dynamodb:Query", table)]
+    for name in set(FUNCTIONS) - JOURNAL_FUNCTIONS:
+        assert dynamodb_grants(resources, name) == [], name
+    for name in FUNCTIONS:
+        env = resources[function_id(resources, name)]["Properties"]["Environment"]["Variables"]
+        assert env.get("CHUNK_JOURNAL_TABLE_NAME") == ({"Ref": journal} if name in JOURNAL_FUNCTIONS else None), name
+
+
+def test_chunk_journal_is_keyed_by_chunk_and_position_and_expires_its_records(resources):
+    # Given
+    journal = resources[logical_id(resources, "AWS::DynamoDB::Table", "MapRetryChunkJournal")]["Properties"]
+    # Then: one Query reads a chunk's records; TTL removes them; on demand, encrypted, recoverable
+    assert journal["KeySchema"] == [
+        {"AttributeName": "chunk_key", "KeyType": "HASH"},
+        {"AttributeName": "position", "KeyType": "RANGE"},
+    ]
+    assert journal["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert journal["BillingMode"] == "PAY_PER_REQUEST"
+    assert journal["SSESpecification"] == {"SSEEnabled": True}
+    assert journal["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
 
 
 def test_items_bucket_is_private_encrypted_and_expires_run_objects(template, resources):

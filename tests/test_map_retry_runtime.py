@@ -18,6 +18,7 @@ from tests.emf import emf_metrics
 from tests.lambda_loader import load_lambda_module
 
 BUCKET = "map-retry-items"
+JOURNAL_TABLE = "map-retry-chunk-journal"
 
 
 def items(*ids: str, **fields: Any) -> list[dict[str, Any]]:
@@ -358,6 +359,11 @@ def test_a_pass_is_split_into_chunks_listed_in_a_manifest():
     assert [e for entry in manifest for e in chunks[entry["chunk_key"]]] == pending
 
 
+def unrecorded(position: int, error: str | None) -> str | None:
+    """A journal's record() that keeps nothing: the outcome given stands."""
+    return error
+
+
 def test_a_chunk_runs_each_item_like_an_iteration_and_stops_when_out_of_time():
     # Given: 100 s left, 10 s kept in reserve; each item takes 20 s
     entries = [
@@ -376,7 +382,7 @@ def test_a_chunk_runs_each_item_like_an_iteration_and_stops_when_out_of_time():
         return process_item(item, attempt)
 
     # When
-    results = mr.process_chunk(entries, process, lambda: remaining["ms"], reserve_ms=10_000)
+    results = mr.process_chunk(entries, process, lambda: remaining["ms"], 10_000, {}, unrecorded)
     # Then: D starts with 40 s left (10 s reserve + 20 s for the longest item fit); E would not
     assert results == ["A", {"id": "B", "error": "ItemProcessingFailed"}, {"id": "C", "error": "RuntimeError"}, "D"]
     assert started == ["A", "B", "C", "D"]
@@ -392,24 +398,101 @@ def test_a_chunk_keeps_back_time_for_its_longest_item_so_far():
         remaining["ms"] -= durations[item["id"]]
 
     # When
-    results = mr.process_chunk(entries, process, lambda: remaining["ms"], reserve_ms=30_000)
+    results = mr.process_chunk(entries, process, lambda: remaining["ms"], 30_000, {}, unrecorded)
     # Then: after two slow items 199 s are left, less than 30 s + 200 s, so slow-3 waits
     assert results == ["quick", "slow-1", "slow-2"]
 
 
-def test_a_failed_chunk_fails_all_its_items_and_a_finished_one_reports_its_results():
+def test_a_chunk_records_each_outcome_before_it_starts_the_next_item():
+    # Given
+    entries = [{"item": {"id": i, **({"fail_attempts": 1} if i == "B" else {})}, "attempt": 1} for i in "ABC"]
+    events: list[tuple[str, Any]] = []
+
+    def process(item, attempt):
+        events.append(("start", item["id"]))
+        return process_item(item, attempt)
+
+    def record(position, error):
+        events.append(("record", position, error))
+        return error
+
+    # When
+    results = mr.process_chunk(entries, process, lambda: 600_000, 30_000, {}, record)
+    # Then
+    assert events == [
+        ("start", "A"), ("record", 0, None),
+        ("start", "B"), ("record", 1, "ItemProcessingFailed"),
+        ("start", "C"), ("record", 2, None),
+    ]
+    assert results == ["A", {"id": "B", "error": "ItemProcessingFailed"}, "C"]
+
+
+def test_a_chunk_runs_no_item_its_journal_has_and_keeps_the_outcome_recorded_first():
+    # Given: an earlier invocation of this chunk finished A (succeeded) and B (failed), then died;
+    # a concurrent one already recorded C as succeeded
+    entries = [{"item": {"id": i}, "attempt": 1} for i in "ABCD"]
+    started: list[str] = []
+    recorded: list[int] = []
+
+    def process(item, attempt):
+        started.append(item["id"])
+        raise ItemProcessingFailed(item["id"])
+
+    def record(position, error):
+        recorded.append(position)
+        return None if position == 2 else error
+
+    # When
+    results = mr.process_chunk(entries, process, lambda: 600_000, 30_000, {0: None, 1: "Sandbox.Timedout"}, record)
+    # Then
+    assert started == ["C", "D"] and recorded == [2, 3]
+    assert results == ["A", {"id": "B", "error": "Sandbox.Timedout"}, "C", {"id": "D", "error": "ItemProcessingFailed"}]
+
+
+def test_a_chunk_out_of_time_still_reports_the_outcomes_its_journal_has():
+    # Given: no time for any item; the journal has the last entry (recorded by a concurrent invocation)
+    entries = [{"item": {"id": i}, "attempt": 1} for i in "AB"]
+    # When
+    results = mr.process_chunk(entries, process_item, lambda: 1_000, 30_000, {1: None}, unrecorded)
+    # Then
+    assert results == ["B"]
+
+
+def test_a_chunk_that_died_keeps_what_it_recorded_and_fails_only_the_item_it_died_on():
+    # Given: the chunk recorded A (succeeded) and B (failed), then died running C
+    _, pending = mr.start(items("A", "B", "C", "D", "E"))
+    # When
+    outcomes = mr.outcomes_from_journal(pending, {0: None, 1: "ItemProcessingFailed"}, "Sandbox.Timedout")
+    # Then: D and E never started
+    assert outcomes == {"A": None, "B": "ItemProcessingFailed", "C": "Sandbox.Timedout"}
+    # and a chunk that recorded every item (it died writing its results) blames none
+    every = {position: None for position in range(5)}
+    assert mr.outcomes_from_journal(pending, every, "Sandbox.Timedout") == dict.fromkeys("ABCDE")
+
+
+def test_a_failed_chunk_reads_its_journal_and_a_finished_one_reports_its_results():
     # Given
     paths = RunPaths.for_execution("x")
-    _, pending = mr.start(items("A", "B", "C"))
+    ledger, pending = mr.start(items("A", "B", "C", "D", "E"))
     manifest, chunks = mr.plan_pass(paths, 1, pending, chunk_size=2)
-    # When
-    finished, errors = mr.split_map_results(manifest, [0, {"chunk": 1, "error": "States.Timeout"}])
-    outcomes = mr.outcomes_from_chunks(manifest, errors, chunks, {manifest[0]["results_key"]: ["A"]})
-    # Then: B was not started by chunk 0, C's chunk timed out
+    # When: chunk 0 ran out of time before B; chunk 1 finished C and died on D; chunk 2 died at once
+    finished, errors = mr.split_map_results(
+        manifest, [0, {"chunk": 1, "error": "Sandbox.Timedout"}, {"chunk": 2, "error": "Runtime.ExitError"}]
+    )
+    outcomes = mr.outcomes_from_chunks(
+        manifest,
+        errors,
+        chunks,
+        {manifest[0]["results_key"]: ["A"]},
+        {manifest[1]["chunk_key"]: {0: None}, manifest[2]["chunk_key"]: {}},
+    )
+    # Then
     assert finished == [manifest[0]]
-    assert outcomes == {"A": None, "C": "States.Timeout"}
-    result, next_pending = mr.record_pass(mr.start(items("A", "B", "C"))[0], pending, outcomes)
-    assert [(e["item"]["id"], e["attempt"]) for e in next_pending] == [("B", 1), ("C", 2)]
+    assert outcomes == {"A": None, "C": None, "D": "Sandbox.Timedout", "E": "Runtime.ExitError"}
+    result, next_pending = mr.record_pass(ledger, pending, outcomes)
+    assert result["succeeded"] == ["A", "C"]
+    # B never started: it keeps attempt 1 and runs before the items that failed
+    assert [(e["item"]["id"], e["attempt"]) for e in next_pending] == [("B", 1), ("D", 2), ("E", 2)]
 
 
 def test_map_results_must_cover_each_chunk_exactly_once():
@@ -540,10 +623,21 @@ def test_validate_handler_raises_invalid_items():
 
 @pytest.fixture
 def s3(monkeypatch):
+    """The items bucket and the chunk journal table (keyed as the stack's), on moto."""
     monkeypatch.setenv("ITEMS_BUCKET_NAME", BUCKET)
+    monkeypatch.setenv("CHUNK_JOURNAL_TABLE_NAME", JOURNAL_TABLE)
     with mock_aws():
         client = boto3.client("s3")
         client.create_bucket(Bucket=BUCKET)
+        boto3.client("dynamodb").create_table(
+            TableName=JOURNAL_TABLE,
+            KeySchema=[{"AttributeName": "chunk_key", "KeyType": "HASH"}, {"AttributeName": "position", "KeyType": "RANGE"}],
+            AttributeDefinitions=[
+                {"AttributeName": "chunk_key", "AttributeType": "S"},
+                {"AttributeName": "position", "AttributeType": "N"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
         yield client
 
 
@@ -562,9 +656,10 @@ def split(s3, item_list: list[dict[str, Any]], **options: Any) -> dict[str, Any]
     return handler.lambda_handler(event, FakeLambdaContext())
 
 
-def run_chunks(s3, state: dict[str, Any], context: FakeLambdaContext | None = None) -> list[Any]:
-    """What the Distributed Map does in one pass: each manifest entry through the chunk processor."""
-    handler = load_lambda_module("map_chunk_processor")
+def run_chunks(s3, state: dict[str, Any], context: FakeLambdaContext | None = None, handler: Any = None) -> list[Any]:
+    """What the Distributed Map does in one pass: each manifest entry through the chunk processor
+    (``handler``, or one loaded afresh as a cold start loads it)."""
+    handler = handler or load_lambda_module("map_chunk_processor")
     manifest = read(s3, state["manifest"]["Key"])
     return [handler.lambda_handler(entry, context or FakeLambdaContext())["chunk"] for entry in manifest]
 
@@ -642,6 +737,82 @@ def test_chunk_processor_out_of_time_starts_no_item_and_still_writes_results(s3)
     assert read(s3, "runs/exec-1/pass-01/results-00000.json") == []
 
 
+class ChunkDied(BaseException):
+    """Stands in for the end of a Lambda invocation mid-item (a timeout, running out of memory): it
+    is not an Exception, so nothing in the handler catches it."""
+
+
+def test_chunk_journal_keeps_the_first_outcome_recorded_for_an_entry(s3):
+    # Given
+    from patterns_common.map_retry_journal import RECORD_LIFETIME_SECONDS, ChunkJournal
+
+    journal = ChunkJournal(boto3.client("dynamodb"), JOURNAL_TABLE, clock=lambda: 1_000)
+    # When
+    first = journal.record("runs/e/pass-01/chunk-00000.json", 0, None)
+    second = journal.record("runs/e/pass-01/chunk-00000.json", 0, "Sandbox.Timedout")
+    journal.record("runs/e/pass-01/chunk-00000.json", 1, "ItemProcessingFailed")
+    # Then: a later invocation cannot turn a recorded success into a failure
+    assert (first, second) == (None, None)
+    assert journal.read("runs/e/pass-01/chunk-00000.json") == {0: None, 1: "ItemProcessingFailed"}
+    assert journal.read("runs/e/pass-01/chunk-00001.json") == {}
+    stored = boto3.client("dynamodb").scan(TableName=JOURNAL_TABLE)["Items"]
+    assert {item["expires_at"]["N"] for item in stored} == {str(1_000 + RECORD_LIFETIME_SECONDS)}
+
+
+def test_a_chunk_that_dies_mid_item_keeps_what_it_finished_and_the_next_pass_runs_the_rest_once(s3, monkeypatch):
+    # Given: one chunk of five items; the invocation dies while running C
+    state = split(s3, [{"id": "A"}, {"id": "B", "fail_attempts": 1}, {"id": "C"}, {"id": "D"}, {"id": "E"}], max_attempts=2)
+    handler = load_lambda_module("map_chunk_processor")
+    runs: list[tuple[str, int]] = []
+
+    def process(item, attempt):
+        runs.append((item["id"], attempt))
+        if (item["id"], attempt) == ("C", 1):
+            raise ChunkDied
+        return process_item(item, attempt)
+
+    monkeypatch.setattr(handler, "process_item", process)
+    with pytest.raises(ChunkDied):
+        run_chunks(s3, state, handler=handler)
+    assert keys(s3, "runs/exec-1/pass-01/results") == []
+    # When: the Map's Catch reports the chunk failed, and the next pass runs
+    state = record_chunks(state, [{"chunk": 0, "error": "Sandbox.Timedout"}])
+    assert read(s3, "runs/exec-1/pass-02/chunk-00000.json") == [
+        {"item": {"id": "D"}, "attempt": 1},
+        {"item": {"id": "E"}, "attempt": 1},
+        {"item": {"id": "B", "fail_attempts": 1}, "attempt": 2},
+        {"item": {"id": "C"}, "attempt": 2},
+    ]
+    state = record_chunks(state, run_chunks(s3, state, handler=handler))
+    # Then: A ran once; B and C ran again because they failed; D and E ran once, at attempt 1
+    assert runs == [("A", 1), ("B", 1), ("C", 1), ("D", 1), ("E", 1), ("B", 2), ("C", 2)]
+    result = read(s3, "runs/exec-1/result.json")
+    assert sorted(result["succeeded"]) == ["A", "B", "C", "D", "E"] and result["failed"] == []
+    assert result["attempts"] == {"A": 1, "B": 2, "C": 2, "D": 1, "E": 1}
+    assert state["result"]["passes"] == 2
+
+
+def test_a_chunk_retried_after_its_invocation_died_runs_only_what_it_had_not_finished(s3, monkeypatch):
+    # Given: the first invocation finished A and died running B
+    state = split(s3, items("A", "B", "C"))
+    handler = load_lambda_module("map_chunk_processor")
+    runs: list[str] = []
+
+    def process(item, attempt):
+        runs.append(item["id"])
+        if runs == ["A", "B"]:
+            raise ChunkDied
+
+    monkeypatch.setattr(handler, "process_item", process)
+    with pytest.raises(ChunkDied):
+        run_chunks(s3, state, handler=handler)
+    # When: Step Functions invokes the chunk again
+    run_chunks(s3, state, handler=handler)
+    # Then
+    assert runs == ["A", "B", "B", "C"]
+    assert read(s3, "runs/exec-1/pass-01/results-00000.json") == ["A", "B", "C"]
+
+
 def record_chunks(state: dict[str, Any], map_results: list[Any]) -> dict[str, Any]:
     handler = load_lambda_module("map_record_chunks")
     return handler.lambda_handler({**state, "pass_results": map_results}, FakeLambdaContext())
@@ -679,16 +850,20 @@ def test_record_chunks_writes_the_next_pass_with_only_the_failed_items(s3):
     assert keys(s3, "runs/exec-1/pass-03/") == []
 
 
-def test_record_chunks_fails_every_item_of_a_chunk_whose_iteration_failed(s3):
+def test_record_chunks_fails_the_first_item_of_a_chunk_that_died_before_recording_any(s3):
     # Given
     state = split(s3, items(*(f"I-{n:03d}" for n in range(300))))
-    finished = run_chunks(s3, state)[:1]
-    # When: chunk 1's Lambda timed out
-    state = record_chunks(state, [*finished, {"chunk": 1, "error": "Sandbox.Timedout"}])
-    # Then
+    first_chunk = read(s3, state["manifest"]["Key"])[0]
+    load_lambda_module("map_chunk_processor").lambda_handler(first_chunk, FakeLambdaContext())
+    # When: chunk 1's Lambda timed out before it recorded an item (its journal is empty)
+    state = record_chunks(state, [0, {"chunk": 1, "error": "Sandbox.Timedout"}])
+    # Then: the item it was running fails; the 49 it never started keep their attempt number
     result = read(s3, "runs/exec-1/result.json")
-    assert {f["error"] for f in result["failed"]} == {"Sandbox.Timedout"} and len(result["failed"]) == 50
-    assert read(s3, "runs/exec-1/pass-02/chunk-00000.json")[0] == {"item": {"id": "I-250"}, "attempt": 2}
+    assert result["failed"][0] == {"id": "I-250", "error": "Sandbox.Timedout"}
+    assert {f["error"] for f in result["failed"][1:]} == {mr.NOT_ATTEMPTED} and len(result["failed"]) == 50
+    next_pass = read(s3, "runs/exec-1/pass-02/chunk-00000.json")
+    assert next_pass[0] == {"item": {"id": "I-251"}, "attempt": 1}
+    assert next_pass[-1] == {"item": {"id": "I-250"}, "attempt": 2}
 
 
 def test_record_chunks_retried_after_recording_does_not_apply_the_pass_twice(s3, capsys):

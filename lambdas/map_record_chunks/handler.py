@@ -1,5 +1,6 @@
 """Record Chunk Results: folds a chunked pass's results into the run's ledger in S3 and writes the
-next pass's chunks when one is due. Safe to retry: a pass already recorded is not applied twice."""
+next pass's chunks when one is due. The outcomes of a chunk whose invocation failed come from its
+chunk journal, whatever it wrote before. Safe to retry: a pass already recorded is not applied twice."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ from patterns_common.map_retry import (
     should_retry,
     split_map_results,
 )
+from patterns_common.map_retry_journal import ChunkJournal
 from patterns_common.map_retry_store import RunStore
 from patterns_common.observability import logger, metrics, tracer
 
 store = RunStore(boto3.client("s3"), os.environ["ITEMS_BUCKET_NAME"])
+journal = ChunkJournal(boto3.client("dynamodb"), os.environ["CHUNK_JOURNAL_TABLE_NAME"])
 
 
 def record(paths: RunPaths, options: Options, result: Result, map_results: list[Any]) -> Result:
@@ -34,7 +37,8 @@ def record(paths: RunPaths, options: Options, result: Result, map_results: list[
     finished, chunk_errors = split_map_results(manifest, map_results)
     chunks = store.read_many(entry["chunk_key"] for entry in manifest)
     chunk_results = store.read_many(entry["results_key"] for entry in finished)
-    outcomes = outcomes_from_chunks(manifest, chunk_errors, chunks, chunk_results)
+    journals = journal.read_many(entry["chunk_key"] for entry in manifest if entry["chunk"] in chunk_errors)
+    outcomes = outcomes_from_chunks(manifest, chunk_errors, chunks, chunk_results, journals)
     pending = [pending for entry in manifest for pending in chunks[entry["chunk_key"]]]
     result, next_pending = record_pass(result, pending, outcomes)
     if should_retry(options, result):

@@ -39,8 +39,8 @@ ACKNOWLEDGED: dict[str, dict[str, str]] = {
     },
     "AWS::DynamoDB::Table": {
         "CKV_AWS_119": "Encrypted with the AWS-managed key (SSEEnabled, alias/aws/dynamodb, use logged in "
-        "CloudTrail); the tables hold alert configs and short-lived idempotency records, with no "
-        "cross-account access that a customer-managed key policy would have to control.",
+        "CloudTrail); the tables hold alert configs and short-lived idempotency and Map chunk journal "
+        "records, with no cross-account access that a customer-managed key policy would have to control.",
     },
     "AWS::S3::Bucket": {
         "CKV_AWS_18": "The buckets hold short-lived per-execution records written by this app's functions "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
@@ -24,8 +25,8 @@ PREFIX_REASONS = {
 
 
 class MapRetry(Construct):
-    """The machine, its six functions and the items bucket (S3 mode: inputs/ from users, runs/ for
-    chunks, manifests and results), each function granted only the prefixes it touches."""
+    """The machine, its six functions, the items bucket (S3 mode: inputs/ from users, runs/ for
+    chunks, manifests and results) and the chunk journal, each function granted only what it touches."""
 
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
@@ -47,6 +48,23 @@ class MapRetry(Construct):
             },
         )
         bucket_env = {"ITEMS_BUCKET_NAME": self.bucket.bucket_name}
+        # S3 mode: each item's outcome, recorded as a chunk finishes it, so a chunk that dies later
+        # does not run its finished items again (patterns_common.map_retry_journal says why DynamoDB).
+        # Records are short-lived, removed by TTL.
+        self.chunk_journal = dynamodb.Table(
+            self,
+            "ChunkJournal",
+            partition_key=dynamodb.Attribute(name="chunk_key", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="position", type=dynamodb.AttributeType.NUMBER),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            time_to_live_attribute="expires_at",
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        journal_env = {**bucket_env, "CHUNK_JOURNAL_TABLE_NAME": self.chunk_journal.table_name}
 
         item_processor = PythonFunction(
             self,
@@ -85,7 +103,7 @@ class MapRetry(Construct):
             description="Map retry-failed: processes one chunk of items and writes its results",
             timeout=Duration.minutes(10),
             memory_size=512,
-            environment=bucket_env,
+            environment=journal_env,
         )
         record_chunks = PythonFunction(
             self,
@@ -94,7 +112,7 @@ class MapRetry(Construct):
             description="Map retry-failed: records a chunked pass's results and writes the next chunks",
             timeout=Duration.minutes(5),
             memory_size=1024,
-            environment=bucket_env,
+            environment=journal_env,
         )
 
         self._allow_objects(split_items, read=INPUTS, write=RUNS)
@@ -104,6 +122,8 @@ class MapRetry(Construct):
         chunk_processor.function.add_to_role_policy(
             iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
         )
+        self.chunk_journal.grant(chunk_processor.function, "dynamodb:Query", "dynamodb:PutItem")
+        self.chunk_journal.grant(record_chunks.function, "dynamodb:Query")
 
         self.machine = StandardStateMachine(
             self,

@@ -11,6 +11,9 @@ Shapes (all JSON):
 - iteration result: the item's id (str) when it succeeded, ``{"id", "error"}`` when it failed.
 - result (the ledger): ``{"succeeded": [ids], "failed": [{"id", "error"}], "attempts": {id: n},
   "passes": n}``; ``failed`` holds the items still failed after the latest pass.
+- journal (S3 mode): ``{position: error or None}``, the outcome of each entry of one chunk that a
+  chunk processor finished, recorded the moment it finished (``position`` is the entry's index in
+  the chunk object). It outlives the invocation, so a chunk that dies keeps its finished items.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<key>.+)$")
 PendingEntry = dict[str, Any]
 Result = dict[str, Any]
 IterationResult = str | dict[str, Any]
+Journal = Mapping[int, str | None]
 
 
 class InvalidItems(Exception):
@@ -206,8 +210,10 @@ def record_pass(
 ) -> tuple[Result, list[PendingEntry]]:
     """Apply one pass's outcomes; return the new ledger and the entries the next pass would run.
 
-    An id missing from ``outcomes`` was not attempted (a chunk ran out of time): it keeps its
-    attempt number. A failed item's next attempt is one more than this one.
+    An id missing from ``outcomes`` was not attempted (a chunk ran out of time, or died on an item
+    before it): it keeps its attempt number. A failed item's next attempt is one more than this one.
+    Items not attempted come first in the next pass, so an item that kills its chunk every time runs
+    after them and cannot keep them from running.
     """
     pending_ids = [entry["item"]["id"] for entry in pending]
     unexpected = set(outcomes) - set(pending_ids)
@@ -220,12 +226,13 @@ def record_pass(
     succeeded = list(result["succeeded"])
     attempts = dict(result["attempts"])
     failed: list[dict[str, str]] = []
-    next_pending: list[PendingEntry] = []
+    not_attempted: list[PendingEntry] = []
+    retried: list[PendingEntry] = []
     for entry in pending:
         item_id = entry["item"]["id"]
         if item_id not in outcomes:
             failed.append({"id": item_id, "error": NOT_ATTEMPTED})
-            next_pending.append(entry)
+            not_attempted.append(entry)
             continue
         attempts[item_id] = entry["attempt"]
         error = outcomes[item_id]
@@ -233,9 +240,9 @@ def record_pass(
             succeeded.append(item_id)
         else:
             failed.append({"id": item_id, "error": error})
-            next_pending.append({"item": entry["item"], "attempt": entry["attempt"] + 1})
+            retried.append({"item": entry["item"], "attempt": entry["attempt"] + 1})
     new_result = {"succeeded": succeeded, "failed": failed, "attempts": attempts, "passes": result["passes"] + 1}
-    return new_result, next_pending
+    return new_result, not_attempted + retried
 
 
 def should_retry(options: Options, result: Result) -> bool:
@@ -354,28 +361,42 @@ def process_chunk(
     process: Callable[[dict[str, Any], int], Any],
     remaining_ms: Callable[[], int],
     reserve_ms: int,
+    journal: Journal,
+    record: Callable[[int, str | None], str | None],
 ) -> list[IterationResult]:
     """Run each entry like one inline iteration: an exception becomes ``{"id", "error"}``.
 
-    Before each entry it checks the time left (``remaining_ms``, the invocation's clock): it
-    starts the entry only if ``reserve_ms`` plus the longest entry so far still fit, so an
-    invocation is not killed mid-item with the results of the items it finished unwritten (they
-    would be run again). Entries not started are left out of the results and run next pass.
+    Each outcome goes to ``record(position, error)`` as soon as the entry finishes, before the next
+    one starts, and the chunk goes on with what ``record`` says was recorded (an earlier writer's
+    outcome wins). An entry already in ``journal`` (an earlier invocation of this chunk finished
+    it) is not run again. Before each entry it checks the time left (``remaining_ms``, the
+    invocation's clock): it starts the entry only if ``reserve_ms`` plus the longest entry so far
+    still fit, so the results object can still be written. Entries not started are left out of
+    the results and run next pass.
     """
     results: list[IterationResult] = []
     longest_ms = 0
-    for entry in entries:
-        before_ms = remaining_ms()
-        if before_ms < reserve_ms + longest_ms:
-            break
+    out_of_time = False
+    for position, entry in enumerate(entries):
         item_id = entry["item"]["id"]
-        try:
-            process(entry["item"], entry["attempt"])
-        except Exception as error:  # noqa: BLE001 - every item error is that item's failed result
-            results.append({"id": item_id, "error": type(error).__name__})
+        if position in journal:
+            error = journal[position]
+        elif out_of_time:
+            continue
         else:
-            results.append(item_id)
-        longest_ms = max(longest_ms, before_ms - remaining_ms())
+            before_ms = remaining_ms()
+            if before_ms < reserve_ms + longest_ms:
+                out_of_time = True
+                continue
+            try:
+                process(entry["item"], entry["attempt"])
+            except Exception as exc:  # noqa: BLE001 - every item error is that item's failed result
+                error = type(exc).__name__
+            else:
+                error = None
+            longest_ms = max(longest_ms, before_ms - remaining_ms())
+            error = record(position, error)
+        results.append(item_id if error is None else {"id": item_id, "error": error})
     return results
 
 
@@ -392,19 +413,36 @@ def split_map_results(
     return [entry for entry in manifest if entry["chunk"] not in chunk_errors], chunk_errors
 
 
+def outcomes_from_journal(entries: Sequence[PendingEntry], journal: Journal, chunk_error: str) -> dict[str, str | None]:
+    """Outcomes of a chunk whose invocation died: every outcome it recorded stands. A chunk runs its
+    entries in order and records each before starting the next, so the first entry not recorded is
+    the one it died on (it fails with the chunk's error); the others not recorded never started and
+    are left out (not attempted)."""
+    outcomes: dict[str, str | None] = {}
+    blamed = False
+    for position, entry in enumerate(entries):
+        if position in journal:
+            outcomes[entry["item"]["id"]] = journal[position]
+        elif not blamed:
+            outcomes[entry["item"]["id"]] = chunk_error
+            blamed = True
+    return outcomes
+
+
 def outcomes_from_chunks(
     manifest: Sequence[Mapping[str, Any]],
     chunk_errors: Mapping[int, str],
     chunks: Mapping[str, Sequence[PendingEntry]],
     chunk_results: Mapping[str, Sequence[IterationResult]],
+    journals: Mapping[str, Journal],
 ) -> dict[str, str | None]:
-    """Outcomes of a chunked pass: a failed chunk fails all its items with the chunk's error (their
-    outcome is unknown, so they count as attempted); a finished chunk's results object has the rest."""
+    """Outcomes of a chunked pass: a finished chunk's results object has them; a failed chunk's
+    come from its journal (``journals`` by chunk key)."""
     outcomes: dict[str, str | None] = {}
     for entry in manifest:
+        key = entry["chunk_key"]
         if entry["chunk"] in chunk_errors:
-            error = chunk_errors[entry["chunk"]]
-            outcomes.update({pending["item"]["id"]: error for pending in chunks[entry["chunk_key"]]})
+            outcomes.update(outcomes_from_journal(chunks[key], journals[key], chunk_errors[entry["chunk"]]))
         else:
             outcomes.update(outcomes_from_iterations(chunk_results[entry["results_key"]]))
     return outcomes
