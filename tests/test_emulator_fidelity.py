@@ -873,6 +873,32 @@ def test_cloudformation_creates_every_alarm_of_a_stack_with_its_dimensions_and_a
     assert all(d["Value"] for alarm in alarms for d in alarm["Dimensions"])
 
 
+def test_cloudformation_applies_every_event_invoke_config_of_the_app(deployment):
+    # AWS: an AWS::Lambda::EventInvokeConfig sets its function's asynchronous retries, event age and
+    # destinations (GetFunctionEventInvokeConfig returns them). moto's CloudFormation skips the type.
+    cfn, lam, applied = deployment.client("cloudformation"), deployment.client("lambda"), 0
+    for stack in ("AlertNotificationStack", "JobPollerStack"):
+        body = cfn.get_template(StackName=stack)["TemplateBody"]
+        resources = (json.loads(body) if isinstance(body, str) else body)["Resources"]
+        summaries = cfn.list_stack_resources(StackName=stack)["StackResourceSummaries"]
+        physical = {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in summaries}
+        for resource in resources.values():
+            if resource["Type"] != "AWS::Lambda::EventInvokeConfig":
+                continue
+            declared = resource["Properties"]
+            config = lam.get_function_event_invoke_config(FunctionName=physical[declared["FunctionName"]["Ref"]])
+            assert config["MaximumRetryAttempts"] == declared["MaximumRetryAttempts"]
+            assert config.get("MaximumEventAgeInSeconds") == declared.get("MaximumEventAgeInSeconds")
+            if "DestinationConfig" in declared:  # the dispatcher's: Fn::GetAtt of a queue of the stack
+                [queue, _] = declared["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"]
+                destination = config["DestinationConfig"]["OnFailure"]["Destination"]
+                assert destination.rsplit(":", 1)[-1] == physical[queue].rsplit("/", 1)[-1]
+            else:
+                assert "DestinationConfig" not in config
+            applied += 1
+    assert applied == 3  # the dispatcher and the two job runners
+
+
 def test_the_app_never_imports_the_emulator():
     sources = [ROOT / "app.py", *(ROOT / "stacks").rglob("*.py"), *(ROOT / "lambdas").rglob("*.py")]
     imports = re.compile(r"^\s*(from|import)\s+emulator\b", re.MULTILINE)
