@@ -6,10 +6,11 @@ asynchronous invocation" (invocation-async-error-handling): when the function re
 after the first attempt and two minutes after the second; a function's event invoke config sets
 fewer retries (``MaximumRetryAttempts``, 0-2) and how long an event may wait in the queue
 (``MaximumEventAgeInSeconds``, 60-21600, default 6 hours). "Capturing records of Lambda
-asynchronous invocations" (invocation-async-retain-records): an event that fails every attempt
-(``RetriesExhausted``) or grows too old (``EventAgeExceeded``) is sent as an invocation record to
-the on-failure destination, a successful one to the on-success destination; every attempt carries
-the same request id.
+asynchronous invocations" (invocation-async-retain-records): an event that fails every attempt is
+sent as an invocation record (condition ``RetriesExhausted``, the guide's "Example invocation
+record") to the on-failure destination, a successful one to the on-success destination. An event
+dropped for its age is recorded alike, with the condition Lambda names ``EventAgeExceeded``. Every
+attempt of one event carries the same request id, as the guide's example shows.
 """
 
 from __future__ import annotations
