@@ -10,18 +10,29 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import emulator_speed, functions, readme, report, scenarios
+from bench import dispatch, emulator_speed, functions, readme, report, scenarios
 from bench.deploy import deploy_bench
 from bench.measure import Run
 from emulator.session import deployed
 
 BENCH_DIR = Path(__file__).resolve().parent
-SECTIONS = ("alert", "poller", "map-retry", "emulator", "lambda")
+SECTIONS = ("alert", "poller", "map-retry", "emulator", "lambda", "dispatch")
 RUN_SECTIONS = {"alert": scenarios.alert_runs, "poller": scenarios.poller_runs, "map-retry": scenarios.map_runs}
+# What the other sections write into results.json (the run sections write runs, by machine).
+SECTION_KEYS = {"emulator": ("emulator", "deploy_seconds"), "lambda": ("functions",), "dispatch": ("dispatch",)}
 
 
 def _print_runs(runs: list[Run], machine: str) -> None:
     print("\n".join(report.runs_table([r.to_json() for r in runs], machine)), flush=True)
+
+
+def merged(previous: dict, data: dict, sections: list[str]) -> dict:
+    """The last results with the sections just run replaced: a partial run keeps every other figure."""
+    result = {**previous, "runs": [r for r in previous["runs"] if r["machine"] not in sections] + data["runs"]}
+    for section in sections:
+        result.update({key: data[key] for key in SECTION_KEYS.get(section, ())})
+    result["rerun"] = {**previous.get("rerun", {}), **{section: data["generated_at"] for section in sections}}
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,14 +83,21 @@ def main(argv: list[str] | None = None) -> int:
             data["functions"] = [a.__dict__ for a in functions.assets(deployment)]
             for asset in data["functions"]:
                 print(f"  {asset}", flush=True)
+        if "dispatch" in sections:
+            print("\n## Scheduled dispatch at scale", flush=True)
+            data["dispatch"] = dispatch.dispatch_at_scale(deployment)
+            print("\n".join(report.dispatch_table(data["dispatch"])), flush=True)
     data["total_seconds"] = time.monotonic() - started
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(data, indent=1) + "\n")
+    results_json = args.out / "results.json"
+    if set(sections) != set(SECTIONS) and results_json.exists():
+        data = merged(json.loads(results_json.read_text()), data, sections)
+    results_json.write_text(json.dumps(data, indent=1) + "\n")
     results_md = report.results_markdown(data)
     (args.out / "results.md").write_text(results_md)
-    report.charts(data, args.out)
-    if args.out.resolve() == BENCH_DIR and set(sections) == set(SECTIONS):
+    report.charts(data, args.out, machines=[m for m in RUN_SECTIONS if m in sections])
+    if args.out.resolve() == BENCH_DIR:
         readme.write(readme.update(readme.README.read_text()))
     print(f"\nWrote {args.out / 'results.md'} and the charts in {time.monotonic() - started:.0f} s.")
     print("\n" + report.read_headline(results_md))

@@ -1,4 +1,5 @@
-"""Keeps README.md's generated parts current: each machine's Mermaid diagram and the benchmark headline.
+"""Keeps README.md's generated parts current: each machine's Mermaid diagram, the benchmark headline and
+the dispatch figures.
 
 `python -m bench.readme` rewrites them in place; tests/test_readme.py fails when they are stale.
 """
@@ -36,8 +37,10 @@ def _replace(text: str, start: str, end: str, content: str) -> str:
 def update(text: str) -> str:
     for machine, diagram in diagrams.machine_diagrams().items():
         text = _replace(text, *diagram_markers(machine), diagram)
-    headline = report.read_headline(RESULTS.read_text())
-    return _replace(text, report.HEADLINE_START, report.HEADLINE_END, block(headline, report.HEADLINE_START, report.HEADLINE_END))
+    results = RESULTS.read_text()
+    for start, end in ((report.HEADLINE_START, report.HEADLINE_END), (report.DISPATCH_START, report.DISPATCH_END)):
+        text = _replace(text, start, end, block(results, start, end))
+    return text
 
 
 def write(text: str) -> None:

@@ -72,6 +72,8 @@ class _Sleeper:
     event: threading.Event = field(compare=False)
     # The thread that set the SimEvent this sleeper waits on lent it a busy token (see SimEvent.set).
     gifted: bool = field(default=False, compare=False)
+    # The waiting thread has left ``wait``: a token lent now would never be given back.
+    done: bool = field(default=False, compare=False)
 
 
 class SimClock:
@@ -279,11 +281,15 @@ class SimClock:
                 if sleeper.gifted:  # this thread holds its own tokens again
                     self._busy -= 1
                     self._lock.notify_all()
+                sleeper.done = True
                 self._last_activity = _real_monotonic()
 
     def _gift(self, sleeper: _Sleeper) -> None:
         with self._lock:
-            if not sleeper.gifted:
+            # A setter that found this sleeper among the event's waiters may get here after the
+            # sleeper woke by itself and left: lending it a token then would hold the clock still
+            # for good (seen under load as every execution waiting and the clock never jumping).
+            if not sleeper.gifted and not sleeper.done:
                 sleeper.gifted = True
                 self._busy += 1
                 self._last_activity = _real_monotonic()

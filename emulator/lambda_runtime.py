@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 import uuid
 import zipfile
 from dataclasses import dataclass
@@ -38,6 +39,11 @@ from emulator.faults import Faults
 # queued callback runners miss their task's heartbeat window in real time. Most instances only
 # sleep in simulated time; each is a forked process sharing the zygote's pages.
 MAX_INSTANCES_PER_FUNCTION = 64
+# An instance left idle this many real seconds is stopped, and a later invocation starts a new one (a
+# cold start). Lambda too reclaims idle execution environments, after a time it does not document; a
+# burst's instances (a Map's items, fifty alerts at once) are mostly not needed again, and each holds
+# memory of its own.
+IDLE_INSTANCE_SECONDS = 10.0
 WORKER_SCRIPT = Path(__file__).with_name("lambda_worker.py")
 # What a zygote imports before forking instances, per directory it preloads: the bulk of every
 # handler's start-up (boto3; Powertools and the X-Ray SDK its Tracer loads), none of it the handler's
@@ -144,6 +150,7 @@ class _Worker:
             self.kill()
             raise RuntimeError(f"Lambda worker did not start; see {log_path}")
         self.loaded = ready["loaded"]
+        self.idle_since = time.monotonic()  # real time; set again each time it goes back to its pool
 
     def _recv(self, timeout: float) -> dict | None:
         return self.conn.recv() if self.conn.poll(timeout) else None
@@ -193,11 +200,21 @@ class _FunctionPool:
 
     def release(self, worker: _Worker, healthy: bool) -> None:
         if healthy and worker.alive():
+            worker.idle_since = time.monotonic()
             with self._lock:
                 self._idle.append(worker)
         else:
             worker.kill()
         self._slots.release()
+
+    def stop_idle(self, idle_for: float) -> None:
+        """Stop the instances idle for more than ``idle_for`` real seconds."""
+        cutoff = time.monotonic() - idle_for
+        with self._lock:
+            stale = [worker for worker in self._idle if worker.idle_since < cutoff]
+            self._idle = [worker for worker in self._idle if worker.idle_since >= cutoff]
+        for worker in stale:
+            worker.kill()
 
     def close(self) -> None:
         with self._lock:
@@ -224,6 +241,8 @@ class LambdaRuntime:
         self._lock = threading.Lock()
         self._zygote_lock = threading.Lock()  # a zygote takes a second to start: not under self._lock
         self.invocations: list[dict] = []  # one record per invocation, for summaries and tests
+        self._closed = threading.Event()
+        threading.Thread(target=self._stop_idle_instances, name="lambda-idle-instances", daemon=True).start()
 
     # -- public -----------------------------------------------------------------------------------
     def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> InvokeResult | None:
@@ -244,6 +263,7 @@ class LambdaRuntime:
         return sum(1 for r in self.invocations if function_name_part is None or function_name_part in r["function"])
 
     def close(self) -> None:
+        self._closed.set()
         with self._lock:
             for _, pool in self._pools.values():
                 pool.close()
@@ -253,6 +273,13 @@ class LambdaRuntime:
             self._zygotes.clear()
 
     # -- internals --------------------------------------------------------------------------------
+    def _stop_idle_instances(self) -> None:
+        while not self._closed.wait(1.0):
+            with self._lock:
+                pools = [pool for _, pool in self._pools.values()]
+            for pool in pools:
+                pool.stop_idle(IDLE_INSTANCE_SECONDS)
+
     def _run_event(self, fn: Any, payload: bytes) -> None:
         """One queued event: its attempts and retries, then its record to the destination (lambda_async)."""
         config = lambda_async.AsyncConfig.of(fn)

@@ -26,6 +26,7 @@ import os
 import signal
 import socket
 import sys
+import sysconfig
 import time as _time
 import traceback
 from multiprocessing.connection import Connection
@@ -169,13 +170,54 @@ def _share(what: dict) -> None:
         from botocore.exceptions import DataNotFoundError
 
         # A boto3 session: its loader also searches boto3's own data (resource models).
-        loader = boto3.session.Session()._loader
+        session = boto3.session.Session()
         for service_name, type_name, api_version in what["botocore_loads"]:
             with contextlib.suppress(DataNotFoundError):  # found on the instance's own paths only
-                loader.load_service_model(service_name, type_name, api_version)
+                session._loader.load_service_model(service_name, type_name, api_version)
+        # A throwaway client per service fills the SDK's per-service caches here, once, instead of
+        # in every instance's first client (about 3 MB an instance for S3).
+        for service_name in {load[0] for load in what["botocore_loads"] if load[1] == "service-2"}:
+            with contextlib.suppress(Exception):  # a model found on the instance's own paths only
+                session.client(service_name, region_name="us-east-1", aws_access_key_id="-", aws_secret_access_key="-")
         _botocore_loads.clear()
-    # Objects that exist now are never collected, so the collector does not write to (and copy)
-    # every shared page in every instance.
+    _keep_shared()
+
+
+# CPython 3.12 and 3.13 on 64-bit builds with the GIL: an object whose reference count is UINT_MAX is
+# immortal; Py_INCREF and Py_DECREF leave it unwritten (PEP 683; Include/object.h of those releases).
+_IMMORTAL_REFCOUNT = 0xFFFFFFFF
+_CAN_IMMORTALIZE = (
+    sys.version_info[:2] in ((3, 12), (3, 13)) and sys.maxsize > 2**32 and not sysconfig.get_config_var("Py_GIL_DISABLED")
+)
+
+
+def _keep_shared() -> None:
+    """Keep what the zygote holds now shared with every instance forked later, page for page.
+
+    A forked instance copies a page of the zygote's as soon as it writes to it, and merely reading an
+    object writes its reference count (and the collector writes its header). So every object that
+    exists now, and every object they hold, is made immortal where the interpreter supports it (the
+    use PEP 683 names: objects shared across a fork keep their pages), then frozen out of the
+    collector. The zygote keeps all of them anyway, for its whole life. An S3 client's first creation
+    in an instance copies about 4 MB fewer pages this way.
+    """
+    gc.collect()
+    if _CAN_IMMORTALIZE:
+        import ctypes
+
+        seen: set[int] = set()
+        new = gc.get_objects()  # the collector's objects not frozen yet
+        for holder in new:
+            if holder is new:
+                continue
+            for obj in (holder, *gc.get_referents(holder)):
+                address = id(obj)
+                if address in seen:
+                    continue
+                seen.add(address)
+                refcount = ctypes.c_ssize_t.from_address(address)
+                if 0 < refcount.value < 2**31:  # not immortal already
+                    refcount.value = _IMMORTAL_REFCOUNT
     gc.freeze()
 
 
@@ -258,7 +300,7 @@ def zygote() -> None:
     if "botocore" in sys.modules:
         _share_botocore_data()
     _preloaded.update(set(sys.modules) - before)
-    gc.freeze()
+    _keep_shared()
     # Instances are reaped by the kernel; the emulator watches them through pidfds.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     control.send(json.dumps({"type": "ready"}).encode())

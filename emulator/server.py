@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 import threading
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import boto3
 from botocore.config import Config
@@ -47,6 +49,37 @@ class _Current:
 
 
 _current = _Current()
+
+
+class ApiCalls:
+    """The API requests the endpoint received, by operation: what the benchmark and tests count.
+
+    Operations are told apart for the JSON-protocol services, whose requests name theirs in the
+    X-Amz-Target header (DynamoDB, Step Functions, SQS...). A request an injected fault answers
+    counts too: its caller made the call.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def record(self, environ: dict) -> None:
+        target = environ.get("HTTP_X_AMZ_TARGET")
+        if target:
+            with self._lock:
+                self._counts[target.rpartition(".")[2]] += 1
+
+    @contextlib.contextmanager
+    def counting(self) -> Iterator[Counter[str]]:
+        """Filled on exit with the calls made during the block, whoever made them."""
+        with self._lock:
+            before = self._counts.copy()
+        made: Counter[str] = Counter()
+        try:
+            yield made
+        finally:
+            with self._lock:
+                made.update(self._counts - before)
 _install_lock = threading.Lock()
 _clock: SimClock | None = None
 
@@ -69,6 +102,7 @@ class LocalAws:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="local-aws-"))
         self.auto_schedules = auto_schedules
         self.faults = Faults()  # switched on per test: see emulator/faults.py
+        self.api_calls = ApiCalls()
         self.endpoint_url = ""
         self.clock: SimClock
         self.runtime: LambdaRuntime
@@ -105,6 +139,7 @@ class LocalAws:
         def app(environ: dict, start_response: Any) -> list[bytes]:
             if environ.get("PATH_INFO", "").startswith(CLOCK_PATH):
                 return self.clock_endpoint(environ, start_response, environ["PATH_INFO"][len(CLOCK_PATH):].strip("/"))
+            self.api_calls.record(environ)
             # A request being served is work: the simulated clock does not jump meanwhile. A ticket
             # the caller handed over with the request keeps it still until the response is read,
             # except while this thread waits on the clock (a Lambda handler's sleep).

@@ -52,6 +52,16 @@ class Deployment:
         except KeyError:
             raise KeyError(f"{stack} has no output {key}; outputs: {json.dumps(self.outputs)}") from None
 
+    def stack_resource(self, stack: str, resource_type: str, logical_id_part: str) -> str:
+        """The physical id of the one ``resource_type`` in ``stack`` whose logical id contains ``logical_id_part``."""
+        resources = self.client("cloudformation").list_stack_resources(StackName=stack)["StackResourceSummaries"]
+        [physical_id] = [
+            r["PhysicalResourceId"]
+            for r in resources
+            if r["ResourceType"] == resource_type and logical_id_part in r["LogicalResourceId"]
+        ]
+        return physical_id
+
     def machine_arn(self, machine: str) -> str:
         stack, key = MACHINES[machine]
         return self.output(stack, key)

@@ -469,13 +469,7 @@ def test_every_notification_failing_fails_with_notification_delivery_failed(depl
 # Idempotency of the notifier
 # --------------------------------------------------------------------------------------------------
 def _stack_resource(deployment, resource_type: str, logical_id_part: str) -> str:
-    resources = deployment.client("cloudformation").list_stack_resources(StackName=STACK)["StackResourceSummaries"]
-    [physical_id] = [
-        r["PhysicalResourceId"]
-        for r in resources
-        if r["ResourceType"] == resource_type and logical_id_part in r["LogicalResourceId"]
-    ]
-    return physical_id
+    return deployment.stack_resource(STACK, resource_type, logical_id_part)
 
 
 def test_a_repeated_notification_for_the_same_execution_round_and_user_posts_once(deployment, slack):
@@ -596,6 +590,73 @@ def test_the_schedule_starts_one_execution_per_active_alert_and_never_a_second(d
         assert result.output["stopped_reason"] == "resolved"
         assert_delivered_at_most_once(slack, alert_id)
     assert notifications(slack, resolved) == []
+
+
+def _dispatch(deployment, dispatcher: str, slot: str) -> dict:
+    """Invoke the dispatcher as the hourly schedule does for ``slot``, and wait for its answer."""
+    event = {"detail-type": "Scheduled Event", "source": "aws.events", "time": slot, "detail": {}}
+    response = deployment.client("lambda").invoke(FunctionName=dispatcher, Payload=json.dumps(event))
+    answer = json.loads(response["Payload"].read())
+    assert "FunctionError" not in response, answer
+    return answer
+
+
+def _stop_running_alert_executions(deployment) -> None:
+    sfn = deployment.client("stepfunctions")
+    pages = sfn.get_paginator("list_executions").paginate(
+        stateMachineArn=deployment.machine_arn(MACHINE), statusFilter="RUNNING"
+    )
+    for execution in [e for page in pages for e in page["executions"]]:
+        sfn.stop_execution(executionArn=execution["executionArn"])
+
+
+def _other_active_alerts(deployment, ours: set[str]) -> list[str]:
+    """Active alerts other tests left in the table (an item without a status is active)."""
+    scan = deployment.client("dynamodb").get_paginator("scan").paginate(
+        TableName=deployment.output(STACK, "AlertTableName"),
+        ProjectionExpression="alert_id, #status",
+        ExpressionAttributeNames={"#status": "status"},
+    )
+    items = [item for page in scan for item in page["Items"]]
+    return [
+        item["alert_id"]["S"]
+        for item in items
+        if item.get("status", {"S": "active"})["S"] == "active" and item["alert_id"]["S"] not in ours
+    ]
+
+
+def test_a_dispatch_calls_the_api_once_per_alert_to_start_and_not_per_running_execution(deployment, slack, alerts):
+    # Given: 12 active alerts. 4 are still running from the previous hour's dispatch (in their
+    # two-hour wait: the test holds the simulated clock), 1 from an execution started by hand
+    dispatcher = _stack_resource(deployment, "AWS::Lambda::Function", "DispatchAlerts")
+    sfn = deployment.client("stepfunctions")
+    with deployment.aws.clock.busy():
+        _stop_running_alert_executions(deployment)  # an earlier test's execution would be one more to describe
+        earlier = [alerts.put_alert(_users("foo"), rounds=2, interval=7200) for _ in range(4)]
+        assert _dispatch(deployment, dispatcher, "2026-11-22T05:00:00Z")["started"] == sorted(earlier)
+        later = [alerts.put_alert(_users("bar"), rounds=2, interval=7200) for _ in range(8)]
+        by_hand, *to_start = later
+        sfn.start_execution(
+            stateMachineArn=deployment.machine_arn(MACHINE), name=unique("by-hand"), input=json.dumps({"alert_id": by_hand})
+        )
+        others = _other_active_alerts(deployment, set(earlier + later))
+        # When: the next hour's dispatch runs, its API calls counted as the emulator receives them
+        with deployment.aws.api_calls.counting() as calls:
+            result = _dispatch(deployment, dispatcher, "2026-11-22T06:00:00Z")
+        for alert_id in earlier + later:  # their executions end at the next status read
+            alerts.set_status(alert_id, "resolved")
+    # Then: it started the 7 alerts not running (and any other test left active), none twice
+    assert result == {
+        "started": sorted(to_start + others),
+        "already_running": sorted(earlier + [by_hand]),
+        "already_started": [],
+    }
+    # Then: one Scan page (DynamoDB reads up to 1 MB per page:
+    # https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Scan.html), one ListExecutions
+    # page (up to 1,000 executions: https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html),
+    # a DescribeExecution for the execution started by hand only, and a StartExecution per alert started
+    dispatcher_calls = {op: calls[op] for op in ("Scan", "ListExecutions", "DescribeExecution", "StartExecution")}
+    assert dispatcher_calls == {"Scan": 1, "ListExecutions": 1, "DescribeExecution": 1, "StartExecution": 7 + len(others)}
 
 
 # --------------------------------------------------------------------------------------------------

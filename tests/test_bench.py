@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from bench.__main__ import merged
 from bench.deploy import SEEDS_DIR
 from bench.scenarios import FAILURE_RATE, item_figures
 from patterns_common.items_demo import fails_by_chance
@@ -49,3 +50,28 @@ def test_seed_machines_only_name_states_they_define():
         check(definition["States"], definition["StartAt"])
         # Then
         assert problems == [], f"{path.name} points at undefined states {problems}"
+
+
+def test_a_partial_run_replaces_only_the_sections_it_ran():
+    # Given: the last full run's results, and a run of the alert and dispatch sections only
+    previous = {
+        "generated_at": "2026-01-01 10:00 UTC",
+        "total_seconds": 900.0,
+        "runs": [{"machine": "alert", "scenario": "old"}, {"machine": "poller", "scenario": "kept"}],
+        "functions": [{"name": "kept"}],
+        "dispatch": {"started": 1},
+    }
+    fresh = {
+        "generated_at": "2026-01-02 10:00 UTC",
+        "total_seconds": 60.0,
+        "runs": [{"machine": "alert", "scenario": "new"}],
+        "functions": [],
+        "dispatch": {"started": 800},
+    }
+    # When
+    result = merged(previous, fresh, ["alert", "dispatch"])
+    # Then: the sections run are replaced, the others kept with the full run's date and duration
+    assert result["runs"] == [{"machine": "poller", "scenario": "kept"}, {"machine": "alert", "scenario": "new"}]
+    assert result["dispatch"] == {"started": 800} and result["functions"] == [{"name": "kept"}]
+    assert (result["generated_at"], result["total_seconds"]) == ("2026-01-01 10:00 UTC", 900.0)
+    assert result["rerun"] == {"alert": "2026-01-02 10:00 UTC", "dispatch": "2026-01-02 10:00 UTC"}

@@ -11,13 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 
 import pytest
 
-from emulator.clock import INSTANT
+from emulator.clock import INSTANT, SimClock, SimEvent
 from emulator.server import CLOCK_PATH
 from tests.conftest import ROOT
 from tests.emulator_helpers import unique, wait_for_event
@@ -180,3 +181,29 @@ def test_the_clock_command_says_in_one_line_what_is_wrong(aws):
     assert nowhere.stderr == "error: AWS_ENDPOINT_URL is not set: export the lines `python -m emulator serve` prints\n"
     assert refused.returncode == 2 and "speed must be 'instant' or a positive factor" in refused.stderr
     assert "Traceback" not in nowhere.stderr + refused.stderr
+
+
+def test_a_waiter_that_left_before_its_setter_reached_it_does_not_hold_the_clock_still():
+    # Given a waiter on a SimEvent, seen by a setter (SimEvent.set lends each waiter it found a busy
+    # token, so the clock cannot jump before the woken thread runs again)
+    clock = SimClock()
+    try:
+        event = SimEvent()
+        waiter = threading.Thread(target=clock.wait, args=(event, 5), daemon=True)
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not event._waiters and time.monotonic() < deadline:
+            time.sleep(0.001)
+        found_by_setter = list(event._waiters.values())
+        # When the waiter times out and leaves before the setter lends it the token
+        waiter.join(10)
+        assert not waiter.is_alive()
+        for sleeper in found_by_setter:
+            clock._gift(sleeper)
+        # Then nothing holds the clock: a minute's sleep still ends at once
+        sleeper = threading.Thread(target=clock.sleep, args=(60,), daemon=True)
+        sleeper.start()
+        sleeper.join(5)
+        assert not sleeper.is_alive(), "the clock never jumped: a busy token was lent to a thread that had left"
+    finally:
+        clock.stop()

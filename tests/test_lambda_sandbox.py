@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
 
-from emulator import lambda_sandbox
+from emulator import lambda_runtime, lambda_sandbox
 from emulator.lambda_sandbox import find_interpreter, substitution_notice
 from tests.emulator_helpers import create_function, unique
 
@@ -177,3 +178,19 @@ def test_each_instance_has_its_own_module_state_and_environment(aws, role_arn):
     assert (a1["count"], a2["count"], b1["count"]) == (1, 2, 1)
     assert a1["pid"] == a2["pid"] != b1["pid"] != os.getpid()
     assert (a1["colour"], b1["colour"]) == ("red", "blue")
+
+
+def test_an_instance_idle_past_its_keep_warm_time_is_stopped_and_the_next_invocation_is_cold(aws, role_arn, monkeypatch):
+    # Given: a warm instance, and a keep-warm time shortened from 10 s so the test stays quick
+    monkeypatch.setattr(lambda_runtime, "IDLE_INSTANCE_SECONDS", 0.5)
+    code = "import os\ncount = 0\n\ndef lambda_handler(event, context):\n    global count\n    count += 1\n    return [count, os.getpid()]\n"
+    function = create_function(aws, role_arn, "keep-warm", "handler", code)
+    first, warm = _invoke(aws, function)[1], _invoke(aws, function)[1]
+    # When: it stays idle past that time (the runtime looks once a second)
+    time.sleep(2.5)
+    cold = _invoke(aws, function)[1]
+    # Then: the warm call reused the instance; the later one started a new one, with fresh module state
+    assert (first[0], warm[0], cold[0]) == (1, 2, 1)
+    assert first[1] == warm[1] != cold[1]
+    with pytest.raises(ProcessLookupError):
+        os.kill(first[1], 0)

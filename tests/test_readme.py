@@ -30,6 +30,18 @@ def test_readme_quotes_the_benchmark_headline_as_results_md_has_it():
     assert "transitions" in quoted
 
 
+def test_readme_shows_the_dispatch_figures_as_results_md_has_them():
+    # Given
+    results = readme.RESULTS.read_text()
+    # When
+    quoted = readme.block(readme.README.read_text(), report.DISPATCH_START, report.DISPATCH_END)
+    # Then
+    assert quoted == readme.block(results, report.DISPATCH_START, report.DISPATCH_END), (
+        "README.md's dispatch figures are stale: run python -m bench.readme"
+    )
+    assert "StartExecution calls" in quoted
+
+
 def test_mermaid_draws_choices_catches_and_map_processors():
     # Given
     definition = {

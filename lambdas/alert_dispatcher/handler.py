@@ -1,8 +1,9 @@
 """Scheduled dispatcher: starts one alert-notification execution per active alert, never a second one.
 
-API calls: a Scan page per 1 MB of alerts, a ListExecutions page per 1,000 running executions, a
-DescribeExecution only for a running execution started by hand (the dispatcher's own names say
-which alert they are for), and a StartExecution per alert to start.
+API calls: a Scan page per 1 MB of the alert table (DynamoDB reads that much, then filters), a
+ListExecutions page per 1,000 running executions, a DescribeExecution only for a running execution
+started by hand (the dispatcher's own names say which alert they are for), and a StartExecution per
+alert to start (more only when one is throttled and retried).
 """
 
 from __future__ import annotations
