@@ -1,7 +1,9 @@
-"""CloudFormation resource types moto skips but the app's stacks reference, modelled on moto's APIs.
+"""CloudFormation resource types moto skips but the app's stacks need, modelled on moto's APIs.
 
-A skipped resource cannot be the target of Ref/Fn::GetAtt, so a topic policy naming an alarm's
-ARN failed the whole stack. Importing this module registers the models with moto's CloudFormation.
+A skipped resource cannot be the target of Ref/Fn::GetAtt (a topic policy naming an alarm's ARN
+failed the whole stack), and what it configures is silently lost (a function's asynchronous
+retries and on-failure destination). Importing this module registers the models with moto's
+CloudFormation.
 """
 
 from __future__ import annotations
@@ -74,3 +76,48 @@ class CloudWatchAlarm(CloudFormationModel):
         from moto.cloudwatch.models import cloudwatch_backends
 
         cloudwatch_backends[account_id][region_name].delete_alarms([resource_name])
+
+
+class EventInvokeConfig(CloudFormationModel):
+    """AWS::Lambda::EventInvokeConfig, put through moto's PutFunctionEventInvokeConfig.
+
+    Without it a function's asynchronous retries and destinations (emulator/lambda_async.py) would
+    always be Lambda's defaults: two retries and no destination.
+    """
+
+    def __init__(self, function_name: str, qualifier: str) -> None:
+        self.function_name = function_name
+        self.qualifier = qualifier
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::Lambda::EventInvokeConfig"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return f"{self.function_name}:{self.qualifier}"
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "EventInvokeConfig":
+        from moto.awslambda.models import lambda_backends
+
+        p = cloudformation_json["Properties"]
+        config: dict[str, Any] = {
+            key: int(p[key]) for key in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds") if key in p
+        }
+        if p.get("DestinationConfig"):
+            config["DestinationConfig"] = p["DestinationConfig"]
+        lambda_backends[account_id][region_name].put_function_event_invoke_config(p["FunctionName"], config)
+        return cls(p["FunctionName"], p["Qualifier"])
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.awslambda.models import lambda_backends
+
+        lambda_backends[account_id][region_name].delete_function_event_invoke_config(
+            cloudformation_json["Properties"]["FunctionName"]
+        )

@@ -134,6 +134,36 @@ def _minified(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def send(arn: str, message: str) -> None:
+    """Deliver ``message`` to an SNS topic, an SQS queue or (asynchronously) a Lambda function.
+
+    What EventBridge targets and Lambda's asynchronous-invocation destinations have in common.
+    """
+    service, region, account = arn.split(":")[2:5]
+    if service == "sns":
+        from moto.sns.models import sns_backends
+
+        sns_backends[account][region].publish(message, arn=arn)
+    elif service == "sqs":
+        from moto.sqs.models import sqs_backends
+
+        sqs_backends[account][region].send_message(arn.split(":")[5], message)
+    elif service == "lambda":
+        from moto.awslambda.models import lambda_backends
+
+        function = lambda_backends[account][region].get_function(arn)
+        function.invoke(message, {"x-amz-invocation-type": "Event"}, {})
+    else:
+        raise NotImplementedError(f"The emulator does not deliver to {arn}")
+
+
+def _start_execution(arn: str, message: str) -> None:
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    region, account = arn.split(":")[3:5]
+    stepfunctions_parser_backends[account][region].start_execution(arn, None, message)
+
+
 class EventRouter:
     """Delivers events to the targets of matching rules on the default bus."""
 
@@ -186,16 +216,10 @@ class EventRouter:
             text = self._target_input(target, event)
             service = target["Arn"].split(":")[2]
             self.delivered.append({"rule": rule.name, "target": target["Arn"], "event": event, "input": text})
-            if service == "sns":
-                self._publish_sns(target["Arn"], text)
-            elif service == "lambda":
-                self._invoke_lambda(target["Arn"], text)
-            elif service == "states":
-                self._start_execution(target["Arn"], text)
-            elif service == "sqs":
-                self._send_sqs(target["Arn"], text)
+            if service == "states":
+                _start_execution(target["Arn"], text)
             else:
-                raise NotImplementedError(f"The emulator does not deliver to {target['Arn']}")
+                send(target["Arn"], text)
             count += 1
         return count
 
@@ -210,35 +234,6 @@ class EventRouter:
             return render_input_transformer(target["InputTransformer"], event)
         return _minified(event)
 
-    @staticmethod
-    def _parts(arn: str) -> tuple[str, str]:
-        pieces = arn.split(":")
-        return pieces[4], pieces[3]
-
-    def _publish_sns(self, arn: str, message: str) -> None:
-        from moto.sns.models import sns_backends
-
-        account, region = self._parts(arn)
-        sns_backends[account][region].publish(message, arn=arn)
-
-    def _invoke_lambda(self, arn: str, message: str) -> None:
-        from moto.awslambda.models import lambda_backends
-
-        account, region = self._parts(arn)
-        function = lambda_backends[account][region].get_function(arn)
-        function.invoke(message, {"x-amz-invocation-type": "Event"}, {})
-
-    def _start_execution(self, arn: str, message: str) -> None:
-        from moto.stepfunctions.parser.models import stepfunctions_parser_backends
-
-        account, region = self._parts(arn)
-        stepfunctions_parser_backends[account][region].start_execution(arn, None, message)
-
-    def _send_sqs(self, arn: str, message: str) -> None:
-        from moto.sqs.models import sqs_backends
-
-        account, region = self._parts(arn)
-        sqs_backends[account][region].send_message(arn.split(":")[5], message)
 
     # -- schedules ------------------------------------------------------------------------------
     def scheduled_rules(self) -> list[Any]:

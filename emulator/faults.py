@@ -1,4 +1,4 @@
-"""Fault injection: make Lambda, S3 and DynamoDB fail as they do on AWS, for one test at a time.
+"""Fault injection: make Lambda, S3, DynamoDB and Step Functions fail as they do on AWS, one test at a time.
 
     with aws.faults.lambda_throttled("NotifyUser", times=2) as fault:
         result = run(...)
@@ -7,9 +7,9 @@
 Every method is a context manager: the fault is armed on entry and always removed on exit, so
 nothing leaks into the next test. A fault fails the first ``times`` calls that match it (every
 matching call when ``times`` is None), then lets calls through. Calls match by service, operation
-and a substring of the function, bucket or table name; ``matching`` narrows a fault further to
-calls whose payload (Lambda, DynamoDB) or object key (S3) contains that text, which keeps a fault
-on one execution when others share the emulator.
+and a substring of the function, bucket or table name or state machine ARN; ``matching`` narrows
+a fault further to calls whose request body (Lambda, DynamoDB, Step Functions) or object key (S3)
+contains that text, which keeps a fault on one execution when others share the emulator.
 
 API errors are answered at the HTTP level, before moto sees the request, exactly as the service
 would answer them, so every caller reacts as on AWS: a handler's boto3 retries a throttled S3 call
@@ -45,10 +45,10 @@ _LAMBDA_INVOKE = re.compile(r"^/2015-03-31/functions/(?P<function>[^/]+)/invocat
 class Fault:
     """One armed fault and what it did."""
 
-    service: str  # "lambda", "s3" or "dynamodb"
-    operation: str  # the API operation, e.g. "Invoke", "GetObject", "GetItem"
-    resource: str | None  # substring of the function, bucket or table name; None: any
-    matching: str | None  # substring of the payload (Lambda, DynamoDB) or the object key (S3)
+    service: str  # "lambda", "s3", "dynamodb" or "states"
+    operation: str  # the API operation, e.g. "Invoke", "GetObject", "GetItem", "StartExecution"
+    resource: str | None  # substring of the function, bucket or table name or state machine ARN; None: any
+    matching: str | None  # substring of the request body (Lambda, DynamoDB, Step Functions) or the object key (S3)
     times: int | None  # calls to fail; None: every matching call
     answer: WsgiApp | None = None  # how an HTTP fault answers; None for a Lambda timeout
     run_handler: bool = False  # let the handler finish first, then time out (or answer the error)
@@ -71,7 +71,7 @@ class Fault:
 class _Request:
     service: str
     operation: str
-    resource: str  # function, bucket or table name ("" when the call names none)
+    resource: str  # function, bucket or table name, or state machine ARN ("" when the call names none)
     key: str  # S3 object key ("" for bucket operations and other services)
 
 
@@ -181,6 +181,27 @@ class Faults:
         answer = _json_error(400, error, {"__type": f"{namespace}#{error}", "message": message}, {})
         return self._armed(Fault("dynamodb", operation, table, matching, times, answer=answer))
 
+    # -- Step Functions ------------------------------------------------------------------------
+    def stepfunctions_throttled(
+        self,
+        operation: str,
+        *,
+        machine: str | None = None,
+        times: int | None = 1,
+        matching: str | None = None,
+    ) -> Armed:
+        """The Step Functions ``operation`` (e.g. "StartExecution") answers 400 ThrottlingException.
+
+        What the API answers a caller over its rate (the Step Functions API Reference's common
+        errors; its quotas are token buckets per account). ``machine`` is a substring of the state
+        machine's (or execution's) ARN; ``matching`` of the request, e.g. an execution's input.
+        """
+        _check_operation("stepfunctions", operation)
+        # awsJson1_0: the error's shape name in __type (clients read what follows any namespace#).
+        body = {"__type": "ThrottlingException", "message": "Rate exceeded"}
+        answer = _json_error(400, "ThrottlingException", body, {})
+        return self._armed(Fault("states", operation, machine, matching, times, answer=answer))
+
     # -- state ---------------------------------------------------------------------------------
     @property
     def armed(self) -> list[Fault]:
@@ -263,16 +284,17 @@ def _identify(environ: dict, services: set[str]) -> _Request | None:
         if method != "POST" or invoke is None:
             return None
         return _Request("lambda", "Invoke", _function_name(unquote(invoke["function"])), "")
-    if service == "dynamodb":
-        target = environ.get("HTTP_X_AMZ_TARGET", "")
-        operation = target.rpartition(".")[2]
-        body = _read_body(environ)
+    if service in ("dynamodb", "states"):  # JSON protocol: the operation in X-Amz-Target, the resource in the body
+        operation = environ.get("HTTP_X_AMZ_TARGET", "").rpartition(".")[2]
         try:
-            params = json.loads(body or b"{}")
+            params = json.loads(_read_body(environ) or b"{}")
         except ValueError:
             params = {}
-        table = params.get("TableName") or params.get("TableArn", "").rpartition("/")[2]
-        return _Request("dynamodb", operation, table, "")
+        if service == "states":
+            resource = params.get("stateMachineArn") or params.get("executionArn") or ""
+        else:
+            resource = params.get("TableName") or params.get("TableArn", "").rpartition("/")[2]
+        return _Request(service, operation, resource, "")
     bucket, _, key = path.lstrip("/").partition("/")
     query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
     operation = s3_operation(method, bucket, key, query, _headers(environ))

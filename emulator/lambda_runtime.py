@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator import lambda_sandbox
+from emulator import lambda_async, lambda_sandbox
 from emulator.clock import SimClock
 from emulator.faults import Faults
 
@@ -252,7 +252,7 @@ class LambdaRuntime:
 
             def run() -> None:
                 with reservation.adopt():
-                    self._invoke(fn, payload, "Event")
+                    self._run_event(fn, payload)
 
             threading.Thread(target=run, name=f"lambda-event-{fn.function_name}", daemon=True).start()
             return None
@@ -280,9 +280,19 @@ class LambdaRuntime:
             for pool in pools:
                 pool.stop_idle(IDLE_INSTANCE_SECONDS)
 
-    def _invoke(self, fn: Any, payload: bytes, invocation_type: str) -> InvokeResult:
+    def _run_event(self, fn: Any, payload: bytes) -> None:
+        """One queued event: its attempts and retries, then its record to the destination (lambda_async)."""
+        config = lambda_async.AsyncConfig.of(fn)
+        request_id = str(uuid.uuid4())  # every attempt of one event has the same
+        outcome = lambda_async.process(lambda: self._invoke(fn, payload, "Event", request_id), config, self.clock)
+        record = lambda_async.invocation_record(
+            function_arn=fn.function_arn, request_id=request_id, payload=payload, outcome=outcome, now=self.clock.now()
+        )
+        lambda_async.deliver(config, record)
+
+    def _invoke(self, fn: Any, payload: bytes, invocation_type: str, request_id: str | None = None) -> InvokeResult:
         pool = self._pool_for(fn)
-        request_id = str(uuid.uuid4())
+        request_id = request_id or str(uuid.uuid4())
         record = {"function": fn.function_name, "request_id": request_id, "type": invocation_type,
                   "start": self.clock.now(), "error": None, "memory_mb": int(fn.memory_size)}
         self.invocations.append(record)

@@ -519,9 +519,32 @@ def _is_waiting(deployment, execution_arn: str) -> bool:
     return latest[0]["type"] == "WaitStateEntered"
 
 
-def _fire_and_await_dispatch(deployment, rule: str, dispatcher: str) -> None:
+@dataclass(frozen=True)
+class Schedule:
+    rule: str
+    dispatcher: str
+    failure_queue_url: str
+
+
+@pytest.fixture
+def schedule(deployment) -> Schedule:
+    rule = _stack_resource(deployment, "AWS::Events::Rule", "Schedule")
+    [target] = deployment.client("events").list_targets_by_rule(Rule=rule)["Targets"]
+    queue = _stack_resource(deployment, "AWS::SQS::Queue", "DispatchFailureQueue")
+    return Schedule(rule, target["Arn"].rsplit(":", 1)[-1], queue)
+
+
+def _fire(deployment, schedule: Schedule) -> str:
+    """Fire the schedule as EventBridge does; returns the event's id, which a failure record repeats."""
+    assert deployment.aws.router.fire_schedule(schedule.rule) == 1
+    return next(d["event"]["id"] for d in reversed(deployment.aws.router.delivered) if d["rule"] == schedule.rule)
+
+
+def _fire_and_await_dispatch(deployment, schedule: Schedule) -> str:
+    """Fire the schedule and wait for a dispatch that succeeds at its first attempt; returns the event's id."""
+    dispatcher = schedule.dispatcher
     done_before = sum(1 for r in deployment.aws.runtime.invocations if r["function"] == dispatcher and "end" in r)
-    assert deployment.aws.router.fire_schedule(rule) == 1
+    event_id = _fire(deployment, schedule)
     _wait_for(
         lambda: sum(1 for r in deployment.aws.runtime.invocations if r["function"] == dispatcher and "end" in r)
         == done_before + 1,
@@ -529,13 +552,11 @@ def _fire_and_await_dispatch(deployment, rule: str, dispatcher: str) -> None:
     )
     [last] = [r for r in deployment.aws.runtime.invocations if r["function"] == dispatcher][-1:]
     assert last["error"] is None
+    return event_id
 
 
-def test_the_schedule_starts_one_execution_per_active_alert_and_never_a_second(deployment, slack, alerts):
+def test_the_schedule_starts_one_execution_per_active_alert_and_never_a_second(deployment, slack, alerts, schedule):
     # Given: two active alerts whose rounds are two hours apart, and a resolved one
-    rule = _stack_resource(deployment, "AWS::Events::Rule", "Schedule")
-    [target] = deployment.client("events").list_targets_by_rule(Rule=rule)["Targets"]
-    dispatcher = target["Arn"].rsplit(":", 1)[-1]
     first = alerts.put_alert(_users("foo", "bar"), rounds=3, interval=7200)
     second = alerts.put_alert(_users("baz"), rounds=3, interval=7200)
     resolved = alerts.put_alert(_users("qux"), rounds=3, interval=7200, status="resolved")
@@ -543,12 +564,12 @@ def test_the_schedule_starts_one_execution_per_active_alert_and_never_a_second(d
     # When: the schedule fires, and fires again an hour later. The test holds the simulated clock
     # between the two, so both executions are still in their two-hour wait at the second firing.
     with deployment.aws.clock.busy():
-        _fire_and_await_dispatch(deployment, rule, dispatcher)
+        _fire_and_await_dispatch(deployment, schedule)
         after_first = _executions_by_alert(deployment, ours)
         for execution in after_first[first] + after_first[second]:
             _wait_for(lambda: _is_waiting(deployment, execution["executionArn"]), "round 1 to end")
         deployment.aws.clock.advance(3600)
-        _fire_and_await_dispatch(deployment, rule, dispatcher)
+        _fire_and_await_dispatch(deployment, schedule)
         after_second = _executions_by_alert(deployment, ours)
         # Resolve both so their executions end at the next status read.
         alerts.set_status(first, "resolved")
@@ -636,3 +657,116 @@ def test_a_dispatch_calls_the_api_once_per_alert_to_start_and_not_per_running_ex
     # a DescribeExecution for the execution started by hand only, and a StartExecution per alert started
     dispatcher_calls = {op: calls[op] for op in ("Scan", "ListExecutions", "DescribeExecution", "StartExecution")}
     assert dispatcher_calls == {"Scan": 1, "ListExecutions": 1, "DescribeExecution": 1, "StartExecution": 7 + len(others)}
+
+
+# --------------------------------------------------------------------------------------------------
+# When a dispatch fails (README, "When a dispatch fails, someone is told")
+# --------------------------------------------------------------------------------------------------
+# The dispatcher's StartExecution client: botocore standard mode with max_attempts 10, which
+# botocore's Config documents as retries after the initial request: 11 calls in all.
+START_ATTEMPTS = 11
+# Lambda's asynchronous invocation: the first attempt and the two retries the stack configures.
+DISPATCH_ATTEMPTS = 3
+
+
+def _failure_records(deployment, schedule: Schedule, event_id: str, *, expected: int, timeout: float = 60) -> list[dict]:
+    """The dispatch failure queue's records of one schedule event, read as a person would."""
+    sqs, found = deployment.client("sqs"), []
+    deadline = time.monotonic() + timeout
+    while len(found) < expected and time.monotonic() < deadline:
+        # Visibility 0: records of other events stay where they are.
+        answer = sqs.receive_message(QueueUrl=schedule.failure_queue_url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+        for message in answer.get("Messages", []):
+            record = json.loads(message["Body"])
+            if record["requestPayload"]["id"] == event_id:
+                found.append(record)
+                sqs.delete_message(QueueUrl=schedule.failure_queue_url, ReceiptHandle=message["ReceiptHandle"])
+        time.sleep(0.05)
+    return found
+
+
+def _attempts(deployment, request_id: str) -> list[dict]:
+    return [r for r in deployment.aws.runtime.invocations if r["request_id"] == request_id]
+
+
+def _resolve_and_finish(deployment, alerts: AlertTable, executions: list[dict]) -> None:
+    """Let the dispatched executions end (each stops at its next status read) so none outlives the test."""
+    for alert_id in alerts.written:
+        alerts.set_status(alert_id, "resolved")
+    for execution in executions:
+        assert follow(deployment.aws, execution["executionArn"]).status == "SUCCEEDED"
+
+
+def test_a_crashing_dispatcher_is_retried_twice_then_recorded_on_the_failure_queue(
+    deployment, slack, alerts, schedule
+):
+    # Given: an active alert, and the alert table's Scan failing on every call
+    alert_id = alerts.put_alert(_users("foo"))
+    table = deployment.output(STACK, "AlertTableName")
+    # When: the schedule fires
+    with deployment.aws.faults.dynamodb_throttled("Scan", table=table, times=None):
+        event_id = _fire(deployment, schedule)
+        records = _failure_records(deployment, schedule, event_id, expected=1)
+    # Then: three attempts of the one event, each failing, then one record carrying the error
+    [record] = records
+    attempts = _attempts(deployment, record["requestContext"]["requestId"])
+    assert [a["function"] for a in attempts] == [schedule.dispatcher] * DISPATCH_ATTEMPTS
+    assert [a["error"] for a in attempts] == ["ProvisionedThroughputExceededException"] * DISPATCH_ATTEMPTS
+    assert record["requestContext"]["condition"] == "RetriesExhausted"
+    assert record["requestContext"]["approximateInvokeCount"] == DISPATCH_ATTEMPTS
+    assert record["responsePayload"]["errorType"] == "ProvisionedThroughputExceededException"
+    assert "when calling the Scan operation" in record["responsePayload"]["errorMessage"]
+    assert _failure_records(deployment, schedule, event_id, expected=1, timeout=0.5) == []
+    assert _executions_by_alert(deployment, {alert_id}) == {alert_id: []}
+    # Then: the queue that holds the record is the one whose alarm notifies the status topic
+    [alarm] = deployment.client("cloudwatch").describe_alarms(AlarmNames=["MonitoringStack-AlertDispatchFailed"])[
+        "MetricAlarms"
+    ]
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": schedule.failure_queue_url.rsplit("/", 1)[-1]}]
+    assert alarm["AlarmActions"] == [deployment.output("MonitoringStack", "StatusTopicArn")]
+
+
+def test_an_alert_whose_start_stays_throttled_is_named_on_the_failure_queue_and_the_others_start_once(
+    deployment, slack, alerts, schedule
+):
+    # Given: three active alerts (two rounds an hour apart, so each execution still runs during the
+    # dispatcher's retries), and StartExecution throttled on every call for the second one
+    first, throttled, third = (alerts.put_alert(_users(name), rounds=2, interval=3600) for name in ("a", "b", "c"))
+    # When: the schedule fires
+    with deployment.aws.faults.stepfunctions_throttled("StartExecution", times=None, matching=throttled) as fault:
+        event_id = _fire(deployment, schedule)
+        records = _failure_records(deployment, schedule, event_id, expected=1)
+    executions = _executions_by_alert(deployment, {first, throttled, third})
+    try:
+        # Then: one record, naming the throttled alert and no other
+        [record] = records
+        assert record["requestContext"]["approximateInvokeCount"] == DISPATCH_ATTEMPTS
+        assert record["responsePayload"]["errorType"] == "DispatchFailed"
+        assert re.fullmatch(
+            rf"1 of \d+ alerts were not started: {throttled} \(ThrottlingException\)",
+            record["responsePayload"]["errorMessage"],
+        )
+        # Then: every attempt retried the throttled start; the other alerts started once, by the first
+        assert fault.hits == DISPATCH_ATTEMPTS * START_ATTEMPTS
+        assert [a["error"] for a in _attempts(deployment, record["requestContext"]["requestId"])] == [
+            "DispatchFailed"
+        ] * DISPATCH_ATTEMPTS
+        assert {a: len(e) for a, e in executions.items()} == {first: 1, throttled: 0, third: 1}
+    finally:
+        _resolve_and_finish(deployment, alerts, executions[first] + executions[third])
+
+
+def test_a_start_throttled_fewer_times_than_the_retries_allow_starts_every_alert(deployment, slack, alerts, schedule):
+    # Given: two active alerts, and StartExecution throttled three times for the second one
+    first, throttled = (alerts.put_alert(_users(name), rounds=2, interval=3600) for name in ("a", "b"))
+    # When: the schedule fires
+    with deployment.aws.faults.stepfunctions_throttled("StartExecution", times=3, matching=throttled) as fault:
+        event_id = _fire_and_await_dispatch(deployment, schedule)
+    executions = _executions_by_alert(deployment, {first, throttled})
+    try:
+        # Then: the dispatch succeeded at its first attempt, both alerts started, nothing is on the failure queue
+        assert fault.hits == 3
+        assert {a: len(e) for a, e in executions.items()} == {first: 1, throttled: 1}
+        assert _failure_records(deployment, schedule, event_id, expected=1, timeout=1) == []
+    finally:
+        _resolve_and_finish(deployment, alerts, executions[first] + executions[throttled])

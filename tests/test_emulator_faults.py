@@ -1,4 +1,4 @@
-"""Fault injection (``aws.faults``) makes Lambda, S3 and DynamoDB fail as AWS does, and only while asked.
+"""Fault injection (``aws.faults``) makes Lambda, S3, DynamoDB and Step Functions fail as AWS does, only while asked.
 
 Each test names the AWS behaviour a fault reproduces. They use small functions, tables, buckets
 and machines of their own in the shared deployment, so no fault can touch the app's resources.
@@ -310,6 +310,40 @@ def test_step_functions_dynamodb_integration_names_and_retries_throttling(aws, r
     assert [e for e, _ in _task_failures(result)] == ["DynamoDB.ProvisionedThroughputExceededException"] * 2
 
 
+# -- Step Functions ----------------------------------------------------------------------------
+def _pass_machine(aws, role_arn) -> str:
+    definition = {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
+    return aws.client("stepfunctions").create_state_machine(
+        name=unique("faults"), definition=json.dumps(definition), roleArn=role_arn
+    )["stateMachineArn"]
+
+
+def test_throttled_start_execution_answers_400_throttling_exception_for_the_matching_input(aws, role_arn):
+    # AWS (Step Functions API Reference, "Common Errors"): a request over the API's rate is denied
+    # with ThrottlingException, HTTP 400. ``matching`` singles out one execution's input.
+    machine = _pass_machine(aws, role_arn)
+    sfn = _no_retry_client(aws, "stepfunctions")
+    with aws.faults.stepfunctions_throttled("StartExecution", machine=machine, times=None, matching="throttled") as fault:
+        with pytest.raises(ClientError) as raised:
+            sfn.start_execution(stateMachineArn=machine, input=json.dumps({"alert_id": "throttled"}))
+        started = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"alert_id": "other"}))
+    assert raised.value.response["Error"] == {"Code": "ThrottlingException", "Message": "Rate exceeded"}
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert started["executionArn"] and fault.hits == 1 and fault.failed == [machine]
+
+
+def test_boto3_standard_retries_take_step_functions_throttling_as_throttling(aws, role_arn):
+    # botocore's standard retry mode retries ThrottlingException with back-off (boto3 guide, "Retries").
+    machine = _pass_machine(aws, role_arn)
+    sfn = boto3.client(
+        "stepfunctions", endpoint_url=aws.endpoint_url, region_name="us-east-1", aws_access_key_id="emulator",
+        aws_secret_access_key="emulator", config=Config(retries={"mode": "standard", "max_attempts": 3}),
+    )
+    with aws.faults.stepfunctions_throttled("StartExecution", machine=machine, times=2) as fault:
+        started = sfn.start_execution(stateMachineArn=machine, input="{}")
+    assert started["executionArn"] and fault.hits == 2
+
+
 # -- switching faults on and off ---------------------------------------------------------------
 def test_a_fault_is_removed_when_its_block_ends_even_by_an_exception(aws, probe):
     with pytest.raises(RuntimeError), aws.faults.lambda_throttled(probe, times=None):
@@ -333,6 +367,8 @@ def test_an_operation_the_service_does_not_have_is_refused(aws):
         aws.faults.s3_throttled("GetObjects")
     with pytest.raises(ValueError, match="get_item"):
         aws.faults.dynamodb_throttled("get_item")
+    with pytest.raises(ValueError, match="start_execution"):
+        aws.faults.stepfunctions_throttled("start_execution")
     assert aws.faults.armed == []
 
 

@@ -124,6 +124,80 @@ def test_lambda_event_invocation_returns_202_at_once_and_runs_later(aws, probe_a
     assert aws.runtime.count(probe_arn.rsplit(":", 1)[-1]) == before + 1
 
 
+def _async_probe(aws, role_arn, **event_invoke_config) -> str:
+    """A probe function of the test's own, with the event invoke config given."""
+    arn = create_function(aws, role_arn, "async-probe", "probe", PROBE_CODE, Timeout=60)["FunctionArn"]
+    aws.client("lambda").put_function_event_invoke_config(FunctionName=arn, **event_invoke_config)
+    return arn
+
+
+def _attempts(aws, request_id: str) -> list[dict]:
+    return [r for r in aws.runtime.invocations if r["request_id"] == request_id]
+
+
+def test_a_failing_event_invocation_is_retried_twice_then_recorded_on_its_on_failure_destination(aws, role_arn):
+    # AWS, Lambda Developer Guide: "How Lambda handles errors and retries with asynchronous
+    # invocation" (a function error is retried twice by default, one minute after the first
+    # attempt and two minutes after the second) and "Capturing records of Lambda asynchronous
+    # invocations" (then the invocation record goes to the on-failure destination; its shape is
+    # the guide's "Example invocation record").
+    url, queue_arn = _queue(aws)
+    function_arn = _async_probe(aws, role_arn, DestinationConfig={"OnFailure": {"Destination": queue_arn}})
+    # When
+    _invoke(aws, function_arn, {"action": "fail"}, InvocationType="Event")
+    [body] = _receive(aws, url, expected=1, timeout=30)
+    # Then: one record, as documented
+    record = json.loads(body)
+    assert set(record) == {"version", "timestamp", "requestContext", "requestPayload", "responseContext", "responsePayload"}
+    assert record["version"] == "1.0"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", record["timestamp"])
+    request_id = record["requestContext"]["requestId"]
+    assert record["requestContext"] == {
+        "requestId": request_id,
+        "functionArn": f"{function_arn}:$LATEST",
+        "condition": "RetriesExhausted",
+        "approximateInvokeCount": 3,
+    }
+    assert record["requestPayload"] == {"action": "fail"}
+    assert record["responseContext"] == {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"}
+    assert (record["responsePayload"]["errorType"], record["responsePayload"]["errorMessage"]) == ("ProbeFailed", "asked to fail")
+    # Then: three attempts of one request, one and then two simulated minutes apart
+    attempts = _attempts(aws, request_id)
+    assert [a["error"] for a in attempts] == ["ProbeFailed"] * 3
+    waits = [later["start"] - earlier["end"] for earlier, later in zip(attempts, attempts[1:])]
+    assert waits == [pytest.approx(60, abs=1), pytest.approx(120, abs=1)]
+    assert _receive(aws, url, expected=1, timeout=0.5) == []
+
+
+def test_event_invocations_follow_the_functions_event_invoke_config(aws, role_arn):
+    # AWS, Lambda Developer Guide, "Configuring error handling settings for Lambda asynchronous
+    # invocations": MaximumRetryAttempts (0-2) retries and MaximumEventAgeInSeconds; a success goes
+    # to the on-success destination with condition "Success" and the function's response.
+    url, queue_arn = _queue(aws)
+    destinations = {"OnSuccess": {"Destination": queue_arn}, "OnFailure": {"Destination": queue_arn}}
+    no_retries = _async_probe(aws, role_arn, MaximumRetryAttempts=0, DestinationConfig=destinations)
+    # A minute-old event is dropped before its first retry, which is due a minute after the attempt.
+    short_lived = _async_probe(aws, role_arn, MaximumEventAgeInSeconds=60, DestinationConfig=destinations)
+    # When
+    for function_arn, action in ((no_retries, "fail"), (no_retries, "succeed"), (short_lived, "fail")):
+        _invoke(aws, function_arn, {"action": action}, InvocationType="Event")
+    records = [json.loads(body) for body in _receive(aws, url, expected=3, timeout=30)]
+    # Then
+    outcomes = sorted(
+        (r["requestContext"]["functionArn"], r["requestPayload"]["action"], r["requestContext"]["condition"],
+         r["requestContext"]["approximateInvokeCount"], r["responseContext"].get("functionError"))
+        for r in records
+    )
+    assert outcomes == sorted([
+        (f"{no_retries}:$LATEST", "fail", "RetriesExhausted", 1, "Unhandled"),
+        (f"{no_retries}:$LATEST", "succeed", "Success", 1, None),
+        (f"{short_lived}:$LATEST", "fail", "EventAgeExceeded", 1, "Unhandled"),
+    ])
+    [success] = [r for r in records if r["requestContext"]["condition"] == "Success"]
+    assert success["responsePayload"]["function_name"] == no_retries.rsplit(":", 1)[-1]
+    assert all(len(_attempts(aws, r["requestContext"]["requestId"])) == 1 for r in records)
+
+
 def test_handler_sleep_and_clock_are_simulated(aws, probe_arn):
     # Given: a handler that sleeps 10 minutes
     started_wall = time.monotonic()
@@ -627,10 +701,12 @@ def _queue(aws) -> tuple[str, str]:
 
 
 def _receive(aws, url: str, expected: int, timeout: float = 10) -> list[str]:
+    """Messages read and deleted, so simulated time passing a visibility timeout cannot show one twice."""
     sqs, bodies, deadline = aws.client("sqs"), [], time.monotonic() + timeout
     while len(bodies) < expected and time.monotonic() < deadline:
         for message in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages", []):
             bodies.append(message["Body"])
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         time.sleep(0.05)
     return bodies
 
@@ -795,6 +871,32 @@ def test_cloudformation_creates_every_alarm_of_a_stack_with_its_dimensions_and_a
         shape(p["Namespace"], p["MetricName"], p["Dimensions"], p["AlarmActions"]) for p in declared
     )
     assert all(d["Value"] for alarm in alarms for d in alarm["Dimensions"])
+
+
+def test_cloudformation_applies_every_event_invoke_config_of_the_app(deployment):
+    # AWS: an AWS::Lambda::EventInvokeConfig sets its function's asynchronous retries, event age and
+    # destinations (GetFunctionEventInvokeConfig returns them). moto's CloudFormation skips the type.
+    cfn, lam, applied = deployment.client("cloudformation"), deployment.client("lambda"), 0
+    for stack in ("AlertNotificationStack", "JobPollerStack"):
+        body = cfn.get_template(StackName=stack)["TemplateBody"]
+        resources = (json.loads(body) if isinstance(body, str) else body)["Resources"]
+        summaries = cfn.list_stack_resources(StackName=stack)["StackResourceSummaries"]
+        physical = {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in summaries}
+        for resource in resources.values():
+            if resource["Type"] != "AWS::Lambda::EventInvokeConfig":
+                continue
+            declared = resource["Properties"]
+            config = lam.get_function_event_invoke_config(FunctionName=physical[declared["FunctionName"]["Ref"]])
+            assert config["MaximumRetryAttempts"] == declared["MaximumRetryAttempts"]
+            assert config.get("MaximumEventAgeInSeconds") == declared.get("MaximumEventAgeInSeconds")
+            if "DestinationConfig" in declared:  # the dispatcher's: Fn::GetAtt of a queue of the stack
+                [queue, _] = declared["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"]
+                destination = config["DestinationConfig"]["OnFailure"]["Destination"]
+                assert destination.rsplit(":", 1)[-1] == physical[queue].rsplit("/", 1)[-1]
+            else:
+                assert "DestinationConfig" not in config
+            applied += 1
+    assert applied == 3  # the dispatcher and the two job runners
 
 
 def test_the_app_never_imports_the_emulator():
