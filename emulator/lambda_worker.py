@@ -27,6 +27,7 @@ import signal
 import socket
 import sys
 import sysconfig
+import threading
 import time as _time
 import traceback
 from multiprocessing.connection import Connection
@@ -34,6 +35,7 @@ from multiprocessing.connection import Connection
 _real_time = _time.time
 _offset = 0.0
 _conn: Connection
+_sleep_turn = threading.Lock()
 
 
 def _sim_time() -> float:
@@ -45,13 +47,19 @@ def _sim_time_ns() -> int:
 
 
 def _sim_sleep(seconds: float) -> None:
-    """Ask the emulator to let ``seconds`` of simulated time pass, then resume."""
+    """Ask the emulator to let ``seconds`` of simulated time pass, then resume.
+
+    The connection carries one request and its reply at a time, so sleeps from a handler's threads
+    (botocore back-off in a thread pool) take turns: simulated time counts them one after another,
+    longer than on AWS, but no thread ever reads another's reply.
+    """
     global _offset
     if seconds <= 0:
         return
-    _conn.send({"type": "sleep", "seconds": float(seconds)})
-    reply = _conn.recv()
-    _offset = reply["offset"]
+    with _sleep_turn:
+        _conn.send({"type": "sleep", "seconds": float(seconds)})
+        reply = _conn.recv()
+        _offset = reply["offset"]
 
 
 class _SimDateTime(_datetime.datetime):

@@ -662,9 +662,9 @@ def test_a_dispatch_calls_the_api_once_per_alert_to_start_and_not_per_running_ex
 # --------------------------------------------------------------------------------------------------
 # When a dispatch fails (README, "When a dispatch fails, someone is told")
 # --------------------------------------------------------------------------------------------------
-# The dispatcher's StartExecution client: botocore standard mode with max_attempts 10, which
-# botocore's Config documents as retries after the initial request: 11 calls in all.
-START_ATTEMPTS = 11
+# The dispatcher's StartExecution client: botocore standard mode with total_max_attempts 6, which
+# botocore's Config documents as every call, the first one included.
+START_ATTEMPTS = 6
 # Lambda's asynchronous invocation: the first attempt and the two retries the stack configures.
 DISPATCH_ATTEMPTS = 3
 

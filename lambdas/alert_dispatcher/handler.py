@@ -34,8 +34,10 @@ from patterns_common.observability import logger, tracer
 
 STATE_MACHINE_ARN = os.environ["STATE_MACHINE_ARN"]
 # StartExecution is throttled per account (a token bucket); standard mode retries ThrottlingException
-# with jittered exponential back-off, so a burst of starts slows down instead of failing.
-RETRIES = Config(retries={"mode": "standard", "max_attempts": 10})
+# with jittered exponential back-off (at most 1, 2, 4, 8, 16 s), so a burst of starts slows down
+# instead of failing. Six calls in all keep one start's back-off under 31 s, well inside the
+# function's timeout, so a start throttled throughout is reported as DispatchFailed, not a timeout.
+RETRIES = Config(retries={"mode": "standard", "total_max_attempts": 6})
 # Starts run a few at a time: a thousand alerts take seconds, well inside StartExecution's bucket.
 PARALLEL_STARTS = 8
 table = boto3.resource("dynamodb").Table(os.environ["ALERT_TABLE_NAME"])
