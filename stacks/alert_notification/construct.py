@@ -17,6 +17,7 @@ from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
 from stacks.common.scanners import acknowledge_lint
+from stacks.common.short_lived_table import short_lived_table
 from stacks.common.state_machine import StandardStateMachine
 
 # EventBridge retries an undeliverable schedule event (throttled or failed Invoke) with back-off for
@@ -47,17 +48,11 @@ class AlertNotification(Construct):
         self.table.node.default_child.override_logical_id("AlertTable")
 
         # Powertools idempotency records of the notifier: short-lived, removed by TTL.
-        self.idempotency_table = dynamodb.Table(
+        self.idempotency_table = short_lived_table(
             self,
             "IdempotencyTable",
             partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            time_to_live_attribute="expiration",
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=RemovalPolicy.DESTROY,
+            expiry_attribute="expiration",
         )
         # The secret is created by whoever deploys (it holds a credential), so it is only referenced.
         webhook_secret = secretsmanager.Secret.from_secret_name_v2(self, "SlackWebhook", slack_webhook_secret_name)

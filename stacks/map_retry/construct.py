@@ -11,6 +11,7 @@ from constructs import Construct
 
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
+from stacks.common.short_lived_table import short_lived_table
 from stacks.common.state_machine import StandardStateMachine
 
 RUN_EXPIRY = Duration.days(30)
@@ -50,19 +51,12 @@ class MapRetry(Construct):
         bucket_env = {"ITEMS_BUCKET_NAME": self.bucket.bucket_name}
         # S3 mode: each item's outcome, recorded as a chunk finishes it, so a chunk that dies later
         # does not run its finished items again (patterns_common.map_retry_journal says why DynamoDB).
-        # Records are short-lived, removed by TTL.
-        self.chunk_journal = dynamodb.Table(
+        self.chunk_journal = short_lived_table(
             self,
             "ChunkJournal",
             partition_key=dynamodb.Attribute(name="chunk_key", type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name="position", type=dynamodb.AttributeType.NUMBER),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            time_to_live_attribute="expires_at",
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=RemovalPolicy.DESTROY,
+            expiry_attribute="expires_at",
         )
         journal_env = {**bucket_env, "CHUNK_JOURNAL_TABLE_NAME": self.chunk_journal.table_name}
 
