@@ -44,6 +44,10 @@ MAX_INSTANCES_PER_FUNCTION = 64
 # burst's instances (a Map's items, fifty alerts at once) are mostly not needed again, and each holds
 # memory of its own.
 IDLE_INSTANCE_SECONDS = 10.0
+# Instances of all functions together beyond which idle ones are stopped at once, the longest idle
+# first: each holds memory of its own, and a burst (fifty alerts started together) would otherwise
+# leave dozens idle beside the instances still at work. Busy instances are never stopped.
+MAX_INSTANCES = 100
 WORKER_SCRIPT = Path(__file__).with_name("lambda_worker.py")
 # What a zygote imports before forking instances, per directory it preloads: the bulk of every
 # handler's start-up (boto3; Powertools and the X-Ray SDK its Tracer loads), none of it the handler's
@@ -175,12 +179,14 @@ class _Worker:
 class _FunctionPool:
     """Idle warm workers of one version of one function, and a cap on how many run at once."""
 
-    def __init__(self, spawn: Callable[[], _Worker]) -> None:
+    def __init__(self, spawn: Callable[[], _Worker], went_idle: Callable[[], None]) -> None:
         self._spawn = spawn
+        self._went_idle = went_idle
         self._idle: list[_Worker] = []
         self._slots = threading.BoundedSemaphore(MAX_INSTANCES_PER_FUNCTION)
         self._lock = threading.Lock()
         self.started = 0
+        self.busy = 0
 
     def acquire(self) -> _Worker:
         self._slots.acquire()
@@ -188,6 +194,7 @@ class _FunctionPool:
             while self._idle:
                 worker = self._idle.pop()
                 if worker.alive():
+                    self.busy += 1
                     return worker
                 worker.kill()
         try:
@@ -195,25 +202,34 @@ class _FunctionPool:
         except BaseException:
             self._slots.release()
             raise
-        self.started += 1
+        with self._lock:
+            self.started += 1
+            self.busy += 1
         return worker
 
     def release(self, worker: _Worker, healthy: bool) -> None:
-        if healthy and worker.alive():
-            worker.idle_since = time.monotonic()
-            with self._lock:
+        idle = healthy and worker.alive()
+        with self._lock:
+            self.busy -= 1
+            if idle:
+                worker.idle_since = time.monotonic()
                 self._idle.append(worker)
-        else:
+        if not idle:
             worker.kill()
         self._slots.release()
+        if idle:
+            self._went_idle()
 
-    def stop_idle(self, idle_for: float) -> None:
-        """Stop the instances idle for more than ``idle_for`` real seconds."""
-        cutoff = time.monotonic() - idle_for
+    def idle_instances(self) -> list[_Worker]:
         with self._lock:
-            stale = [worker for worker in self._idle if worker.idle_since < cutoff]
-            self._idle = [worker for worker in self._idle if worker.idle_since >= cutoff]
-        for worker in stale:
+            return list(self._idle)
+
+    def stop(self, workers: list[_Worker]) -> None:
+        """Stop those of ``workers`` that are still idle."""
+        with self._lock:
+            stopping = [worker for worker in self._idle if worker in workers]
+            self._idle = [worker for worker in self._idle if worker not in workers]
+        for worker in stopping:
             worker.kill()
 
     def close(self) -> None:
@@ -275,10 +291,21 @@ class LambdaRuntime:
     # -- internals --------------------------------------------------------------------------------
     def _stop_idle_instances(self) -> None:
         while not self._closed.wait(1.0):
-            with self._lock:
-                pools = [pool for _, pool in self._pools.values()]
-            for pool in pools:
-                pool.stop_idle(IDLE_INSTANCE_SECONDS)
+            cutoff = time.monotonic() - IDLE_INSTANCE_SECONDS
+            for pool in self._live_pools():
+                pool.stop([worker for worker in pool.idle_instances() if worker.idle_since < cutoff])
+
+    def _stop_idle_beyond_limit(self) -> None:
+        """Keep at most MAX_INSTANCES instances: stop idle ones, the longest idle first."""
+        pools = self._live_pools()
+        idle = sorted(((worker, pool) for pool in pools for worker in pool.idle_instances()), key=lambda wp: wp[0].idle_since)
+        excess = sum(pool.busy for pool in pools) + len(idle) - MAX_INSTANCES
+        for worker, pool in idle[:max(0, excess)]:
+            pool.stop([worker])
+
+    def _live_pools(self) -> list[_FunctionPool]:
+        with self._lock:
+            return [pool for _, pool in self._pools.values()]
 
     def _run_event(self, fn: Any, payload: bytes) -> None:
         """One queued event: its attempts and retries, then its record to the destination (lambda_async)."""
@@ -381,7 +408,7 @@ class LambdaRuntime:
             if current is None or current[0] != key:
                 if current is not None:  # redeployed: retire the old version's warm workers
                     current[1].close()
-                current = (key, _FunctionPool(lambda: self._spawn(fn, key)))
+                current = (key, _FunctionPool(lambda: self._spawn(fn, key), self._stop_idle_beyond_limit))
                 self._pools[fn.function_arn] = current
             return current[1]
 

@@ -194,3 +194,15 @@ def test_an_instance_idle_past_its_keep_warm_time_is_stopped_and_the_next_invoca
     assert first[1] == warm[1] != cold[1]
     with pytest.raises(ProcessLookupError):
         os.kill(first[1], 0)
+
+
+def test_beyond_the_instance_limit_an_instance_is_stopped_as_soon_as_it_is_idle(aws, role_arn, monkeypatch):
+    # Given: a limit already reached (the emulator's is 100 instances of all functions together)
+    monkeypatch.setattr(lambda_runtime, "MAX_INSTANCES", 0)
+    code = "import os\ncount = 0\n\ndef lambda_handler(event, context):\n    global count\n    count += 1\n    return [count, os.getpid()]\n"
+    function = create_function(aws, role_arn, "over-limit", "handler", code)
+    # When: the function is invoked twice in a row
+    first, second = _invoke(aws, function)[1], _invoke(aws, function)[1]
+    # Then: the first instance was stopped once idle; the second call was a cold start
+    assert (first[0], second[0]) == (1, 1)
+    assert first[1] != second[1]
