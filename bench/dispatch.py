@@ -137,7 +137,12 @@ def _wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) 
 
 
 def _running(deployment: Deployment) -> int:
+    """Running executions for the bench's alerts (the dispatcher's names start with the alert id)."""
     pages = deployment.client("stepfunctions").get_paginator("list_executions").paginate(
         stateMachineArn=deployment.machine_arn("alert"), statusFilter="RUNNING"
     )
-    return sum(len(page["executions"]) for page in pages)
+    names = [execution["name"] for page in pages for execution in page["executions"]]
+    others = [name for name in names if not name.startswith(ALERT_PREFIX)]
+    if others:
+        print(f"Also running on the alert machine, not the bench's: {', '.join(others)}", flush=True)
+    return len(names) - len(others)
