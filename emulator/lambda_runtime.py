@@ -298,9 +298,11 @@ class LambdaRuntime:
     def _stop_idle_beyond_limit(self) -> None:
         """Keep at most MAX_INSTANCES instances: stop idle ones, the longest idle first."""
         pools = self._live_pools()
-        idle = sorted(((worker, pool) for pool in pools for worker in pool.idle_instances()), key=lambda wp: wp[0].idle_since)
+        idle = [(worker, pool) for pool in pools for worker in pool.idle_instances()]
         excess = sum(pool.busy for pool in pools) + len(idle) - MAX_INSTANCES
-        for worker, pool in idle[:max(0, excess)]:
+        if excess <= 0:  # the usual case, on every invocation's release: no sorting
+            return
+        for worker, pool in sorted(idle, key=lambda wp: wp[0].idle_since)[:excess]:
             pool.stop([worker])
 
     def _live_pools(self) -> list[_FunctionPool]:
