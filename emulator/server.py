@@ -18,6 +18,8 @@ from botocore.config import Config
 from emulator import patches
 from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
+from emulator.cloudcontrol import TARGET_PREFIX as CLOUDCONTROL_TARGET
+from emulator.cloudcontrol import CloudControl
 from emulator.events import EventRouter
 from emulator.faults import Faults
 
@@ -107,6 +109,7 @@ class LocalAws:
         self.clock: SimClock
         self.runtime: LambdaRuntime
         self.router: EventRouter
+        self.cloudcontrol: CloudControl
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -144,11 +147,14 @@ class LocalAws:
             # the caller handed over with the request keeps it still until the response is read,
             # except while this thread waits on the clock (a Lambda handler's sleep).
             with clock.busy(), clock.carrying(environ.get(ticket_key)):
+                if environ.get("HTTP_X_AMZ_TARGET", "").startswith(CLOUDCONTROL_TARGET):  # a service moto lacks
+                    return self.cloudcontrol.wsgi(environ, start_response)
                 return list(moto_app(environ, start_response))
 
         self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
         port = self._server.server_address[1]
         self.endpoint_url = f"http://127.0.0.1:{port}"
+        self.cloudcontrol = CloudControl(self.client, REGION, self.clock.now)
         # moto's Step Functions engine calls services through this port.
         os.environ["MOTO_PORT"] = str(port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)

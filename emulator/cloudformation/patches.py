@@ -1,7 +1,8 @@
-"""CloudFormation: what `cdk deploy` needs from moto (change sets, exports, layers, PITR, KMS tags)."""
+"""CloudFormation: what `cdk deploy` needs from moto (change sets, exports, layers, PITR, KMS tags, DescribeType)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -112,3 +113,42 @@ def install_cloudformation_fidelity() -> None:
         return original_key_create(cls, resource_name, cloudformation_json, *args, **kwargs)
 
     Key.create_from_cloudformation_json = classmethod(key_create)
+
+
+def install_describe_type() -> None:
+    """DescribeType answers a resource type's registry schema, as AWS does.
+
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeType.html: ``Schema``
+    is the type's schema (its create-only properties among others); an unknown type is
+    ``TypeNotFoundException``. `cdk deploy --hotswap` reads it to leave create-only properties to a
+    full deployment; moto had no DescribeType, and the CLI retried its error page for 48 seconds.
+    """
+    from moto.cloudformation.exceptions import CloudFormationError
+    from moto.cloudformation.responses import CloudFormationResponse
+    from moto.core.responses import ActionResult
+
+    from emulator.cloudcontrol import schemas
+
+    class TypeNotFound(CloudFormationError):
+        code = "TypeNotFoundException"
+
+    def describe_type(self: Any) -> ActionResult:
+        kind, type_name = self._get_param("Type") or "RESOURCE", self._get_param("TypeName")
+        try:
+            if kind != "RESOURCE":
+                raise schemas.UnknownType(type_name)
+            schema = schemas.schema(self.region, type_name)
+        except schemas.UnknownType:
+            raise TypeNotFound(f"The type '{type_name}' cannot be found.") from None
+        return ActionResult({
+            "Arn": f"arn:{self.partition}:cloudformation:{self.region}::type/resource/{type_name.replace('::', '-')}",
+            "Type": "RESOURCE",
+            "TypeName": type_name,
+            "Schema": json.dumps(schema),
+            "Visibility": "PUBLIC",
+            "ProvisioningType": "FULLY_MUTABLE",
+            "DeprecatedStatus": "LIVE",
+            "IsDefaultVersion": True,
+        })
+
+    CloudFormationResponse.describe_type = describe_type

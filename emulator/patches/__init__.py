@@ -67,5 +67,6 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     dynamodb.install_dynamodb_exports(clock)
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
+    cloudformation.install_describe_type()
     # Speed.
     stepfunctions.install_parse_once_per_definition()
