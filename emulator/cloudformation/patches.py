@@ -152,3 +152,42 @@ def install_describe_type() -> None:
         })
 
     CloudFormationResponse.describe_type = describe_type
+
+
+def install_change_sets_by_stack() -> None:
+    """DescribeChangeSet and DeleteChangeSet with a StackName find that stack's change set of that name.
+
+    A change set's name is unique within its stack
+    (https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeChangeSet.html: the
+    name or ARN, and the stack's name or ARN when a name is given); one that does not exist is
+    ChangeSetNotFoundException. moto looked names up across every stack: `cdk deploy
+    --hotswap-fallback` deletes its stack's "cdk-deploy-change-set", then waited forever for it to go,
+    as another stack's change set of that name still answered.
+    """
+    from moto.cloudformation.exceptions import CloudFormationError
+    from moto.cloudformation.responses import CloudFormationResponse
+    from moto.core.responses import ActionResult, EmptyResult
+
+    class ChangeSetNotFound(CloudFormationError):
+        code = "ChangeSetNotFoundException"
+
+    def change_set_id(self: Any) -> str:
+        name, stack = self._get_param("ChangeSetName"), self._get_param("StackName")
+        change_sets = self.cloudformation_backend.change_sets
+        if name in change_sets:  # an ARN
+            return name
+        matching = [cs_id for cs_id, cs in change_sets.items()
+                    if cs.change_set_name == name and stack in (None, cs.stack_name, cs.stack_id)]
+        if not matching:
+            raise ChangeSetNotFound(f"ChangeSet [{name}] does not exist")
+        return matching[-1]
+
+    def describe_change_set(self: Any) -> ActionResult:
+        return ActionResult(self.cloudformation_backend.describe_change_set(change_set_name=change_set_id(self)))
+
+    def delete_change_set(self: Any) -> EmptyResult:
+        self.cloudformation_backend.delete_change_set(change_set_name=change_set_id(self))
+        return EmptyResult()
+
+    CloudFormationResponse.describe_change_set = describe_change_set
+    CloudFormationResponse.delete_change_set = delete_change_set

@@ -68,5 +68,6 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
     cloudformation.install_describe_type()
+    cloudformation.install_change_sets_by_stack()
     # Speed.
     stepfunctions.install_parse_once_per_definition()
