@@ -191,3 +191,26 @@ def install_change_sets_by_stack() -> None:
 
     CloudFormationResponse.describe_change_set = describe_change_set
     CloudFormationResponse.delete_change_set = delete_change_set
+
+
+def install_previous_ssm_parameter_values() -> None:
+    """UsePreviousValue of an SSM-typed parameter reuses its SSM parameter name, resolved again.
+
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_Parameter.html: with
+    UsePreviousValue the stack keeps the value it is using; for an ``AWS::SSM::Parameter::Value<...>``
+    type that value is the parameter's name, and ResolvedValue is what it resolved to. moto reused the
+    resolved value and then looked it up as a name, so every update of a CDK stack (whose
+    BootstrapVersion parameter is SSM-typed) failed: `cdk deploy --hotswap-fallback`'s full deployment.
+    """
+    from moto.cloudformation.models import Stack
+
+    def stack_parameters(self: Any) -> dict[str, Any]:
+        slots = self.resource_map._template.get("Parameters", {})
+        given = self.resource_map.input_parameters
+        return {
+            name: given.get(name, slots[name].get("Default"))
+            if str(slots.get(name, {}).get("Type", "")).startswith("AWS::SSM::Parameter::") else value
+            for name, value in self.resource_map.resolved_parameters.items()
+        }
+
+    Stack.stack_parameters = property(stack_parameters)

@@ -69,5 +69,6 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     cloudformation.install_cloudformation_fidelity()
     cloudformation.install_describe_type()
     cloudformation.install_change_sets_by_stack()
+    cloudformation.install_previous_ssm_parameter_values()
     # Speed.
     stepfunctions.install_parse_once_per_definition()

@@ -1,19 +1,23 @@
-"""The emulator's Cloud Control API and CloudFormation DescribeType answer as AWS documents them.
+"""The APIs `cdk deploy --hotswap` calls answer as AWS documents them.
 
-What `cdk deploy --hotswap` sends for a state machine: DescribeType (which properties are create-only),
-UpdateResource with a JSON Patch, GetResource. Each test cites the API Reference page it follows
-(https://docs.aws.amazon.com/cloudcontrolapi/latest/APIReference/). They run against the session's
-emulator with a machine of their own.
+For a function: UpdateFunctionCode, then GetFunction until LastUpdateStatus is Successful. For a state
+machine: CloudFormation DescribeType (which properties are create-only), then Cloud Control's
+UpdateResource with a JSON Patch, and GetResource. Each test cites the page it follows (Cloud Control:
+https://docs.aws.amazon.com/cloudcontrolapi/latest/APIReference/). They run against the session's
+emulator with a machine and a function of their own.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import threading
+import zipfile
 
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.emulator_helpers import unique
+from tests.emulator_helpers import create_function, unique
 
 TYPE = "AWS::StepFunctions::StateMachine"
 
@@ -29,10 +33,50 @@ def aws(deployment):
 
 @pytest.fixture(scope="module")
 def machine(aws):
-    role = aws.client("iam").create_role(RoleName=unique("cloudcontrol"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     return aws.client("stepfunctions").create_state_machine(
-        name=unique("cloudcontrol"), definition=_definition("first"), roleArn=role, tags=[{"key": "team", "value": "a"}],
+        name=unique("cloudcontrol"), definition=_definition("first"), roleArn=_role(aws), tags=[{"key": "team", "value": "a"}],
     )["stateMachineArn"]
+
+
+def _role(aws) -> str:
+    return aws.client("iam").create_role(RoleName=unique("hotswap-apis"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+
+
+def _version_code(version: str) -> str:
+    return f"import time\n\ndef lambda_handler(event, context):\n    time.sleep(event.get('sleep', 0))\n    return '{version}'\n"
+
+
+def test_updated_code_settles_at_once_and_runs_from_the_next_invocation_while_one_in_flight_finishes(aws):
+    # https://docs.aws.amazon.com/lambda/latest/dg/functions-states.html: LastUpdateStatus goes
+    # InProgress -> Successful, and invocations during an update run the previous code; once it is
+    # Successful, invocations run the new code. The emulator updates at once: Successful straight away.
+    lam = aws.client("lambda")
+    name = create_function(aws, _role(aws), "hotswap-code", "app", _version_code("first"), Timeout=600)["FunctionName"]
+    assert json.loads(lam.invoke(FunctionName=name, Payload=b"{}")["Payload"].read()) == "first"
+    in_flight: dict = {}
+    aws.clock.pause()
+    sleepers = len(aws.clock.pending_wakeups())
+    try:
+        # Given an invocation of the first code, asleep on the paused clock
+        thread = threading.Thread(target=lambda: in_flight.update(answer=json.loads(
+            lam.invoke(FunctionName=name, Payload=json.dumps({"sleep": 60}))["Payload"].read())))
+        thread.start()
+        while len(aws.clock.pending_wakeups()) == sleepers:
+            thread.join(0.05)
+        # When the code is updated, as `cdk deploy --hotswap` does
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr("app.py", _version_code("second"))
+        lam.update_function_code(FunctionName=name, ZipFile=archive.getvalue())
+        # Then the update has settled, and the next invocation runs the new code
+        configuration = lam.get_function(FunctionName=name)["Configuration"]
+        assert (configuration["State"], configuration["LastUpdateStatus"]) == ("Active", "Successful")
+        assert json.loads(lam.invoke(FunctionName=name, Payload=b"{}")["Payload"].read()) == "second"
+    finally:
+        aws.clock.resume()
+    # And the invocation in flight finished on the code it started with
+    thread.join(30)
+    assert in_flight["answer"] == "first"
 
 
 def _update(aws, arn: str, patch: list[dict]) -> dict:
