@@ -18,6 +18,7 @@ from botocore.config import Config
 from emulator import patches
 from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
+from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
 
@@ -37,6 +38,7 @@ class _Current:
 
     runtime: LambdaRuntime | None = None
     router: EventRouter | None = None
+    cloudwatch: CloudWatch | None = None
 
     def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> Any:
         if self.runtime is None:
@@ -44,8 +46,14 @@ class _Current:
         return self.runtime.invoke(fn, payload, asynchronous)
 
     def status_changed(self, execution: Any, status: str | None = None) -> None:
+        if self.cloudwatch is not None:
+            self.cloudwatch.on_execution_status(execution, status)
         if self.router is not None:
             self.router.on_execution_status(execution, status)
+
+    def alarm_changed(self, alarm: Any, previous: Any) -> None:
+        if self.cloudwatch is not None:
+            self.cloudwatch.state_changed(alarm, previous)
 
 
 _current = _Current()
@@ -89,7 +97,10 @@ def _install_patches_once() -> SimClock:
     with _install_lock:
         if _clock is None:
             clock = SimClock()
-            patches.install_all(clock, lambda_runtime=_current, on_status_change=_current.status_changed)
+            patches.install_all(
+                clock, lambda_runtime=_current, on_status_change=_current.status_changed,
+                on_alarm_change=_current.alarm_changed,
+            )
             _clock = clock
         return _clock
 
@@ -154,20 +165,24 @@ class LocalAws:
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
         self._thread.start()
 
-        self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults)
         self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
-        _current.runtime, _current.router = self.runtime, self.router
+        self.cloudwatch = CloudWatch(self.clock, self.router, ACCOUNT_ID, REGION)
+        self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults,
+                                     on_output=self.cloudwatch.read_function_log)
+        _current.runtime, _current.router, _current.cloudwatch = self.runtime, self.router, self.cloudwatch
         return self
 
     def stop(self) -> None:
         self.faults.clear()
         self.abort_running_executions()
-        _current.runtime, _current.router = None, None
+        _current.runtime, _current.router, _current.cloudwatch = None, None, None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
         if hasattr(self, "router"):
             self.router.stop()
+        if hasattr(self, "cloudwatch"):
+            self.cloudwatch.stop()
         if hasattr(self, "runtime"):
             self.runtime.close()
         from moto.core.base_backend import BackendDict
