@@ -228,14 +228,15 @@ async function alarmsPage() {
   const alarms = el("tbody");
   const changes = el("ol", { id: "alarm-changes", class: "plain" });
   const topics = el("div", { id: "topics" });
+  // What changed comes first: a person advancing the clock watches these two, then reads the table.
   view.replaceChildren(el("h1", {}, "Alarms"),
     el("p", { class: "muted" }, "CloudWatch evaluates each alarm at the end of every period of simulated time: advance the clock to see them change."),
-    el("table", { class: "alarms", id: "alarms" },
-      el("thead", {}, el("tr", {}, ...["Alarm", "State", "Since", "Metric", "Condition", "Reason"].map((h) => el("th", {}, h)))),
-      alarms),
     el("div", { class: "columns" },
       el("div", { class: "card" }, el("h2", {}, "State changes (newest first)"), changes),
-      el("div", { class: "card wide" }, el("h2", {}, "Messages the app's topics received (newest first)"), topics)));
+      el("div", { class: "card wide" }, el("h2", {}, "Messages the app's topics received (newest first)"), topics)),
+    el("table", { class: "alarms", id: "alarms" },
+      el("thead", {}, el("tr", {}, ...["Alarm", "State", "Since", "Metric", "Condition", "Reason"].map((h) => el("th", {}, h)))),
+      alarms));
   const refresh = async () => {
     const [answer, received] = [await api("/api/alarms"), await api("/api/topics")];
     alarms.replaceChildren(...answer.alarms.map((a) => el("tr", { "data-alarm": a.name, "data-state": a.state, "data-updated": String(a.updated) },
