@@ -121,3 +121,54 @@ class EventInvokeConfig(CloudFormationModel):
         lambda_backends[account_id][region_name].delete_function_event_invoke_config(
             cloudformation_json["Properties"]["FunctionName"]
         )
+
+
+class FunctionUrl(CloudFormationModel):
+    """AWS::Lambda::Url, created through moto's CreateFunctionUrlConfig (so it answers on loopback).
+
+    Its ``FunctionUrl`` attribute is where the URL answers (emulator/awslambda/function_urls.py).
+    """
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::Lambda::Url"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.config.function.function_arn
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr in ("FunctionUrl", "FunctionArn")
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        if attribute_name == "FunctionUrl":
+            return self.config.url
+        if attribute_name == "FunctionArn":
+            return self.config.function.function_arn
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        raise UnformattedGetAttTemplateException()
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "FunctionUrl":
+        from moto.awslambda.models import lambda_backends
+
+        p = cloudformation_json["Properties"]
+        config = {key: p[key] for key in ("AuthType", "Cors", "InvokeMode") if key in p}
+        return cls(lambda_backends[account_id][region_name].create_function_url_config(p["TargetFunctionArn"], config))
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.awslambda.models import lambda_backends
+
+        lambda_backends[account_id][region_name].delete_function_url_config(
+            cloudformation_json["Properties"]["TargetFunctionArn"]
+        )
