@@ -64,6 +64,7 @@ def install_all(
     redrive.install_parallel_redrive()
     # Lambda.
     awslambda.install_lambda_runtime(lambda_runtime)
+    awslambda.install_function_urls(lambda_runtime)
     awslambda.install_lambda_invocation_type()
     awslambda.install_lambda_task_error_names()
     # DynamoDB.
