@@ -50,8 +50,8 @@ def deploy_app(aws: LocalAws, context: dict[str, str] | None = None, app_dir: Pa
     for key, value in (context or {}).items():
         common += ["--context", f"{key}={value}"]
     started = time.monotonic()
-    _run([str(CDK), "bootstrap", f"aws://{ACCOUNT_ID}/{REGION}", *common ], env, log, app_dir)
-    _run([str(CDK), "deploy", "--all", "--require-approval", "never", *common ], env, log, app_dir)
+    _run([str(CDK), "bootstrap", f"aws://{ACCOUNT_ID}/{REGION}", *common], env, log, app_dir)
+    _run([str(CDK), "deploy", "--all", "--require-approval", "never", *common], env, log, app_dir)
     aws.deploy_seconds = time.monotonic() - started
     return aws.stack_outputs()
 
@@ -82,3 +82,14 @@ def watch(aws: LocalAws) -> subprocess.Popen:
          "--app", f"{sys.executable} app.py"],
         cwd=ROOT, env=cdk_environment(aws), stdin=subprocess.DEVNULL,
     )
+
+
+def deploy_assembly(aws: LocalAws, assembly: Path) -> dict[str, dict[str, str]]:
+    """Deploy every stack of an already synthesized cloud assembly into a bootstrapped LocalAws.
+
+    What a test uses to add a small stack beside the app's without synthesizing it in a new process.
+    """
+    env = cdk_environment(aws)
+    _run([str(CDK), "deploy", "--all", "--require-approval", "never", "--no-notices", "--app", str(assembly)],
+         env, aws.workdir / "cdk.log", assembly)
+    return aws.stack_outputs()
