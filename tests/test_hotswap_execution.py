@@ -54,14 +54,14 @@ def test_the_next_execution_runs_the_hot_swapped_code_and_definition_and_a_runni
     aws.clock.pause()
     try:
         running = sfn.start_execution(stateMachineArn=machine_arn)["executionArn"]
-        wait_for_event(sfn, running, "WaitStateEntered")
+        wait_for_event(sfn, running, "WaitStateEntered", timeout=120)
 
         # When the handler and the definition change and `cdk deploy --hotswap` runs
         _edit(app_dir / "greeter" / "handler.py", "hello from the first code", "hello from the second code")
         _edit(app_dir / "definition.json", '"definition": "first"', '"definition": "second"')
         output = run_cdk(aws, ["deploy", "--hotswap", STACK], app_dir=app_dir, outdir=outdir)
         following = sfn.start_execution(stateMachineArn=machine_arn)["executionArn"]
-        wait_for_event(sfn, following, "WaitStateEntered")
+        wait_for_event(sfn, following, "WaitStateEntered", timeout=120)
     finally:
         aws.clock.resume()
 
