@@ -16,7 +16,15 @@ from typing import Any
 
 from emulator.clock import SimClock
 from emulator.cloudwatch import alarms as logic
-from emulator.cloudwatch.metrics import STATES_NAMESPACE, MetricStore, emf_metric_data, execution_metrics
+from emulator.cloudwatch.metrics import (
+    SQS_INTERVAL,
+    SQS_NAMESPACE,
+    STATES_NAMESPACE,
+    MetricStore,
+    emf_metric_data,
+    execution_metrics,
+    queue_metrics,
+)
 from emulator.events import EventRouter
 
 _POLL_SECONDS = 0.05
@@ -41,6 +49,7 @@ class CloudWatch:
         self._store = MetricStore()
         self._evaluated: dict[int, int] = {}  # id(moto alarm) -> the last boundary evaluated
         self._log_offsets: dict[Path, int] = {}
+        self._queues_sampled = 0
         self._lock = threading.RLock()
         self._stop = threading.Event()
         threading.Thread(target=self._run, name="cloudwatch-alarms", daemon=True).start()
@@ -115,10 +124,28 @@ class CloudWatch:
             for namespace, data in emf_metric_data(line):
                 backend.put_metric_data(namespace, data)
 
+    def sample_queues(self) -> None:
+        """Each queue's depth once a minute of simulated time, as SQS pushes it (at most once per look:
+        a clock that jumped an hour gives one sample, of the depth now)."""
+        minute = logic.period_start(self.clock.now(), SQS_INTERVAL)
+        if minute <= self._queues_sampled:
+            return
+        self._queues_sampled = minute
+        from moto.sqs.models import sqs_backends
+
+        backend = _backend(self.account_id, self.region)
+        for queue in list(sqs_backends[self.account_id][self.region].queues.values()):
+            backend.put_metric_data(SQS_NAMESPACE, queue_metrics(
+                queue.name, visible=queue.approximate_number_of_messages,
+                not_visible=queue.approximate_number_of_messages_not_visible,
+                delayed=queue.approximate_number_of_messages_delayed, now=minute,
+            ))
+
     # -- evaluation -------------------------------------------------------------------------------
     def evaluate(self) -> None:
         """Evaluate every alarm at each of its period boundaries the clock has passed since the last look."""
         with self._lock:
+            self.sample_queues()
             backend = _backend(self.account_id, self.region)
             self._store.index(id(backend), backend.metric_data)
             now = self.clock.now()
