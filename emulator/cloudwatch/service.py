@@ -125,8 +125,11 @@ class CloudWatch:
                 backend.put_metric_data(namespace, data)
 
     def sample_queues(self) -> None:
-        """Each queue's depth once a minute of simulated time, as SQS pushes it (at most once per look:
-        a clock that jumped an hour gives one sample, of the depth now)."""
+        """The depth of each queue an alarm watches, once a minute of simulated time, as SQS pushes it.
+
+        At most one sample per look: a clock that jumped an hour gives one, of the depth now. Only
+        watched metrics are sampled, so a clock that jumps all day does not fill memory with depths.
+        """
         minute = logic.period_start(self.clock.now(), SQS_INTERVAL)
         if minute <= self._queues_sampled:
             return
@@ -134,12 +137,21 @@ class CloudWatch:
         from moto.sqs.models import sqs_backends
 
         backend = _backend(self.account_id, self.region)
-        for queue in list(sqs_backends[self.account_id][self.region].queues.values()):
-            backend.put_metric_data(SQS_NAMESPACE, queue_metrics(
-                queue.name, visible=queue.approximate_number_of_messages,
-                not_visible=queue.approximate_number_of_messages_not_visible,
-                delayed=queue.approximate_number_of_messages_delayed, now=minute,
-            ))
+        watched: dict[str, set[str]] = {}
+        for alarm in list(backend.alarms.values()):
+            if alarm.namespace == SQS_NAMESPACE:
+                for dimension in alarm.dimensions:
+                    if dimension.name == "QueueName":
+                        watched.setdefault(dimension.value, set()).add(alarm.metric_name)
+        queues = sqs_backends[self.account_id][self.region].queues
+        for name, metric_names in watched.items():
+            queue = queues.get(name)
+            if queue is None:
+                continue
+            data = queue_metrics(name, visible=queue.approximate_number_of_messages,
+                                 not_visible=queue.approximate_number_of_messages_not_visible,
+                                 delayed=queue.approximate_number_of_messages_delayed, now=minute)
+            backend.put_metric_data(SQS_NAMESPACE, [d for d in data if d["MetricName"] in metric_names])
 
     # -- evaluation -------------------------------------------------------------------------------
     def evaluate(self) -> None:
