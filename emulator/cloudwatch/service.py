@@ -43,9 +43,9 @@ class CloudWatch:
         self.router = router
         self.account_id = account_id
         self.region = region
-        # What the console and tests read: each state change, each action's notification.
+        # Each state change and what became of its actions, for the console: {"alarm", "from", "to",
+        # "reason", "time", "actions": [{"target", "error"}]}.
         self.changes: list[dict] = []
-        self.notifications: list[dict] = []
         self._store = MetricStore()
         self._evaluated: dict[int, int] = {}  # id(moto alarm) -> the last boundary evaluated
         self._log_offsets: dict[Path, int] = {}
@@ -62,19 +62,19 @@ class CloudWatch:
         """``model`` (moto's alarm) has just left ``previous``: send the event, run the actions."""
         alarm, current = logic.Alarm.of(model), logic.State.of(model)
         event = logic.state_change_event(alarm, previous, current, self.account_id, self.region)
-        self.changes.append({"alarm": alarm.name, "from": previous.value, "to": current.value,
-                             "reason": current.reason, "time": current.timestamp})
+        change = {"alarm": alarm.name, "from": previous.value, "to": current.value, "reason": current.reason,
+                  "time": current.timestamp, "actions": []}
+        self.changes.append(change)
         self.router.put(event, account_id=self.account_id, region=self.region)
         if not alarm.actions_enabled:
             return
         for arn in alarm.actions_for(current.value):
-            self._run_action(arn, alarm, previous, current)
+            change["actions"].append({"target": arn, "error": self._run_action(arn, alarm, previous, current)})
 
-    def _run_action(self, arn: str, alarm: logic.Alarm, previous: logic.State, current: logic.State) -> None:
-        record = {"alarm": alarm.name, "state": current.value, "target": arn, "time": current.timestamp}
+    def _run_action(self, arn: str, alarm: logic.Alarm, previous: logic.State, current: logic.State) -> str | None:
+        """Publish the notification to the action's topic; what went wrong, if anything."""
         if arn.split(":")[2] != "sns":
-            self.notifications.append({**record, "error": "the emulator runs SNS alarm actions only"})
-            return
+            return "the emulator runs SNS alarm actions only"
         from moto.sns.models import sns_backends
 
         subject, message = logic.sns_notification(alarm, previous, current, self.account_id, self.region)
@@ -82,9 +82,9 @@ class CloudWatch:
         try:
             sns_backends[account][region].publish(message, arn=arn, subject=subject)
         except Exception as exc:  # noqa: BLE001 - a missing topic fails this action only, as on AWS
-            self.notifications.append({**record, "subject": subject, "message": message, "error": str(exc)})
-            return
-        self.notifications.append({**record, "subject": subject, "message": message, "error": None})
+            _log.warning("Alarm %s could not notify %s: %s", alarm.name, arn, exc)
+            return str(exc)
+        return None
 
     def set_state(self, model: Any, state: logic.State) -> None:
         """An evaluation's verdict, recorded as moto records SetAlarmState's, then acted on."""
