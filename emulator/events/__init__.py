@@ -157,11 +157,12 @@ def send(arn: str, message: str) -> None:
         raise NotImplementedError(f"The emulator does not deliver to {arn}")
 
 
-def _start_execution(arn: str, message: str) -> None:
+def _start_execution(arn: str, message: str) -> str:
+    """Start an execution of the machine ``arn`` with ``message`` as its input; returns its ARN."""
     from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
     region, account = arn.split(":")[3:5]
-    stepfunctions_parser_backends[account][region].start_execution(arn, None, message)
+    return stepfunctions_parser_backends[account][region].start_execution(arn, None, message).execution_arn
 
 
 class EventRouter:
@@ -172,6 +173,8 @@ class EventRouter:
         self.account_id = account_id
         self.region = region
         self.delivered: list[dict] = []  # {"rule", "target", "event"} for summaries and tests
+        # Execution ARN -> {"rule", "event"}: the event whose rule targeted the machine, for the console.
+        self.started_by: dict[str, dict] = {}
         self._schedule_next: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -217,7 +220,7 @@ class EventRouter:
             service = target["Arn"].split(":")[2]
             self.delivered.append({"rule": rule.name, "target": target["Arn"], "event": event, "input": text})
             if service == "states":
-                _start_execution(target["Arn"], text)
+                self.started_by[_start_execution(target["Arn"], text)] = {"rule": rule.name, "event": event}
             else:
                 send(target["Arn"], text)
             count += 1
