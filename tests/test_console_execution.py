@@ -313,3 +313,66 @@ def test_the_execution_page_shows_the_alarm_event_that_started_it(deployment, co
     finally:
         events.remove_targets(Rule="console-test-alarm-starts-alert", Ids=["alert"])
         events.delete_rule(Name="console-test-alarm-starts-alert")
+
+
+_STARTER = '''
+import json, os
+import boto3
+
+def handler(event, context):
+    # What an app's alarm handler does: start an escalation for the alarm it was told about.
+    return boto3.client("stepfunctions").start_execution(
+        stateMachineArn=os.environ["MACHINE_ARN"], input=os.environ["INPUT"])["executionArn"]
+'''
+
+
+def test_an_execution_a_lambda_target_started_names_the_event_that_invoked_it(deployment, console):
+    import io
+    import time
+    import urllib.parse
+    import urllib.request
+    import zipfile
+
+    # Given: a rule whose Lambda target starts the alert machine (as the app's alarm handler does)
+    sample = samples.sample("alert", "disk-full-web-1")
+    deployment.seed("alert", sample.input)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("index.py", _STARTER)
+    role = deployment.client("iam").create_role(RoleName="console-test-starter", AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+    }))["Role"]["Arn"]
+    function = deployment.client("lambda").create_function(
+        FunctionName="console-test-starter", Runtime="python3.13", Role=role, Handler="index.handler",
+        Code={"ZipFile": archive.getvalue()}, Timeout=30,
+        Environment={"Variables": {"MACHINE_ARN": deployment.machine_arn("alert"), "INPUT": json.dumps(sample.input)}},
+    )["FunctionArn"]
+    events = deployment.client("events")
+    events.put_rule(Name="console-test-alarm-invokes-starter", EventPattern=json.dumps({
+        "source": ["aws.cloudwatch"], "detail": {"alarmName": ["console-test-lambda-alarm"]}}))
+    events.put_targets(Rule="console-test-alarm-invokes-starter", Targets=[{"Id": "starter", "Arn": function}])
+    event = {
+        "version": "0", "id": "c4a2d1e0-0000-4000-8000-000000000002", "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch", "account": "123456789012", "time": "2026-11-24T12:00:00Z", "region": "us-east-1",
+        "resources": ["arn:aws:cloudwatch:us-east-1:123456789012:alarm:console-test-lambda-alarm"],
+        "detail": {"alarmName": "console-test-lambda-alarm", "state": {"value": "ALARM"}, "previousState": {"value": "OK"}},
+    }
+    try:
+        # When: the event is delivered, and the function starts an execution
+        assert deployment.aws.router.put(event) == 1
+        deadline = time.monotonic() + TIMEOUT
+        started: list[str] = []
+        while not started and time.monotonic() < deadline:
+            started = [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
+            time.sleep(0.1)
+        # Then: the console's execution names the event and the Lambda target it went through
+        [arn] = started
+        with urllib.request.urlopen(console.url + "api/execution?arn=" + urllib.parse.quote(arn), timeout=30) as response:
+            shown = json.loads(response.read())["started_by"]
+        assert shown["event"] == event and shown["target"] == function
+        assert shown["rule"] == "console-test-alarm-invokes-starter"
+    finally:
+        events.remove_targets(Rule="console-test-alarm-invokes-starter", Ids=["starter"])
+        events.delete_rule(Name="console-test-alarm-invokes-starter")
+        deployment.client("lambda").delete_function(FunctionName="console-test-starter")

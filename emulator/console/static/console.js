@@ -225,9 +225,10 @@ async function executionPage(arn) {
 }
 
 // The EventBridge event whose rule started an execution: what it says at a glance, and the whole event.
-function startedBy({ rule, event }) {
+function startedBy({ rule, target, event }) {
   const detail = event.detail || {};
-  const facts = [["Event", `${event.source} · ${event["detail-type"]}`], ["Rule", rule], ["Event time", event.time]];
+  const through = target && target.split(":")[2] === "lambda" ? ` → Lambda function ${target.split(":").pop()}` : "";
+  const facts = [["Event", `${event.source} · ${event["detail-type"]}`], ["Rule", rule + through], ["Event time", event.time]];
   if (detail.alarmName) {
     facts.splice(1, 0, ["Alarm", detail.alarmName],
       ["State", `${(detail.previousState || {}).value || "?"} → ${(detail.state || {}).value || "?"}`]);
