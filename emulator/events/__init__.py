@@ -249,7 +249,6 @@ class EventRouter:
             return render_input_transformer(target["InputTransformer"], event)
         return _minified(event)
 
-
     def traced_start(self, trace_header: str, response: bytes) -> None:
         """A StartExecution answered ``response``: if its trace began at a delivery, that event started it."""
         with self._lock:

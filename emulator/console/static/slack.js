@@ -93,8 +93,13 @@ function slackPanel(list) {
     }
     refresh();
   };
+  let drawn = "";
   const refresh = async () => {
     const posts = await api("/api/slack");
+    // Drawn again only when something changed: a button replaced under the pointer loses its click.
+    const state = JSON.stringify([posts, [...outcome]]);
+    if (state === drawn) return;
+    drawn = state;
     list.replaceChildren(...posts.map((post) => {
       const message = post.shown;
       const edited = JSON.stringify(post.shown) !== JSON.stringify(post.body);
