@@ -17,7 +17,7 @@ from emulator.clock import INSTANT, parse_speed
 from emulator.console import Console
 from emulator.follow import duration
 from emulator.server import CLOCK_PATH
-from emulator.session import MACHINES, Deployment, deployed
+from emulator.session import MACHINES, SLACK_SIGNING_SECRET_NAME, Deployment, deployed
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -30,11 +30,15 @@ def _serve(args: argparse.Namespace) -> int:
         for key, value in deployment.aws.environment.items():
             print(f"  export {key}={value}")
         print(f"Slack stand-in (webhook secret value): {deployment.slack.url}")
+        if deployment.slack.interactive:
+            print(f"Slack app interactivity: request URL {deployment.slack.request_url}, "
+                  f"signing secret in Secrets Manager {SLACK_SIGNING_SECRET_NAME}")
         print("Stack outputs:")
         print(json.dumps(deployment.documented_outputs, indent=2))
         for line in clock_lines(deployment.aws.clock_status()):
             print(line)
         print(f"Console: {console.url}")
+        print(f"Slack messages as a person sees them, buttons to click: {console.url}#/slack")
         print("Scheduled rules fire on the simulated clock. Ctrl-C stops.", flush=True)
         try:
             threading.Event().wait()

@@ -42,10 +42,10 @@ class _Current:
     function_urls: FunctionUrls | None = None
     cloudwatch: CloudWatch | None = None
 
-    def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> Any:
+    def invoke(self, fn: Any, payload: bytes, asynchronous: bool, trace_id: str | None = None) -> Any:
         if self.runtime is None:
             raise RuntimeError("No LocalAws is running in this process")
-        return self.runtime.invoke(fn, payload, asynchronous)
+        return self.runtime.invoke(fn, payload, asynchronous, trace_id)
 
     def open_function_url(self, fn: Any) -> str:
         if self.function_urls is None:
@@ -163,7 +163,10 @@ class LocalAws:
             # the caller handed over with the request keeps it still until the response is read,
             # except while this thread waits on the clock (a Lambda handler's sleep).
             with clock.busy(), clock.carrying(environ.get(ticket_key)):
-                return list(moto_app(environ, start_response))
+                body = list(moto_app(environ, start_response))
+            if environ.get("HTTP_X_AMZ_TARGET", "").endswith(".StartExecution") and environ.get("HTTP_X_AMZN_TRACE_ID"):
+                self.router.traced_start(environ["HTTP_X_AMZN_TRACE_ID"], b"".join(body))
+            return body
 
         self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
         port = self._server.server_address[1]
