@@ -71,6 +71,9 @@ def install_all(
     dynamodb.install_dynamodb_exports(clock)
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
+    cloudformation.install_describe_type()
+    cloudformation.install_change_sets_by_stack()
+    cloudformation.install_previous_ssm_parameter_values()
     # CloudWatch.
     cloudwatch.install_initial_alarm_state()
     cloudwatch.install_alarm_state_changes(on_alarm_change)
