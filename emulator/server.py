@@ -20,6 +20,7 @@ from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
 from emulator.events import EventRouter
 from emulator.faults import Faults
+from emulator.stepfunctions.mocks import MockConfig
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
@@ -37,6 +38,7 @@ class _Current:
 
     runtime: LambdaRuntime | None = None
     router: EventRouter | None = None
+    mock_config: MockConfig | None = None
 
     def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> Any:
         if self.runtime is None:
@@ -89,7 +91,10 @@ def _install_patches_once() -> SimClock:
     with _install_lock:
         if _clock is None:
             clock = SimClock()
-            patches.install_all(clock, lambda_runtime=_current, on_status_change=_current.status_changed)
+            patches.install_all(
+                clock, lambda_runtime=_current, on_status_change=_current.status_changed,
+                mock_config=lambda: _current.mock_config,
+            )
             _clock = clock
         return _clock
 
@@ -97,8 +102,9 @@ def _install_patches_once() -> SimClock:
 class LocalAws:
     """A local AWS endpoint. Use as a context manager, or call ``start()`` and ``stop()``."""
 
-    def __init__(self, workdir: Path | None = None, auto_schedules: bool = False) -> None:
+    def __init__(self, workdir: Path | None = None, auto_schedules: bool = False, mock_config: MockConfig | None = None) -> None:
         self._own_workdir = workdir is None
+        self.mock_config = mock_config  # Step Functions Local's mock configuration: see use_mock_config
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="local-aws-"))
         self.auto_schedules = auto_schedules
         self.faults = Faults()  # switched on per test: see emulator/faults.py
@@ -157,12 +163,20 @@ class LocalAws:
         self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults)
         self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
         _current.runtime, _current.router = self.runtime, self.router
+        _current.mock_config = self.mock_config
         return self
+
+    def use_mock_config(self, config: MockConfig | None) -> None:
+        """Test cases that StartExecution selects with ``<state machine ARN>#<test case>`` from now on
+        (None: none). Executions already running keep the test case they started with."""
+        self.mock_config = config
+        if self._server is not None:
+            _current.mock_config = config
 
     def stop(self) -> None:
         self.faults.clear()
         self.abort_running_executions()
-        _current.runtime, _current.router = None, None
+        _current.runtime, _current.router, _current.mock_config = None, None, None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -17,11 +17,13 @@ from emulator.awslambda import patches as awslambda
 from emulator.clock import SimClock
 from emulator.cloudformation import patches as cloudformation
 from emulator.dynamodb import patches as dynamodb
-from emulator.stepfunctions import engine_clock, jsonata, redrive, states, test_state
+from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
 from emulator.stepfunctions import patches as stepfunctions
 
 
-def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None]) -> None:
+def install_all(
+    clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], mock_config: Callable[[], Any]
+) -> None:
     # Simulated time in the Step Functions engine.
     engine_clock.install_engine_clock(clock)
     engine_clock.install_program_timeout(clock)
@@ -59,6 +61,8 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     redrive.install_redrive_filter()
     redrive.install_inline_map_redrive()
     redrive.install_parallel_redrive()
+    # Mocked service integrations (Step Functions Local's mock configuration).
+    mocks.install_mocked_integrations(mock_config)
     # Lambda.
     awslambda.install_lambda_runtime(lambda_runtime)
     awslambda.install_lambda_invocation_type()
