@@ -44,6 +44,7 @@ def install_all(
     stepfunctions.install_history_paging()
     stepfunctions.install_definition_string_escapes()
     states.install_inner_error_names()
+    states.install_states_all_leaves_runtime()
     # JSONata and workflow variables.
     jsonata.install_jsonata_evaluator()
     jsonata.install_field_paths()

@@ -154,3 +154,23 @@ def install_distributed_map_tolerated_failures() -> None:
             raise states_error(env, "States.ExceedToleratedFailureThreshold", cause)
 
     DistributedIterationComponent._map_run = map_run
+
+
+def install_states_all_leaves_runtime() -> None:
+    """AWS: "A retry or catch on States.ALL won't catch States.Runtime errors": such an error always
+    fails the execution. moto's States.ALL matched it too, so a Catch-all swallowed the failure.
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
+    """
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+
+    original = ErrorEqualsDecl._eval_body
+
+    def eval_body(self: Any, env: Any) -> None:
+        error = env.stack[-1]
+        if getattr(error, "error_name", None) == "States.Runtime" and ErrorEqualsDecl._STATE_ALL_ERROR in self.error_names:
+            env.stack.pop()
+            env.stack.append(False)
+            return
+        original(self, env)
+
+    ErrorEqualsDecl._eval_body = eval_body
