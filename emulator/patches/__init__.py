@@ -50,6 +50,8 @@ def install_all(
     jsonata.install_field_paths()
     jsonata.install_integer_fields()
     jsonata.install_jsonata_clock(clock)
+    jsonata.install_jsonata_wait_timestamp()
+    jsonata.install_jsonata_map_items()
     states.install_choice_rule_assign()
     states.install_no_choice_matched()
     states.install_variable_comparison_order()

@@ -103,7 +103,8 @@ def _record(component: Any, inspection: dict, key: str) -> None:
 def _instrument(state: Any, inspection: dict) -> None:
     from moto.stepfunctions.parser.asl.component.common.parargs import Arguments
 
-    parargs = getattr(state, "parargs", None)
+    # Task, Map and Parallel states keep Parameters (or Arguments) as parargs; a Pass state as parameters.
+    parargs = getattr(state, "parargs", None) or getattr(state, "parameters", None)
     _record(parargs, inspection, "afterArguments" if isinstance(parargs, Arguments) else "afterParameters")
     _record(getattr(state, "result", None), inspection, "result")  # a Pass state's Result
     if state._is_language_query_jsonpath():  # JSONata states have none of these fields
