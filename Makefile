@@ -40,7 +40,7 @@ demo: setup
 test: setup
 	$(PYTHON) -m pytest
 
-# Seed designs against ours in the local emulator: bench/results.md, charts, the README's figures.
+# Seed designs against ours in the local emulator: bench/results.md, charts, the figures docs/ quotes.
 bench: setup
 	$(PYTHON) -m bench
 

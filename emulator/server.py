@@ -16,8 +16,10 @@ import boto3
 from botocore.config import Config
 
 from emulator import patches
+from emulator.awslambda.function_urls import FunctionUrls
 from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
+from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
 from emulator.stepfunctions.mocks import MockConfig
@@ -38,6 +40,8 @@ class _Current:
 
     runtime: LambdaRuntime | None = None
     router: EventRouter | None = None
+    function_urls: FunctionUrls | None = None
+    cloudwatch: CloudWatch | None = None
     mock_config: MockConfig | None = None
 
     def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> Any:
@@ -45,9 +49,20 @@ class _Current:
             raise RuntimeError("No LocalAws is running in this process")
         return self.runtime.invoke(fn, payload, asynchronous)
 
+    def open_function_url(self, fn: Any) -> str:
+        if self.function_urls is None:
+            raise RuntimeError("No LocalAws is running in this process")
+        return self.function_urls.open(fn)
+
     def status_changed(self, execution: Any, status: str | None = None) -> None:
+        if self.cloudwatch is not None:
+            self.cloudwatch.on_execution_status(execution, status)
         if self.router is not None:
             self.router.on_execution_status(execution, status)
+
+    def alarm_changed(self, alarm: Any, previous: Any) -> None:
+        if self.cloudwatch is not None:
+            self.cloudwatch.state_changed(alarm, previous)
 
 
 _current = _Current()
@@ -93,7 +108,7 @@ def _install_patches_once() -> SimClock:
             clock = SimClock()
             patches.install_all(
                 clock, lambda_runtime=_current, on_status_change=_current.status_changed,
-                mock_config=lambda: _current.mock_config,
+                on_alarm_change=_current.alarm_changed, mock_config=lambda: _current.mock_config,
             )
             _clock = clock
         return _clock
@@ -113,6 +128,7 @@ class LocalAws:
         self.clock: SimClock
         self.runtime: LambdaRuntime
         self.router: EventRouter
+        self.function_urls: FunctionUrls
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -160,9 +176,14 @@ class LocalAws:
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
         self._thread.start()
 
-        self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults)
         self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
+        self.cloudwatch = CloudWatch(self.clock, self.router, ACCOUNT_ID, REGION)
+        self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults,
+                                     on_output=self.cloudwatch.read_function_log)
+        self.function_urls = FunctionUrls(self.clock, lambda fn, payload: self.runtime.invoke(fn, payload, False),
+                                          _find_function)
         _current.runtime, _current.router = self.runtime, self.router
+        _current.function_urls, _current.cloudwatch = self.function_urls, self.cloudwatch
         _current.mock_config = self.mock_config
         return self
 
@@ -176,12 +197,17 @@ class LocalAws:
     def stop(self) -> None:
         self.faults.clear()
         self.abort_running_executions()
-        _current.runtime, _current.router, _current.mock_config = None, None, None
+        _current.runtime, _current.router, _current.function_urls, _current.cloudwatch = None, None, None, None
+        _current.mock_config = None
+        if hasattr(self, "function_urls"):
+            self.function_urls.close_all()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
         if hasattr(self, "router"):
             self.router.stop()
+        if hasattr(self, "cloudwatch"):
+            self.cloudwatch.stop()
         if hasattr(self, "runtime"):
             self.runtime.close()
         from moto.core.base_backend import BackendDict
@@ -301,6 +327,18 @@ class LocalAws:
 
         parts = layer_arn.split(":")
         return lambda_backends[parts[4]][parts[3]].layers_versions_by_arn(layer_arn)
+
+
+def _find_function(arn: str) -> Any:
+    """moto's function with this ARN, or None once it is deleted."""
+    from moto.awslambda.exceptions import UnknownFunctionException
+    from moto.awslambda.models import lambda_backends
+
+    region, account = arn.split(":")[3:5]
+    try:
+        return lambda_backends[account][region].get_function(arn)
+    except UnknownFunctionException:
+        return None
 
 
 def dumps(value: Any) -> str:
