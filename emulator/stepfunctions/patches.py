@@ -313,11 +313,12 @@ def install_context_object() -> None:
 
     AWS: ``Execution.StartTime`` and ``State.EnteredTime`` are strings such as
     "2019-03-26T20:14:13.192Z"; ``Execution.RedriveCount`` is 0 until the execution is redriven;
-    ``State.RetryCount`` is there in every state; an inline Map item's ``Map.Item.Source`` is
-    "STATE_DATA".
+    an inline Map item's ``Map.Item.Source`` is "STATE_DATA". ``State.RetryCount`` is only in the
+    states that can retry (Task, Map, Parallel), as moto has it: AWS's records of a Pass state's
+    ``$$.State`` hold only Name and EnteredTime.
     moto put a datetime object in StartTime (an output holding ``$$`` then failed DescribeExecution
     with HTTP 500, "Object of type datetime is not JSON serializable"), wrote EnteredTime with
-    microseconds and "+00:00", had no RedriveCount, and RetryCount only in task, Map and Parallel states.
+    microseconds and "+00:00", and had no RedriveCount.
     https://docs.aws.amazon.com/step-functions/latest/dg/input-output-contextobject.html
     """
     from moto.stepfunctions.parser.asl.component.state import state as state_module
@@ -337,7 +338,6 @@ def install_context_object() -> None:
 
     def state_data(**fields: Any) -> Any:
         fields["EnteredTime"] = aws_timestamp(fields["EnteredTime"])
-        fields.setdefault("RetryCount", 0)  # task states count their retries in it
         return original_state_data(**fields)
 
     state_module.StateData = state_data

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulator.patches._moto import states_error
+from emulator.patches._moto import error_name, states_error
 
 
 def install_choice_rule_assign() -> None:
@@ -77,20 +77,9 @@ def install_inner_error_names() -> None:
     error name, which refuses the ``States.`` prefix, so the outer state saw a ValueError instead.
     https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
     """
-    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker
     from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
     from moto.stepfunctions.parser.asl.component.state.fail import state_fail
-
-    def error_name(error_name: str | None) -> ErrorName:
-        if error_name is not None and error_name.startswith("States."):
-            try:
-                return StatesErrorName.from_name(error_name)
-            except ValueError:
-                return ErrorName(error_name=error_name)
-        return CustomErrorName(error_name=error_name)
 
     iteration_worker.CustomErrorName = error_name
     branches_decl.CustomErrorName = error_name
@@ -165,3 +154,23 @@ def install_distributed_map_tolerated_failures() -> None:
             raise states_error(env, "States.ExceedToleratedFailureThreshold", cause)
 
     DistributedIterationComponent._map_run = map_run
+
+
+def install_states_all_leaves_runtime() -> None:
+    """AWS: "A retry or catch on States.ALL won't catch States.Runtime errors": such an error always
+    fails the execution. moto's States.ALL matched it too, so a Catch-all swallowed the failure.
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
+    """
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+
+    original = ErrorEqualsDecl._eval_body
+
+    def eval_body(self: Any, env: Any) -> None:
+        error = env.stack[-1]
+        if getattr(error, "error_name", None) == "States.Runtime" and ErrorEqualsDecl._STATE_ALL_ERROR in self.error_names:
+            env.stack.pop()
+            env.stack.append(False)
+            return
+        original(self, env)
+
+    ErrorEqualsDecl._eval_body = eval_body
