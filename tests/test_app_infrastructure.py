@@ -166,7 +166,10 @@ def test_every_state_machine_is_standard_with_inline_definition_logs_and_xray(sy
         assert "DefinitionString" in props and "DefinitionSubstitutions" not in props
         assert props.get("StateMachineType", "STANDARD") == "STANDARD"
         assert props["TracingConfiguration"] == {"Enabled": True}
-        assert props["LoggingConfiguration"]["Level"] == "ALL"
+        # Error events without execution data: no input, output or task token in the logs
+        # (tests/test_job_poller_execution.py reads what an execution logs)
+        assert props["LoggingConfiguration"]["Level"] == "ERROR"
+        assert props["LoggingConfiguration"]["IncludeExecutionData"] is False
 
 
 def test_every_log_group_has_retention(synthesized_app):

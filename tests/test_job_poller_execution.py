@@ -290,6 +290,40 @@ def test_callback_job_fails_with_the_runners_message(deployment):
     assert result.cause == "upstream API answered 503"
 
 
+def machine_log_events(deployment, machine: str, execution_arn: str) -> tuple[str, list[dict]]:
+    """The machine's log group name and the log events of one execution, as Step Functions wrote them."""
+    config = deployment.client("stepfunctions").describe_state_machine(stateMachineArn=deployment.machine_arn(machine))
+    group_arn = config["loggingConfiguration"]["destinations"][0]["cloudWatchLogsLogGroup"]["logGroupArn"]
+    group = group_arn.split(":log-group:", 1)[1].removesuffix(":*")
+    pages = deployment.client("logs").get_paginator("filter_log_events").paginate(logGroupName=group)
+    events = [json.loads(event["message"]) for page in pages for event in page["events"]]
+    return group, [event for event in events if event["execution_arn"] == execution_arn]
+
+
+def test_machine_logs_name_the_failure_but_hold_no_input_output_or_task_token(deployment):
+    # Given: a callback job whose runner fails it; its task token and job parameters are execution data
+    job = {"duration_seconds": 30, "fail": True, "error_message": "upstream API answered 503"}
+    # When
+    result = deployment.run("callback", {"job": job, "timeout_seconds": 600}, name=unique("callback-logs"))
+    # Then: the log group is under the prefix AWS asks for (https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html)
+    group, logged = machine_log_events(deployment, "callback", result.execution_arn)
+    assert group.startswith("/aws/vendedlogs/states/")
+    # ... and an operator reads there which execution failed, with which error
+    failed = [event for event in logged if event["type"] == "ExecutionFailed"]
+    assert [event["details"]["error"] for event in failed] == ["JobFailed"]
+    assert failed[0]["details"]["cause"] == "upstream API answered 503"
+    # ... but nothing the execution carried: no input, output or parameters, no task token
+    token = next(
+        json.loads(event["taskScheduledEventDetails"]["parameters"])["Payload"]["task_token"]
+        for event in result.events
+        if event["type"] == "TaskScheduled"
+        and "task_token" in event["taskScheduledEventDetails"]["parameters"]
+    )
+    text = json.dumps(logged)
+    assert token not in text
+    assert not any(key in event.get("details", {}) for event in logged for key in ("input", "output", "parameters"))
+
+
 def test_callback_runner_that_stops_heartbeating_ends_in_job_timeout_a_minute_later(deployment):
     # Given: a runner that heartbeats every 15 s, then dies at 120 s without reporting; the job
     # was allowed 30 minutes

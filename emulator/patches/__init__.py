@@ -44,6 +44,7 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     stepfunctions.install_context_object()
     stepfunctions.install_history_paging()
     stepfunctions.install_definition_string_escapes()
+    stepfunctions.install_execution_logging()
     states.install_inner_error_names()
     # JSONata and workflow variables.
     jsonata.install_jsonata_evaluator()
