@@ -16,6 +16,7 @@ import pytest
 
 from emulator.patches.dynamodb import DYNAMODB_EXPORT_SECONDS
 from patterns_common.job_demo import MAX_DURATION_SECONDS
+from tests.lambda_loader import load_lambda_module
 
 # Lambda work (cold starts, S3 calls) takes a little real time, which the simulated clock counts too.
 SLACK_SECONDS = 5
@@ -138,6 +139,19 @@ def test_a_runner_that_dies_after_writing_running_ends_in_job_timeout(deployment
     assert runner_errors == ["SimulatedCrash"]
 
 
+def test_the_history_model_counts_the_events_of_a_job_that_never_finishes(deployment):
+    # Given: the poller's worst case, a runner that dies and is polled every second until the timeout
+    validation = load_lambda_module("job_validate_input", "job_validate_input_logic")
+    payload = {"job": {"duration_seconds": 1, "crash": True}, "timeout_seconds": 20, "poll_interval_seconds": 1}
+    # When
+    result = deployment.run("poller", payload, name=unique("history-model"))
+    # Then: the history is what the model that bounds the input says, poll for poll
+    assert result.error == "JobTimeout"
+    polls = result.entered("Get Job Status")
+    assert 0 < polls <= validation.polls_until_timeout(20, 0, 1)
+    assert len(result.events) == validation.EVENTS_PER_POLL * polls + validation.EVENTS_OUTSIDE_POLLS
+
+
 def test_poller_waits_the_initial_wait_then_polls_at_the_interval(deployment):
     # Given: a 100-second job, first checked after 60 s, then every 15 s
     payload = {
@@ -252,6 +266,9 @@ def test_export_poller_times_out_once_it_has_waited_timeout_seconds(deployment):
     assert result.error == "JobTimeout"
     assert re.fullmatch(r"export \S+ still IN_PROGRESS after 120 s of waiting; timeout_seconds is 120", result.cause)
     assert result.entered("Describe Export") == 2
+    # ... and its history has the 9 events per poll and 12 around them that Check Export Input's
+    # history budget counts
+    assert len(result.events) == 9 * 2 + 12
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,6 +380,25 @@ def test_callback_runner_refusing_the_job_parameters_fails_the_job_naming_the_fi
 # Bad input: refused before any job starts
 # ---------------------------------------------------------------------------------------------
 FIRST_JOB_STATE = {"poller": "Run Job", "callback": "Run Job And Wait For Callback", "export-poller": "Start Table Export"}
+
+
+@pytest.mark.parametrize("machine", ["poller", "export-poller"])
+def test_a_day_polled_every_30_s_is_refused_before_it_passes_the_history_limit(deployment, machine):
+    # Given: 2,881 polls of 9 events, past the 25,000 events a history may hold
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html)
+    payload = {"timeout_seconds": 86_400, "initial_wait_seconds": 0, "poll_interval_seconds": 30}
+    if machine == "poller":
+        payload["job"] = {"duration_seconds": 1}
+    # When
+    result = deployment.run(machine, payload, name=unique("history-limit"))
+    # Then: refused up front, naming the field and the interval that fits
+    assert result.error == "InvalidJobInput"
+    assert result.cause == (
+        "poll_interval_seconds must be at least 35 with timeout_seconds 86400 and initial_wait_seconds 0: "
+        "polling every 30 s would make 2,881 polls of 9 history events, past the 25,000-event history "
+        "limit of Step Functions, got 30"
+    )
+    assert result.entered(FIRST_JOB_STATE[machine]) == 0
 
 
 @pytest.mark.parametrize(
