@@ -275,10 +275,11 @@ def test_export_poller_times_out_once_it_has_waited_timeout_seconds(deployment):
 # Callback variant
 # ---------------------------------------------------------------------------------------------
 def test_callback_job_succeeds_with_no_polling(deployment):
-    # Given: a 2-minute job, twice the task's HeartbeatSeconds: the runner heartbeats every 15 s
-    job = {"duration_seconds": 120}
+    # Given: a job longer than the task's HeartbeatSeconds (300)
+    job = {"duration_seconds": 330}
     # When
-    result = deployment.run("callback", {"job": job, "timeout_seconds": 600}, name=unique("callback"))
+    with deployment.aws.api_calls.counting() as calls:
+        result = deployment.run("callback", {"job": job, "timeout_seconds": 600}, name=unique("callback"))
     # Then: the runner's own report ends the task and the execution; no Wait, no poll; three
     # transitions in all (validate, check the timeout, run)
     assert result.status == "SUCCEEDED", result.cause
@@ -286,7 +287,10 @@ def test_callback_job_succeeds_with_no_polling(deployment):
     assert waits_entered(result) == 0
     assert result.entered("Run Job And Wait For Callback") == 1
     assert result.transitions == 3
-    assert 120 <= result.simulated_seconds < 120 + SLACK_SECONDS
+    # (each heartbeat is a real call, whose real time the simulated clock counts too)
+    assert 330 <= result.simulated_seconds < 330 + 2 * SLACK_SECONDS
+    # ... and the runner kept it alive: a heartbeat at once, then one every 15 s of work (0, 15 ... 315)
+    assert calls["SendTaskHeartbeat"] == 22
 
 
 def test_callback_job_that_finishes_at_once_is_reported_at_once(deployment):
@@ -294,7 +298,7 @@ def test_callback_job_that_finishes_at_once_is_reported_at_once(deployment):
     payload = {"job": {"duration_seconds": 0}, "timeout_seconds": 600}
     # When
     result = deployment.run("callback", payload, name=unique("callback-instant"))
-    # Then: no HeartbeatSeconds (60 s) wait for a result that is already there
+    # Then: no HeartbeatSeconds (300 s) wait for a result that is already there
     assert result.status == "SUCCEEDED", result.cause
     assert result.simulated_seconds < SLACK_SECONDS
 
@@ -341,31 +345,31 @@ def test_machine_logs_name_the_failure_but_hold_no_input_output_or_task_token(de
     assert not any(key in event.get("details", {}) for event in logged for key in ("input", "output", "parameters"))
 
 
-def test_callback_runner_that_stops_heartbeating_ends_in_job_timeout_a_minute_later(deployment):
+def test_callback_runner_that_stops_heartbeating_ends_in_job_timeout_after_heartbeat_seconds(deployment):
     # Given: a runner that heartbeats every 15 s, then dies at 120 s without reporting; the job
     # was allowed 30 minutes
     job = {"duration_seconds": 120, "crash": True}
     # When
     result = deployment.run("callback", {"job": job, "timeout_seconds": 1800}, name=unique("callback-crash"))
-    # Then: HeartbeatSeconds (60) after the last heartbeat (105 s), not at the 30-minute timeout
+    # Then: HeartbeatSeconds (300) after the last heartbeat (105 s), not at the 30-minute timeout
     assert result.status == "FAILED"
     assert result.error == "JobTimeout"
-    assert result.cause.startswith("no heartbeat from the job runner for 60 s")
+    assert result.cause.startswith("no heartbeat from the job runner for 300 s")
     timed_out = [e["taskTimedOutEventDetails"]["error"] for e in result.events if e["type"] == "TaskTimedOut"]
     assert timed_out == ["States.HeartbeatTimeout"]
-    assert 165 <= result.simulated_seconds < 165 + SLACK_SECONDS
+    assert 405 <= result.simulated_seconds < 405 + SLACK_SECONDS
 
 
 def test_callback_job_past_its_timeout_ends_in_job_timeout(deployment):
-    # Given: a 5-minute job, heartbeating all along, allowed 2 minutes
-    job = {"duration_seconds": 300}
+    # Given: a 10-minute job, heartbeating all along, allowed 400 s
+    job = {"duration_seconds": 600}
     # When
-    result = deployment.run("callback", {"job": job, "timeout_seconds": 120}, name=unique("callback-timeout"))
+    result = deployment.run("callback", {"job": job, "timeout_seconds": 400}, name=unique("callback-timeout"))
     # Then
     assert result.status == "FAILED"
     assert result.error == "JobTimeout"
-    assert result.cause == "job still running after 120 s; timeout_seconds is 120"
-    assert 120 <= result.simulated_seconds < 120 + SLACK_SECONDS
+    assert result.cause == "job still running after 400 s; timeout_seconds is 400"
+    assert 400 <= result.simulated_seconds < 400 + SLACK_SECONDS
 
 
 def test_callback_runner_refusing_the_job_parameters_fails_the_job_naming_the_field(deployment):
