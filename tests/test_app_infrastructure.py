@@ -212,13 +212,13 @@ def test_both_alert_failure_queues_raise_an_alarm_on_the_status_topic(synthesize
         for v in monitoring.values()
         if v["Type"] == "AWS::CloudWatch::Alarm" and isinstance(v["Properties"]["AlarmName"], str)
     }
-    # Then: one alarm per queue, on its depth, notifying the topic that people subscribe to
+    # Then: one alarm per queue, on the failures sent to it, notifying the topic that people subscribe to
     for name, queue in (
         ("MonitoringStack-AlertScheduleDeadLettered", "ScheduleDeadLetterQueue"),
         ("MonitoringStack-AlertDispatchFailed", "DispatchFailureQueue"),
     ):
         alarm = alarms[name]
-        assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible" and alarm["Namespace"] == "AWS/SQS"
+        assert alarm["MetricName"] == "NumberOfMessagesSent" and alarm["Namespace"] == "AWS/SQS"
         assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert queue in json.dumps(alarm["Dimensions"])  # the import of the alert stack's queue name
         assert alarm["AlarmActions"] == [{"Ref": topic}]
