@@ -150,8 +150,8 @@ def test_a_region_where_no_powertools_layer_is_published_fails_synthesis():
 def test_an_environment_agnostic_stack_looks_the_publisher_up_at_deploy_time():
     # Given: no region at synthesis, so the template must pick the account in the region it lands in
     arn = json.dumps(_layer_arn_in(None))
-    # Then: the account comes from a mapping keyed "commercial" in the aws partition, else by region
-    assert '"Fn::FindInMap": ["PowertoolsLayerPublisher", {"Fn::If": ["CommercialPartition", "commercial", {"Ref": "AWS::Region"}]}, "Account"]' in arn
+    # Then: the commercial account in the aws partition, else the region's from a mapping
+    assert '{"Fn::If": ["CommercialPartition", "017000801446", {"Fn::FindInMap": ["PowertoolsLayerPublisher", {"Ref": "AWS::Region"}, "Account"]}]}' in arn
 
 
 def test_every_state_machine_is_standard_with_inline_definition_logs_and_xray(synthesized_app):

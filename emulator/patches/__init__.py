@@ -46,6 +46,9 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     stepfunctions.install_definition_string_escapes()
     stepfunctions.install_execution_logging()
     states.install_inner_error_names()
+    states.install_task_result_limit()
+    states.install_states_all_exceptions()
+    states.install_item_reader_failed()
     # JSONata and workflow variables.
     jsonata.install_jsonata_evaluator()
     jsonata.install_field_paths()

@@ -77,14 +77,13 @@ def powertools_publisher(stack: Stack) -> str:
     publishers = CfnMapping(
         stack,
         "PowertoolsLayerPublisher",
-        mapping={
-            "commercial": {"Account": POWERTOOLS_PUBLISHER_COMMERCIAL},
-            **{region: {"Account": account} for region, account in POWERTOOLS_PUBLISHERS_ELSEWHERE.items()},
-        },
+        mapping={region: {"Account": account} for region, account in POWERTOOLS_PUBLISHERS_ELSEWHERE.items()},
     )
     commercial = CfnCondition(stack, "CommercialPartition", expression=Fn.condition_equals(Aws.PARTITION, "aws"))
-    key = Fn.condition_if(commercial.logical_id, "commercial", Aws.REGION).to_string()
-    return publishers.find_in_map(key, "Account")
+    # Fn::FindInMap takes no Fn::If inside it, so the choice is made around it.
+    return Fn.condition_if(
+        commercial.logical_id, POWERTOOLS_PUBLISHER_COMMERCIAL, publishers.find_in_map(Aws.REGION, "Account")
+    ).to_string()
 
 
 def powertools_layer_arn(stack: Stack) -> str:
