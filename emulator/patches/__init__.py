@@ -45,8 +45,11 @@ def install_all(
     stepfunctions.install_context_object()
     stepfunctions.install_history_paging()
     stepfunctions.install_definition_string_escapes()
+    stepfunctions.install_execution_logging()
     states.install_inner_error_names()
-    states.install_states_all_leaves_runtime()
+    states.install_task_result_limit()
+    states.install_states_all_exceptions()
+    states.install_item_reader_failed()
     # JSONata and workflow variables.
     jsonata.install_jsonata_evaluator()
     jsonata.install_field_paths()
