@@ -121,3 +121,92 @@ class EventInvokeConfig(CloudFormationModel):
         lambda_backends[account_id][region_name].delete_function_event_invoke_config(
             cloudformation_json["Properties"]["FunctionName"]
         )
+
+
+class SecretsManagerSecret(CloudFormationModel):
+    """AWS::SecretsManager::Secret, created through moto's CreateSecret (a generated string when asked).
+
+    Ref is the secret's ARN, as on AWS; a stack-generated key (the alert action links' signing key)
+    is then readable by the functions granted on it.
+    """
+
+    def __init__(self, arn: str, name: str) -> None:
+        self.arn = arn
+        self.name = name
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return "Name"
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::SecretsManager::Secret"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.arn
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr == "Id"
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        if attribute_name == "Id":
+            return self.arn
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        raise UnformattedGetAttTemplateException()
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "SecretsManagerSecret":
+        import json
+
+        from moto.secretsmanager.models import secretsmanager_backends
+
+        backend = secretsmanager_backends[account_id][region_name]
+        p = cloudformation_json["Properties"]
+        secret_string = p.get("SecretString")
+        generate = p.get("GenerateSecretString")
+        if generate is not None:
+            password = json.loads(
+                backend.get_random_password(
+                    password_length=int(generate.get("PasswordLength", 32)),
+                    exclude_characters=generate.get("ExcludeCharacters", ""),
+                    exclude_numbers=bool(generate.get("ExcludeNumbers", False)),
+                    exclude_punctuation=bool(generate.get("ExcludePunctuation", False)),
+                    exclude_uppercase=bool(generate.get("ExcludeUppercase", False)),
+                    exclude_lowercase=bool(generate.get("ExcludeLowercase", False)),
+                    include_space=bool(generate.get("IncludeSpace", False)),
+                    require_each_included_type=bool(generate.get("RequireEachIncludedType", True)),
+                )
+            )["RandomPassword"]
+            template = generate.get("SecretStringTemplate")
+            secret_string = (
+                json.dumps({**json.loads(template), generate["GenerateStringKey"]: password}) if template else password
+            )
+        created = json.loads(
+            backend.create_secret(
+                name=resource_name,
+                secret_string=secret_string,
+                secret_binary=None,
+                description=p.get("Description"),
+                tags=p.get("Tags"),
+                kms_key_id=p.get("KmsKeyId"),
+                client_request_token=None,
+                replica_regions=[],
+                force_overwrite=False,
+            )
+        )
+        return cls(created["ARN"], created["Name"])
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.secretsmanager.models import secretsmanager_backends
+
+        secretsmanager_backends[account_id][region_name].delete_secret(
+            resource_name, recovery_window_in_days=None, force_delete_without_recovery=True
+        )
