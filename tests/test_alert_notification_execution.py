@@ -25,7 +25,7 @@ from tests.emulator_helpers import unique
 
 STACK = "AlertNotificationStack"
 MACHINE = "alert"
-NOTIFY = "Notify Next User"
+NOTIFY = "Notify User"
 WAIT = "Wait Before Next Round"
 # The text the notifier posts (lambdas/alert_notifier/slack_webhook.py), read back per post.
 POST_TEXT = re.compile(
@@ -93,6 +93,16 @@ class AlertTable:
             status=status,
             interval_seconds=interval,
             message=f"Disk above 90% on {alert_id}",
+        )
+
+    def acknowledge(self, alert_id: str, *, by: str) -> None:
+        """What the action endpoint records for an acknowledgement (the status and who)."""
+        self.client.update_item(
+            TableName=self.name,
+            Key={"alert_id": {"S": alert_id}},
+            UpdateExpression="SET #status = :status, acknowledged_by = :by",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":status": {"S": "acknowledged"}, ":by": {"S": by}},
         )
 
     def set_status(self, alert_id: str, status: str) -> None:
@@ -215,9 +225,11 @@ def test_three_users_three_rounds_post_nine_messages_in_order_with_two_simulated
     assert max(notify_times[:3]) < waits[0][0] and waits[0][1] <= min(notify_times[3:6])
     assert max(notify_times[3:6]) < waits[1][0] and waits[1][1] <= min(notify_times[6:])
     assert 600 <= result.simulated_seconds < 630
-    # Then: the status was re-read before each round, and no state ran more than the loops need
-    assert result.entered("Read Alert Status") == 3
+    # Then: the status was read before each round (by Fetch Alert Config before the first), and no
+    # state ran more than the loops need: the issue's budget is 25 transitions for 3 users x 3 rounds
+    assert result.entered("Read Alert Status") == 2
     assert result.lambda_invocations == 1 + 9
+    assert result.transitions <= 25
 
 
 def test_map_form_user_accounts_are_notified_in_numeric_key_order(deployment, slack, alerts):
@@ -250,7 +262,7 @@ def test_acknowledging_between_rounds_stops_before_the_next_round(deployment, sl
             stateMachineArn=deployment.machine_arn(MACHINE), input=json.dumps({"alert_id": alert_id})
         )["executionArn"]
         _wait_for(lambda: len(notifications(slack, alert_id, delivered_only=True)) == 2, "round 1 on Slack")
-        alerts.set_status(alert_id, "acknowledged")
+        alerts.acknowledge(alert_id, by=users[1])
     result = follow(deployment.aws, execution_arn)
     # Then: round 2 never went out; the machine stopped after the wait, when it re-read the status
     assert result.status == "SUCCEEDED", result.cause
@@ -260,11 +272,12 @@ def test_acknowledging_between_rounds_stops_before_the_next_round(deployment, sl
         "notifications_sent": 2,
         "notifications_failed": [],
         "stopped_reason": "acknowledged",
+        "acknowledged_by": users[1],
     }
     assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [(1, u) for u in users]
     assert_delivered_at_most_once(slack, alert_id)
     assert result.entered(WAIT) == 1
-    assert result.entered("Read Alert Status") == 2
+    assert result.entered("Read Alert Status") == 1
     assert 3600 <= result.simulated_seconds < 3630
 
 
@@ -281,6 +294,7 @@ def test_an_alert_resolved_before_the_first_round_notifies_nobody(deployment, sl
         "notifications_sent": 0,
         "notifications_failed": [],
         "stopped_reason": "resolved",
+        "resolved_by": None,
     }
     assert notifications(slack, alert_id) == []
     assert result.entered(NOTIFY) == 0
@@ -326,32 +340,15 @@ def _item(**overrides: Any) -> dict:
     return {key: value for key, value in item.items() if value is not None}
 
 
+# One execution per way an alert is refused; every field's own rule is a logic test in
+# test_alert_notification_runtime.py (the same Catch and Fail state carry them all).
 INVALID_ITEMS = {
-    "count missing": (_item(notification_count=None), "notification_count"),
     "count zero": (_item(notification_count=0), "notification_count"),
-    "count fractional": (_item(notification_count=Decimal("1.5")), "notification_count"),
-    "count a string": (_item(notification_count="3"), "notification_count"),
-    "count a boolean": (_item(notification_count=True), "notification_count"),
     "more rounds than the history limit allows": (
         _item(notification_count=1000, interval_seconds=0, user_accounts=[f"u{i}@example.com" for i in range(60)]),
         "notification_count",
     ),
-    "users missing": (_item(user_accounts=None), "user_accounts"),
-    "users empty": (_item(user_accounts=[]), "user_accounts"),
-    "users a string set": (_item(user_accounts={"foo@example.com", "bar@example.com"}), "user_accounts"),
-    "users a string": (_item(user_accounts="foo@example.com"), "user_accounts"),
-    "user listed twice": (_item(user_accounts=["foo@example.com", "foo@example.com"]), "user_accounts[1]"),
-    "user not a string": (_item(user_accounts=["foo@example.com", 7]), "user_accounts[1]"),
-    "map user empty": (_item(user_accounts={"1": "foo@example.com", "2": ""}), "user_accounts['2']"),
-    "too many users for one round": (
-        _item(notification_count=1, user_accounts=[f"u{i}@example.com" for i in range(1000)]),
-        "user_accounts",
-    ),
-    "interval negative": (_item(interval_seconds=-1), "interval_seconds"),
-    "interval over a day": (_item(interval_seconds=86_401), "interval_seconds"),
-    "waits over a day in total": (_item(notification_count=3, interval_seconds=50_000), "interval_seconds"),
-    "message empty": (_item(message=""), "message"),
-    "message too long": (_item(message="x" * 4001), "message"),
+    "an empty escalation level": (_item(user_accounts=None, escalation=[["foo@example.com"], []]), "escalation[1]"),
     "status unknown": (_item(status="snoozed"), "status"),
 }
 
@@ -381,7 +378,7 @@ def test_a_rejected_alert_ends_with_the_plain_message_not_the_lambda_error_docum
     assert result.entered("Alert Cannot Run") == 1
 
 
-@pytest.mark.parametrize("payload", [{}, {"alert_id": ""}, {"alert_id": 7}, {"id": "disk-full-web-1"}])
+@pytest.mark.parametrize("payload", [{}, {"id": "disk-full-web-1"}])
 def test_an_input_without_a_usable_alert_id_fails_with_invalid_alert_config(deployment, payload):
     # When
     result = deployment.run(MACHINE, payload)
@@ -405,15 +402,16 @@ def test_slack_500_then_success_retries_and_posts_exactly_once(deployment, slack
     assert result.status == "SUCCEEDED", result.cause
     assert result.output["notifications_sent"] == 2
     assert result.output["notifications_failed"] == []
-    assert [(n.user, n.status) for n in notifications(slack, alert_id)] == [
+    assert [(n.user, n.status) for n in notifications(slack, alert_id) if n.user == users[0]] == [
         (users[0], 500),
         (users[0], 200),
-        (users[1], 200),
     ]
+    assert [(n.user, n.status) for n in notifications(slack, alert_id) if n.user == users[1]] == [(users[1], 200)]
     assert_delivered_at_most_once(slack, alert_id)
     assert result.retries == 1
-    assert 5 <= result.simulated_seconds < 30
-    assert [p["user"] for p in task_parameters(result, NOTIFY)] == [users[0], users[0], users[1]]
+    # Full jitter: the retry comes at a random moment within the first back-off interval (5 s).
+    assert result.simulated_seconds < 30
+    assert Counter(p["user"] for p in task_parameters(result, NOTIFY)) == {users[0]: 2, users[1]: 1}
 
 
 def test_a_user_slack_always_fails_for_is_reported_and_the_others_are_still_notified(deployment, slack, alerts):
@@ -457,7 +455,7 @@ def test_every_notification_failing_fails_with_notification_delivery_failed(depl
     assert result.error == "NotificationDeliveryFailed"
     assert result.cause == (
         f"All 4 notifications of alert {alert_id} failed; each failure is in the execution history at"
-        " Notify Next User."
+        " Notify User."
     )
     sent = notifications(slack, alert_id)
     assert [(n.round, n.user, n.status) for n in sent] == [(r, u, 404) for r in (1, 2) for u in users]
@@ -483,6 +481,7 @@ def test_a_repeated_notification_for_the_same_execution_round_and_user_posts_onc
         "message": "Disk above 90% on web-1",
         "round": 1,
         "user": user,
+        "links": {"acknowledge": "https://alerts.example/?t=a", "resolve": "https://alerts.example/?t=r"},
     }
     lam = deployment.client("lambda")
     # When: the same notification is invoked again (a retry after a lost response), then round 2

@@ -19,9 +19,11 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _READABLE_PART = 50  # + "-" + 10 hex + "-" + 16-character timestamp stays within the 80-character limit
 # What execution_name writes: the alert's key, then the slot. A running execution with such a name
 # is known to be for that alert without reading its input.
-# One alert's first round every few seconds (Slack takes about one message per second per channel,
-# https://api.slack.com/docs/rate-limits), closer together when there are many, all within a quarter
-# of the hourly schedule: the alerts re-notified are ones already notified.
+# Slack takes about one message per second per channel and allows short bursts
+# (https://api.slack.com/docs/rate-limits): a few alerts start at once, then one every few seconds,
+# closer together when there are many, all within a quarter of the hourly schedule (the alerts
+# re-notified are ones already notified).
+START_BURST = 3
 START_SPACING_SECONDS = 5
 MAX_START_SPREAD_SECONDS = 900
 _DISPATCHED = re.compile(r"^(?P<alert_key>[A-Za-z0-9_-]+-[0-9a-f]{10})-\d{8}T\d{6}Z$")
@@ -87,8 +89,9 @@ def failure_message(failed: Mapping[str, str], attempted: int) -> str:
 
 def start_delays(count: int) -> list[int]:
     """The start delay of each of ``count`` alerts started by one dispatch, in the order started."""
-    spacing = min(START_SPACING_SECONDS, MAX_START_SPREAD_SECONDS / count) if count else 0
-    return [int(index * spacing) for index in range(count)]
+    spaced = count - START_BURST
+    spacing = min(START_SPACING_SECONDS, MAX_START_SPREAD_SECONDS / spaced) if spaced > 0 else 0
+    return [int(max(0, index - START_BURST + 1) * spacing) for index in range(count)]
 
 
 def execution_input(alert_id: str, start_delay_seconds: int) -> dict[str, Any]:
