@@ -297,13 +297,19 @@ def test_the_slack_webhook_reaches_functions_only_as_a_secret_name(synthesized_a
         for _, logical_id, props in _resources(synthesized_app, "AWS::Lambda::Function")
         for name, value in props.get("Environment", {}).get("Variables", {}).items()
     }
-    # Then: no value is a URL, and any variable whose name sounds secret holds the secret's name
-    assert not [key for key, value in variables.items() if isinstance(value, str) and "://" in value]
+    # Then: no value is a URL but the alert action endpoint's own (public: it is in every notification),
+    # and any variable whose name sounds secret holds the secret's name, or a reference to a secret
+    # the stack generates
+    assert not [
+        key for key, value in variables.items() if isinstance(value, str) and "://" in value and key[1] != "ALERT_ACTIONS_URL"
+    ]
+    secrets = {logical_id for _, logical_id, _ in _resources(synthesized_app, "AWS::SecretsManager::Secret")}
     secret_like = {key: value for key, value in variables.items() if SECRET_LOOKING_NAME.search(key[1])}
     assert secret_like  # the notifier's webhook secret name, at least
     for (function, name), value in secret_like.items():
         assert name.endswith(("_SECRET_NAME", "_SECRET_ARN")), (function, name)
-        assert isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9/_+=.@-]{1,512}", value), (function, name)
+        named = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9/_+=.@-]{1,512}", value)
+        assert named or (isinstance(value, dict) and value.get("Ref") in secrets), (function, name)
 
 
 def test_no_environment_value_looks_like_a_key(synthesized_app):
