@@ -52,7 +52,11 @@ COMMON: list[Column] = [
     ("Cost per 1M executions", lambda r: usd(r["cost_per_million"])),
 ]
 EXTRA: dict[str, list[Column]] = {
-    "alert": [("Slack posts (expected)", lambda r: f"{r['details']['slack_posts']} ({r['details']['expected_posts']})")],
+    "alert": [
+        ("Slack posts (expected)", lambda r: f"{r['details']['slack_posts']} ({r['details']['expected_posts']})"),
+        ("Raised to first post", lambda r: duration(r["details"]["first_notification_seconds"])),
+        ("Slowest round, first to last post", lambda r: duration(r["details"]["slowest_round_seconds"])),
+    ],
     "poller": [("Polls", lambda r: f"{r['details']['polls']:,}" if r["details"]["polls"] else "—"),
                ("Runner", lambda r: r["details"]["runner"])],
     "map-retry": [

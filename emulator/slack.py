@@ -4,6 +4,7 @@
         slack.fail_next(2, status=500)          # the next two POSTs get 500, then 200 "ok" again
         slack.fail_for("bar@example.com")       # every POST whose body mentions this user gets 500
         slack.hang_next(seconds=10)             # the next POST gets no answer for 10 s
+        slack.rate_limit(per_second=1, burst=3) # Slack's webhook limit: over it, 429 with Retry-After
         ... POST to slack.url ...
         slack.posts                             # every POST, in arrival order, with what it was answered
 
@@ -15,7 +16,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import threading
+import time
+from collections.abc import Callable
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +51,7 @@ class SlackStandIn:
         self._posts: list[RecordedPost] = []
         self._script: deque[_Answer] = deque()
         self._failing_users: dict[str, int] = {}
+        self._limit: _TokenBucket | None = None
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
 
@@ -107,11 +112,19 @@ class SlackStandIn:
         with self._lock:
             self._failing_users[user] = status
 
+    def rate_limit(self, *, per_second: float, burst: int, clock: Callable[[], float] = time.time) -> None:
+        """Answer 429 with Retry-After to POSTs over ``per_second`` (after a ``burst``), as Slack does
+        (https://api.slack.com/docs/rate-limits). ``clock``: the time the limit is kept in (simulated
+        time, for a test under the emulator's clock)."""
+        with self._lock:
+            self._limit = _TokenBucket(per_second, burst, clock)
+
     def reset(self) -> None:
         with self._lock:
             self._posts.clear()
             self._script.clear()
             self._failing_users.clear()
+            self._limit = None
 
     # -- what was received ---------------------------------------------------------------------
     @property
@@ -155,4 +168,25 @@ class SlackStandIn:
         for user, status in self._failing_users.items():
             if user in body_text:
                 return _Answer(status)
-        return self._script.popleft() if self._script else _Answer()
+        if self._script:
+            return self._script.popleft()
+        wait = self._limit.take() if self._limit else 0.0
+        return _Answer(429, retry_after=math.ceil(wait)) if wait else _Answer()
+
+
+class _TokenBucket:
+    """``burst`` messages at once, then one per ``1 / per_second`` seconds."""
+
+    def __init__(self, per_second: float, burst: int, clock: Callable[[], float]) -> None:
+        self._rate, self._burst, self._clock = per_second, burst, clock
+        self._tokens, self._at = float(burst), clock()
+
+    def take(self) -> float:
+        """0 when a message may go now (and it is counted), else the seconds until one may."""
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._at) * self._rate)
+        self._at = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return 0.0
+        return (1 - self._tokens) / self._rate

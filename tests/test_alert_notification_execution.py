@@ -769,3 +769,200 @@ def test_a_start_throttled_fewer_times_than_the_retries_allow_starts_every_alert
         assert _failure_records(deployment, schedule, event_id, expected=1, timeout=1) == []
     finally:
         _resolve_and_finish(deployment, alerts, executions[first] + executions[throttled])
+
+
+# --------------------------------------------------------------------------------------------------
+# Escalation levels and the message (issue 23, parts 2-4)
+# --------------------------------------------------------------------------------------------------
+def test_escalation_levels_notify_level_k_in_round_k_and_repeat_the_last(deployment, slack, alerts):
+    # Given: the on-call first, then the on-call and the lead for every later round
+    oncall, lead = _users("oncall", "lead")
+    alert_id = alerts.put(
+        alert_id=unique("escalating"),
+        notification_count=3,
+        escalation=[[oncall], [oncall, lead]],
+        interval_seconds=60,
+        message="Error rate above 5%",
+    )
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output["notifications_sent"] == 5
+    assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [
+        (1, oncall), (2, oncall), (2, lead), (3, oncall), (3, lead)
+    ]
+
+
+def _link_key(deployment) -> bytes:
+    arn = _stack_resource(deployment, "AWS::SecretsManager::Secret", "ActionLinkKey")
+    return deployment.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"].encode()
+
+
+def test_a_member_id_is_mentioned_and_the_buttons_carry_that_users_signed_links(deployment, slack, alerts):
+    # Given: a Slack member ID and an e-mail address
+    from patterns_common.alert_action_links import verify
+
+    member, [email] = f"U{uuid.uuid4().hex[:10].upper()}", _users("foo")
+    alert_id = alerts.put_alert([member, email])
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the member is mentioned (Slack notifies them), the e-mail named
+    assert result.status == "SUCCEEDED", result.cause
+    posts = [p.body for p in slack.posts if alert_id in p.body.get("text", "")]
+    assert [p["text"].split(":", 1)[0] for p in posts] == [f"<@{member}>", email]
+    # Then: every post has the two buttons, each opening a link the stack's key signed for that user,
+    # that action and this alert, valid at least a day; links are not unfurled
+    key, now = _link_key(deployment), deployment.aws.clock.now()
+    for post, user in zip(posts, (member, email)):
+        assert post["unfurl_links"] is False
+        buttons = post["blocks"][1]["elements"]
+        assert [b["text"]["text"] for b in buttons] == ["Acknowledge", "Resolve"]
+        for button, action in zip(buttons, ("acknowledge", "resolve")):
+            claim = verify(key, button["url"].split("?t=", 1)[1], now=now)
+            assert (claim.alert_id, claim.user, claim.action) == (alert_id, user, action)
+            assert claim.expires_at >= now + 23 * 3600
+
+
+# --------------------------------------------------------------------------------------------------
+# One escalation per alert (issue 23 part 1; issue 26 item 9)
+# --------------------------------------------------------------------------------------------------
+def _start(deployment, alert_id: str, name: str | None = None) -> str:
+    return deployment.client("stepfunctions").start_execution(
+        stateMachineArn=deployment.machine_arn(MACHINE),
+        name=name or unique("by-hand"),
+        input=json.dumps({"alert_id": alert_id}),
+    )["executionArn"]
+
+
+def _claim(alerts: AlertTable, alert_id: str) -> str | None:
+    item = alerts.client.get_item(TableName=alerts.name, Key={"alert_id": {"S": alert_id}}, ConsistentRead=True)["Item"]
+    return item.get("escalation_execution_arn", {}).get("S")
+
+
+def test_a_second_execution_for_an_escalating_alert_ends_at_once_naming_the_first(deployment, slack, alerts):
+    # Given: an alert escalating (round 1 sent, an hour until round 2; the test holds the clock)
+    users = _users("foo", "bar")
+    alert_id = alerts.put_alert(users, rounds=2, interval=3600)
+    with deployment.aws.clock.busy():
+        first = _start(deployment, alert_id)
+        _wait_for(lambda: len(notifications(slack, alert_id, delivered_only=True)) == 2, "round 1 on Slack")
+        # When: the alert is started again seconds later, as a person or a redelivered event would
+        second = follow(deployment.aws, _start(deployment, alert_id))
+        alerts.set_status(alert_id, "resolved")
+    # Then: the second notified nobody and named the running one; the first went on and ended
+    assert second.status == "SUCCEEDED", second.cause
+    assert second.output == {
+        "alert_id": alert_id,
+        "rounds_completed": 0,
+        "notifications_sent": 0,
+        "notifications_failed": [],
+        "stopped_reason": "already_running",
+        "running_execution_arn": first,
+    }
+    assert second.lambda_invocations == 1
+    first_result = follow(deployment.aws, first)
+    assert first_result.output["stopped_reason"] == "resolved"
+    assert len(notifications(slack, alert_id)) == 2
+    # Then: the first's end released the alert, so the next escalation may start at once
+    assert _claim(alerts, alert_id) is None
+
+
+def test_executions_started_together_for_one_alert_notify_once(deployment, slack, alerts):
+    # Given: five starts of one alert in the same moment (an alarm storm's redelivered events)
+    [user] = _users("foo")
+    alert_id = alerts.put_alert([user], rounds=1)
+    with deployment.aws.clock.busy():
+        arns = [_start(deployment, alert_id) for _ in range(5)]
+    # When
+    results = {arn: follow(deployment.aws, arn) for arn in arns}
+    # Then: exactly one escalated; each other one names an execution for this alert that escalated
+    reasons = Counter(r.output["stopped_reason"] for r in results.values())
+    assert reasons == {"count_reached": 1, "already_running": 4}, reasons
+    [winner] = [arn for arn, r in results.items() if r.output["stopped_reason"] == "count_reached"]
+    assert {r.output["running_execution_arn"] for arn, r in results.items() if arn != winner} == {winner}
+    assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [(1, user)]
+
+
+def test_a_stopped_escalation_does_not_block_the_next_one(deployment, slack, alerts):
+    # Given: an escalation stopped by an operator in its wait: its end never released the alert
+    [user] = _users("foo")
+    alert_id = alerts.put_alert([user], rounds=2, interval=3600)
+    sfn = deployment.client("stepfunctions")
+    with deployment.aws.clock.busy():
+        stopped = _start(deployment, alert_id)
+        _wait_for(lambda: _is_waiting(deployment, stopped), "round 1 to end")
+        sfn.stop_execution(executionArn=stopped)
+    assert _claim(alerts, alert_id) == stopped
+    # When: the alert is started again
+    with deployment.aws.clock.busy():
+        again = _start(deployment, alert_id)
+        _wait_for(lambda: _is_waiting(deployment, again), "round 1 to end")
+        alerts.set_status(alert_id, "resolved")
+    result = follow(deployment.aws, again)
+    # Then: it took the claim over and notified
+    assert result.output["stopped_reason"] == "resolved"
+    assert result.output["notifications_sent"] == 1
+    assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [(1, user), (1, user)]
+
+
+# --------------------------------------------------------------------------------------------------
+# Slack's pace (issue 23 part 2)
+# --------------------------------------------------------------------------------------------------
+def test_a_round_of_forty_users_keeps_slacks_rate_limit(deployment, slack, alerts):
+    # Given: the stand-in keeps Slack's webhook limit, about one message per second with short
+    # bursts (https://api.slack.com/docs/rate-limits), in simulated time
+    users = _users(*(f"user{n:02d}" for n in range(40)))
+    alert_id = alerts.put_alert(users, rounds=1)
+    slack.rate_limit(per_second=1, burst=3, clock=deployment.aws.clock.now)
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: every user notified once, and Slack never had to refuse a post
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output["notifications_sent"] == 40
+    posts = notifications(slack, alert_id)
+    assert [n.status for n in posts].count(429) == 0
+    assert sorted(n.user for n in posts) == sorted(users)
+    # Then: the round took about 40 s of simulated time, not 40 posts in one second
+    assert 39 <= result.simulated_seconds < 80
+
+
+# --------------------------------------------------------------------------------------------------
+# The history-limit guard against a real worst case (issue 26, "Tests that cannot see these")
+# --------------------------------------------------------------------------------------------------
+def test_the_history_model_matches_an_execution_whose_every_notification_failed_after_every_retry(
+    deployment, slack, alerts
+):
+    # Given: two escalation levels, every post failing with 500 (retried until the machine gives up),
+    # and a start delay (the wait and status read the dispatcher's starts add)
+    from tests.lambda_loader import load_lambda_module
+
+    config_logic = load_lambda_module("alert_config", "alert_config_logic")
+    first, second, third = _users("first", "second", "third")
+    alert_id = alerts.put(
+        alert_id=unique("worst-case"),
+        notification_count=2,
+        escalation=[[first], [second, third]],
+        interval_seconds=0,
+    )
+    for user in (first, second, third):
+        slack.fail_for(user, status=500)
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id, "start_delay_seconds": 10})
+    # Then: every notification was tried 1 + 4 times and failed
+    assert (result.status, result.error) == ("FAILED", "NotificationDeliveryFailed")
+    attempts = Counter((n.round, n.user) for n in notifications(slack, alert_id))
+    assert attempts == {(1, first): 5, (2, second): 5, (2, third): 5}
+    # Then: the model counts exactly the events this execution wrote, and its worst case bounds them
+    modelled = config_logic.history_events(
+        [1, 2],
+        fetch_attempts=1,
+        read_attempts=1,
+        notify_attempts=5,
+        release_attempts=0,
+        delayed=True,
+        notifications_failed=True,
+        released=False,
+    )
+    assert len(result.events) == modelled
+    assert len(result.events) < config_logic.worst_case_history_events([1, 2])

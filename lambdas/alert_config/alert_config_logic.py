@@ -43,8 +43,8 @@ READ_STATUS_MAX_ATTEMPTS = 4
 NOTIFY_MAX_ATTEMPTS = 8
 RELEASE_MAX_ATTEMPTS = 4
 # History events: a state is entered and exited (2); a task attempt is scheduled, started and ends
-# (3); a Map state adds its start and end (2), an iteration its start and end (2); a Fail state is
-# entered and the execution fails (2, counted with the execution's own 2 as the end).
+# (3); a Map state also starts and ends (2), each iteration starts and ends (2); a Fail state is
+# only entered (1); the execution starts and ends (2).
 _STATE = 2
 _MAP = 2 * _STATE
 
@@ -52,15 +52,6 @@ _MAP = 2 * _STATE
 def _task(attempts: int) -> int:
     return _STATE + 3 * attempts
 
-
-# The execution (2), Fetch Alert Config, the first Choice; the end: the release and its Catch's
-# Succeed state, the longest way out.
-_FIXED_EVENTS = 2 + _task(FETCH_MAX_ATTEMPTS) + _STATE + _task(RELEASE_MAX_ATTEMPTS) + _STATE
-# A round: the wait before it (start delay or interval), the status read, the Choice after the read,
-# the Map, the Choice after the Map.
-_EVENTS_PER_ROUND = _STATE + _task(READ_STATUS_MAX_ATTEMPTS) + _STATE + _MAP + _STATE
-# A user: the Map iteration, Notify User with every retry, the Catch's Pass state.
-_EVENTS_PER_USER = 2 + _task(NOTIFY_MAX_ATTEMPTS) + _STATE
 
 # Payload: the largest value an execution holds is the failure list (a variable, then the output)
 # beside the config and one round's Map results; a Catch briefly holds a caught error whose Cause
@@ -247,9 +238,46 @@ def _map_key_order(key: str) -> tuple[int, int, str]:
     return (0, int(key), key) if key.isascii() and key.isdigit() else (1, 0, key)
 
 
+def history_events(
+    level_sizes: list[int],
+    *,
+    fetch_attempts: int,
+    read_attempts: int,
+    notify_attempts: int,
+    release_attempts: int,
+    delayed: bool,
+    notifications_failed: bool,
+    released: bool,
+) -> int:
+    """Events of an execution that notified ``level_sizes[k]`` users in round k, each with
+    ``notify_attempts`` attempts (the other tasks likewise) that all ended in failure when
+    ``notifications_failed``; that waited before its first round when ``delayed``; and that ended
+    by releasing its claim (``released``) or in a Fail state."""
+    rounds = len(level_sizes)
+    # The Map iteration, the notification's attempts, and the Catch's Pass state for a failure.
+    notify_user = 2 + _task(notify_attempts) + (_STATE if notifications_failed else 0)
+    events = 2 + _task(fetch_attempts) + _STATE  # the execution, the fetch, the first Choice
+    events += rounds * (_MAP + _STATE)  # each round's Map and the Choice after it
+    events += (rounds - 1 + delayed) * (_STATE + _task(read_attempts) + _STATE)  # wait, status read, Choice
+    events += sum(level_sizes) * notify_user
+    return events + (_task(release_attempts) if released else 1)
+
+
 def worst_case_history_events(level_sizes: list[int]) -> int:
     """Events of an execution whose every notification failed after every retry (one entry per round)."""
-    return _FIXED_EVENTS + len(level_sizes) * _EVENTS_PER_ROUND + sum(level_sizes) * _EVENTS_PER_USER
+    return (
+        history_events(
+            level_sizes,
+            fetch_attempts=FETCH_MAX_ATTEMPTS,
+            read_attempts=READ_STATUS_MAX_ATTEMPTS,
+            notify_attempts=NOTIFY_MAX_ATTEMPTS,
+            release_attempts=RELEASE_MAX_ATTEMPTS,
+            delayed=True,
+            notifications_failed=True,
+            released=True,
+        )
+        + _STATE  # the release's Catch ends in a Succeed state when the claim was taken over
+    )
 
 
 def worst_case_state_bytes(config: AlertConfig) -> int:
