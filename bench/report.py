@@ -199,10 +199,12 @@ def timing_value(timing: dict) -> str:
 NOTES: dict[str, list[str]] = {
     "alert": [
         "Both designs read the same alert item (users in the seed's map form, 300 s between rounds) and post to the "
-        "same Slack stand-in. Ours spends one more transition per notification than the seed (a Pass state counts "
-        "it, where the seed counts inside its Lambda) and two more per round (it re-reads the alert's status, so an "
-        "acknowledged alert stops; the seed cannot stop). It makes one Lambda call per notification and none per "
-        "round; the seed makes one more per round.",
+        "same Slack stand-in. Ours notifies a round's users in one inline Map: one transition per notification, and "
+        "five per round (the status read, two decisions, the Map, the wait) with the one-escalation claim and its "
+        "release included; the seed spends two per notification. It makes one Lambda call per notification and "
+        "none per round; the seed makes one more per round. Ours paces a round at about one post per second, "
+        "Slack's webhook limit, so a round of 40 users takes about 40 s where the seed's posts all go out at once; "
+        "the first post of an alert goes out as soon as it is raised.",
     ],
     "poller": [
         "Every design's job times out at twice its length. The 1 min job uses the app's own demo runners; the 15 min "
