@@ -368,7 +368,7 @@ def test_each_invalid_field_fails_with_invalid_alert_config_naming_it(deployment
 
 
 def test_a_rejected_alert_ends_with_the_plain_message_not_the_lambda_error_document(deployment, slack, alerts):
-    # Given: the README's example of an invalid alert
+    # Given: docs/alert-notification.md's example of an invalid alert
     alert_id = alerts.put(alert_id=unique("zero-rounds"), **_item(notification_count=0))
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
@@ -659,7 +659,7 @@ def test_a_dispatch_calls_the_api_once_per_alert_to_start_and_not_per_running_ex
 
 
 # --------------------------------------------------------------------------------------------------
-# When a dispatch fails (README, "When a dispatch fails, someone is told")
+# When a dispatch fails (docs/alert-notification.md, "When a dispatch fails, someone is told")
 # --------------------------------------------------------------------------------------------------
 # The dispatcher's StartExecution client: botocore standard mode with total_max_attempts 6, which
 # botocore's Config documents as every call, the first one included.
@@ -795,7 +795,7 @@ def test_escalation_levels_notify_level_k_in_round_k_and_repeat_the_last(deploym
 
 
 def _link_key(deployment) -> bytes:
-    arn = _stack_resource(deployment, "AWS::SecretsManager::Secret", "ActionLinkKey")
+    arn = _stack_resource(deployment, "AWS::SecretsManager::Secret", "SigningKey")
     return deployment.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"].encode()
 
 
@@ -914,7 +914,7 @@ def test_a_round_of_forty_users_keeps_slacks_rate_limit(deployment, slack, alert
     # bursts (https://api.slack.com/docs/rate-limits), in simulated time
     users = _users(*(f"user{n:02d}" for n in range(40)))
     alert_id = alerts.put_alert(users, rounds=1)
-    slack.rate_limit(per_second=1, burst=3, clock=deployment.aws.clock.now)
+    slack.limit_rate(per_second=1, burst=3)
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then: every user notified once, and Slack never had to refuse a post

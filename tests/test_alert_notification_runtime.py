@@ -953,21 +953,3 @@ def test_a_dispatch_that_fails_for_one_alert_starts_the_others_and_names_the_fai
     ]
     assert sorted(inputs) == ["a", "c"]
 
-
-def test_stand_in_keeps_slacks_webhook_rate_limit_in_the_clock_it_is_given(slack_webhook, slack):
-    # Given: Slack's limit, about one message per second with short bursts, answered over it with 429
-    # and Retry-After (https://api.slack.com/docs/rate-limits); a clock the test moves by hand
-    now = [1000.0]
-    slack.rate_limit(per_second=1, burst=3, clock=lambda: now[0])
-    # When: five posts at once, then one a second later
-    statuses = []
-    for _ in range(5):
-        try:
-            statuses.append(slack_webhook.post_message(slack.url, {"text": "hi"}, sleep=lambda _: None))
-        except slack_webhook.SlackTransientError:
-            statuses.append(429)
-    now[0] += 1
-    statuses.append(slack_webhook.post_message(slack.url, {"text": "hi"}))
-    # Then: the burst went through, the rest were refused with a Retry-After of one second
-    assert statuses == [200, 200, 200, 429, 429, 200]
-    assert [post.status for post in slack.posts] == [200, 200, 200, 429, 429, 429, 429, 200]

@@ -81,7 +81,7 @@ class CloudWatchAlarm(CloudFormationModel):
 class EventInvokeConfig(CloudFormationModel):
     """AWS::Lambda::EventInvokeConfig, put through moto's PutFunctionEventInvokeConfig.
 
-    Without it a function's asynchronous retries and destinations (emulator/lambda_async.py) would
+    Without it a function's asynchronous retries and destinations (emulator/awslambda/asynchronous.py) would
     always be Lambda's defaults: two retries and no destination.
     """
 
@@ -124,15 +124,15 @@ class EventInvokeConfig(CloudFormationModel):
 
 
 class SecretsManagerSecret(CloudFormationModel):
-    """AWS::SecretsManager::Secret, created through moto's CreateSecret (a generated string when asked).
+    """AWS::SecretsManager::Secret, created through moto's CreateSecret (GetRandomPassword for a generated value).
 
-    Ref is the secret's ARN, as on AWS; a stack-generated key (the alert action links' signing key)
-    is then readable by the functions granted on it.
+    Ref is the secret's ARN. With no Name, CloudFormation names the secret after its logical id and
+    a random suffix; GenerateSecretString's defaults are GetRandomPassword's (32 characters, each
+    included type required).
     """
 
-    def __init__(self, arn: str, name: str) -> None:
+    def __init__(self, arn: str) -> None:
         self.arn = arn
-        self.name = name
 
     @staticmethod
     def cloudformation_name_type() -> str:
@@ -147,17 +147,6 @@ class SecretsManagerSecret(CloudFormationModel):
         return self.arn
 
     @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return attr == "Id"
-
-    def get_cfn_attribute(self, attribute_name: str) -> Any:
-        if attribute_name == "Id":
-            return self.arn
-        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
-
-        raise UnformattedGetAttTemplateException()
-
-    @classmethod
     def create_from_cloudformation_json(  # type: ignore[misc]
         cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
     ) -> "SecretsManagerSecret":
@@ -167,39 +156,36 @@ class SecretsManagerSecret(CloudFormationModel):
 
         backend = secretsmanager_backends[account_id][region_name]
         p = cloudformation_json["Properties"]
-        secret_string = p.get("SecretString")
+        value = p.get("SecretString")
         generate = p.get("GenerateSecretString")
         if generate is not None:
+            flag = lambda key, default=False: str(generate.get(key, default)).lower() == "true"  # noqa: E731
             password = json.loads(
                 backend.get_random_password(
                     password_length=int(generate.get("PasswordLength", 32)),
                     exclude_characters=generate.get("ExcludeCharacters", ""),
-                    exclude_numbers=bool(generate.get("ExcludeNumbers", False)),
-                    exclude_punctuation=bool(generate.get("ExcludePunctuation", False)),
-                    exclude_uppercase=bool(generate.get("ExcludeUppercase", False)),
-                    exclude_lowercase=bool(generate.get("ExcludeLowercase", False)),
-                    include_space=bool(generate.get("IncludeSpace", False)),
-                    require_each_included_type=bool(generate.get("RequireEachIncludedType", True)),
+                    exclude_numbers=flag("ExcludeNumbers"),
+                    exclude_punctuation=flag("ExcludePunctuation"),
+                    exclude_uppercase=flag("ExcludeUppercase"),
+                    exclude_lowercase=flag("ExcludeLowercase"),
+                    include_space=flag("IncludeSpace"),
+                    require_each_included_type=flag("RequireEachIncludedType", True),
                 )
             )["RandomPassword"]
-            template = generate.get("SecretStringTemplate")
-            secret_string = (
-                json.dumps({**json.loads(template), generate["GenerateStringKey"]: password}) if template else password
-            )
-        created = json.loads(
-            backend.create_secret(
-                name=resource_name,
-                secret_string=secret_string,
-                secret_binary=None,
-                description=p.get("Description"),
-                tags=p.get("Tags"),
-                kms_key_id=p.get("KmsKeyId"),
-                client_request_token=None,
-                replica_regions=[],
-                force_overwrite=False,
-            )
+            key = generate.get("GenerateStringKey")
+            value = json.dumps({**json.loads(generate["SecretStringTemplate"]), key: password}) if key else password
+        backend.create_secret(
+            name=resource_name,
+            secret_string=value,
+            secret_binary=None,
+            description=p.get("Description"),
+            tags=p.get("Tags"),
+            kms_key_id=p.get("KmsKeyId"),
+            client_request_token=None,
+            replica_regions=[],
+            force_overwrite=False,
         )
-        return cls(created["ARN"], created["Name"])
+        return cls(backend.secrets[resource_name].arn)
 
     @classmethod
     def delete_from_cloudformation_json(  # type: ignore[misc]
@@ -209,4 +195,55 @@ class SecretsManagerSecret(CloudFormationModel):
 
         secretsmanager_backends[account_id][region_name].delete_secret(
             resource_name, recovery_window_in_days=None, force_delete_without_recovery=True
+        )
+
+
+class LambdaUrl(CloudFormationModel):
+    """AWS::Lambda::Url, created through moto's CreateFunctionUrlConfig; FunctionUrl is its URL.
+
+    That URL answers on loopback (emulator/awslambda/function_urls.py), ending with "/" as Lambda's do.
+    """
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::Lambda::Url"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.config.function.function_arn
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr in ("FunctionArn", "FunctionUrl")
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        if attribute_name == "FunctionUrl":
+            return self.config.url
+        if attribute_name == "FunctionArn":
+            return self.config.function.function_arn
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        raise UnformattedGetAttTemplateException()
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "LambdaUrl":
+        from moto.awslambda.models import lambda_backends
+
+        p = cloudformation_json["Properties"]
+        config = {key: p[key] for key in ("AuthType", "Cors", "InvokeMode") if key in p}
+        return cls(lambda_backends[account_id][region_name].create_function_url_config(p["TargetFunctionArn"], config))
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.awslambda.models import lambda_backends
+
+        lambda_backends[account_id][region_name].delete_function_url_config(
+            cloudformation_json["Properties"]["TargetFunctionArn"]
         )
