@@ -14,7 +14,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import pytest
