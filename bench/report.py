@@ -202,9 +202,11 @@ NOTES: dict[str, list[str]] = {
         "same Slack stand-in. Ours notifies a round's users in one inline Map: one transition per notification, and "
         "five per round (the status read, two decisions, the Map, the wait) with the one-escalation claim and its "
         "release included; the seed spends two per notification. It makes one Lambda call per notification and "
-        "none per round; the seed makes one more per round. Ours paces a round at about one post per second, "
-        "Slack's webhook limit, so a round of 40 users takes about 40 s where the seed's posts all go out at once; "
-        "the first post of an alert goes out as soon as it is raised.",
+        "none per round; the seed makes one more per round. Ours keeps Slack's webhook pace (three posts at once, "
+        "then one a second), so a round of 40 users takes about 37 s where the seed's posts all go out at once. "
+        "**Raised to first post**: from the execution's start (what an alarm or the dispatcher starts) to the first "
+        "post delivered; **Slowest round**: from a round's first post starting to its last one delivered. History "
+        "events count more for ours (a Map and its iterations write their own events) though it enters fewer states.",
     ],
     "poller": [
         "Every design's job times out at twice its length. The 1 min job uses the app's own demo runners; the 15 min "
