@@ -67,8 +67,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     return {
         **config.to_state(),
         "status": status_of(item),
-        "acknowledged_by": item.get("acknowledged_by"),
-        "resolved_by": item.get("resolved_by"),
+        # Who acted, for an alert already stopped before its first round (the output names them).
+        **{field: value if isinstance(value := item.get(field), str) else None for field in ("acknowledged_by", "resolved_by")},
     }
 
 
