@@ -190,7 +190,7 @@ def test_an_update_keeps_the_previous_value_of_an_ssm_parameter_typed_parameter(
     # https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_Parameter.html:
     # UsePreviousValue keeps the value the stack uses; for an AWS::SSM::Parameter::Value type that is
     # the SSM parameter's name, resolved again (the CDK's BootstrapVersion parameter on every update).
-    cfn, name = aws.client("cloudformation"), unique("ssm-parameter")
+    cfn, name = aws.client("cloudformation"), unique("previous-value")
     aws.client("ssm").put_parameter(Name=f"/{name}/version", Value="21", Type="String")
 
     def template(topics: int) -> str:
