@@ -10,7 +10,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterator, Sequence, TextIO
 
 from emulator import samples
 from emulator.deploy import ROOT, deploy_app
@@ -90,8 +90,11 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def deployed(workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None) -> Iterator[Deployment]:
-    """Start the Slack stand-in and a LocalAws, store the webhook secret, deploy the app.
+def deployed(
+    workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None, also: Sequence[Path] = ()
+) -> Iterator[Deployment]:
+    """Start the Slack stand-in and a LocalAws, store the webhook secret, deploy the app (and, beside it,
+    the CDK apps in ``also``, such as examples/).
 
     With ``progress``, says what it is doing and each stack as CloudFormation completes it.
     """
@@ -103,11 +106,11 @@ def deployed(workdir: Path | None = None, *, auto_schedules: bool = False, progr
         # The secret exists before the app, as on AWS (the stack references it by name).
         aws.client("secretsmanager").create_secret(Name=SLACK_SECRET_NAME, SecretString=slack.url)
         if progress is None:
-            outputs = deploy_app(aws)
+            outputs = deploy_app(aws, also=also)
         else:
             print("Deploying the app into the local emulator with the real cdk CLI...", file=progress, flush=True)
             with _reporting_stacks(aws, progress):
-                outputs = deploy_app(aws)
+                outputs = deploy_app(aws, also=also)
             print(f"Deployed in {aws.deploy_seconds:.1f} s at {aws.endpoint_url}", file=progress, flush=True)
         yield Deployment(aws=aws, slack=slack, outputs=outputs)
 

@@ -12,7 +12,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
-from stacks.common.python_function import PythonFunction
+from stacks.common.python_function import PythonFunction, shared_layer
 from stacks.common.state_machine import StandardStateMachine
 from stacks.common.team_function import InvalidProp, environment_function, granted_role
 
@@ -108,6 +108,12 @@ class JobPoller(Construct):
             self.export_poller.state_machine,
             self.callback.state_machine,
         ]
+
+    @staticmethod
+    def job_runner_layer(scope: Construct) -> lambda_.ILayerVersion:
+        """The layer with patterns_common.job_runner, the helper a ``job_runner`` reports through: add it
+        to the runner's layers."""
+        return shared_layer(scope)
 
     def _allow_job_objects(self, function: PythonFunction | iam.IRole, action: str, *names: str) -> None:
         """Let ``function`` (or a team's function's role) do ``action`` on the named per-execution
