@@ -74,3 +74,14 @@ def deploy_app(
             cdk(app, "deploy", "--all", "--require-approval", "never", assembly=assembly(app))
     aws.deploy_seconds = time.monotonic() - started
     return aws.stack_outputs()
+
+
+def deploy_assembly(aws: LocalAws, assembly: Path) -> dict[str, dict[str, str]]:
+    """Deploy every stack of an already synthesized cloud assembly into a bootstrapped LocalAws.
+
+    What a test uses to add a small stack beside the app's without synthesizing it in a new process.
+    """
+    env = cdk_environment(aws)
+    _run([str(CDK), "deploy", "--all", "--require-approval", "never", "--no-notices", "--app", str(assembly)],
+         env, aws.workdir / "cdk.log", assembly)
+    return aws.stack_outputs()

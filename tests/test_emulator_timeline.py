@@ -16,7 +16,7 @@ import pytest
 from bench import docs_pages
 from emulator import samples
 from emulator.follow import Timeline, changes
-from emulator.history import CANCELLED, CAUGHT, FAILED, IN_PROGRESS, SUCCEEDED, state_views
+from emulator.stepfunctions.history import CANCELLED, CAUGHT, FAILED, IN_PROGRESS, SUCCEEDED, state_views
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 LAMBDA_CAUSE = json.dumps({

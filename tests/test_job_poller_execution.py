@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from emulator.patches.dynamodb import DYNAMODB_EXPORT_SECONDS
+from emulator.dynamodb.patches import DYNAMODB_EXPORT_SECONDS
 from patterns_common.job_demo import MAX_DURATION_SECONDS
 
 # Lambda work (cold starts, S3 calls) takes a little real time, which the simulated clock counts too.

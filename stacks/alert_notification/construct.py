@@ -13,6 +13,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.alert_notification.actions import AlertActions
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
@@ -31,7 +32,15 @@ DISPATCH_MAX_EVENT_AGE = Duration.hours(1)
 
 
 class AlertNotification(Construct):
-    def __init__(self, scope: Construct, id_: str, *, slack_webhook_secret_name: str, schedule: str) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        slack_webhook_secret_name: str,
+        schedule: str,
+        slack_signing_secret_name: str | None = None,
+    ) -> None:
         super().__init__(scope, id_)
         self.table = dynamodb.Table(
             self,
@@ -54,6 +63,10 @@ class AlertNotification(Construct):
             partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
             expiry_attribute="expiration",
         )
+        self.actions = AlertActions(
+            self, "Actions", table=self.table, slack_signing_secret_name=slack_signing_secret_name
+        )
+
         # The secret is created by whoever deploys (it holds a credential), so it is only referenced.
         webhook_secret = secretsmanager.Secret.from_secret_name_v2(self, "SlackWebhook", slack_webhook_secret_name)
 
