@@ -188,13 +188,16 @@ def test_a_processor_that_outlives_the_process_item_task_is_refused_naming_the_p
         MapRetry(stack, "MapRetry", item_processor=_function(stack, "Slow", Duration.seconds(limit)))
 
 
-@pytest.mark.parametrize("prop", ["job_runner", "callback_job_runner"])
-def test_a_runner_without_a_role_to_grant_to_is_refused_naming_the_prop(prop):
-    # Given: a function imported by ARN alone (CDK would drop the grants with only a warning)
+@pytest.mark.parametrize(
+    "prop, problem",
+    [("job_runner", "is not an aws_lambda.Function of this app"), ("callback_job_runner", "has no execution role")],
+)
+def test_a_runner_imported_by_arn_alone_is_refused_naming_the_prop(prop, problem):
+    # Given: a function imported by ARN alone (CDK would drop the grants to it with only a warning)
     stack = _stack()
     runner = _imported(stack, "Imported", with_role=False)
     # When / Then
-    with pytest.raises(InvalidProp, match=rf"^{prop}: .*has no (execution role|environment)|^{prop}: .*imported function"):
+    with pytest.raises(InvalidProp, match=rf"^{prop}: Team/Imported {problem}"):
         JobPoller(stack, "JobPoller", export_table=_table(stack), **{prop: runner})
 
 
@@ -203,7 +206,7 @@ def test_an_imported_job_runner_is_refused_because_its_bucket_variable_cannot_be
     stack = _stack()
     runner = _imported(stack, "Imported", with_role=True)
     # When / Then
-    with pytest.raises(InvalidProp, match=r"^job_runner: .*imported function; the construct must set its JOB_BUCKET_NAME"):
+    with pytest.raises(InvalidProp, match=r"^job_runner: .*is not an aws_lambda.Function of this app .*; the construct must set its JOB_BUCKET_NAME"):
         JobPoller(stack, "JobPoller", export_table=_table(stack), job_runner=runner)
 
 

@@ -30,8 +30,8 @@ def environment_function(function: lambda_.IFunction, prop: str, variable: str) 
     """A function of this app the construct can set ``variable`` on; an imported one cannot be changed."""
     if not isinstance(function, lambda_.Function):
         raise InvalidProp(
-            f"{prop}: {function.node.path} is an imported function; the construct must set its {variable} "
-            "environment variable, so pass an aws_lambda.Function defined in this app"
+            f"{prop}: {function.node.path} is not an aws_lambda.Function of this app (an imported function, an "
+            f"alias or a version); the construct must set its {variable} environment variable, so pass the Function"
         )
     return function
 
