@@ -24,6 +24,7 @@ STATUS_IO_TIMEOUT = Duration.seconds(30)
 # Lambda's maximum. The demo runners refuse jobs longer than this minus a reporting margin
 # (patterns_common.job_demo); real jobs longer than 15 minutes belong on AWS Batch or ECS.
 RUNNER_TIMEOUT = Duration.minutes(15)
+CALLBACK_RUNNER_MAX_EVENT_AGE = Duration.minutes(4)
 
 
 class JobPoller(Construct):
@@ -254,7 +255,9 @@ class JobPoller(Construct):
         else:
             runner_role = granted_role(runner, "callback_job_runner", "SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat")
             policy_scope, policy_id = self, "CallbackJobRunnerSendTaskResult"
-        self._no_async_retries(runner, "callback_job_runner")
+        # Past this age a throttled runner's event is dropped: the task's HeartbeatSeconds (300, in
+        # callback_job.asl.json) is longer, so a runner that starts within it is never taken for dead.
+        self._no_async_retries(runner, "callback_job_runner", max_event_age=CALLBACK_RUNNER_MAX_EVENT_AGE)
         self.callback_job_runner = runner
         machine = StandardStateMachine(
             self,
@@ -284,7 +287,7 @@ class JobPoller(Construct):
         return machine
 
     @staticmethod
-    def _no_async_retries(function: lambda_.IFunction, prop: str) -> None:
+    def _no_async_retries(function: lambda_.IFunction, prop: str, max_event_age: Duration | None = None) -> None:
         # Lambda retries a failed asynchronous invocation twice by default; a crashed runner must
         # stay crashed (the machine reports JobTimeout) instead of running the same job again.
         if function.node.try_find_child("EventInvokeConfig") is not None:
@@ -292,4 +295,4 @@ class JobPoller(Construct):
                 f"{prop}: {function.node.path} already has an asynchronous invoke configuration; the poller "
                 "sets it (no retries: a crashed runner must not run the job again), so remove yours"
             )
-        function.configure_async_invoke(retry_attempts=0)
+        function.configure_async_invoke(retry_attempts=0, max_event_age=max_event_age)
