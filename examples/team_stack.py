@@ -11,8 +11,10 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks.alert_notification.construct import AlertNotification
 from stacks.common.nag import acknowledge
 from stacks.job_poller.construct import JobPoller
 from stacks.map_retry.construct import MapRetry
@@ -23,7 +25,16 @@ FUNCTIONS = Path(__file__).resolve().parent / "functions"
 class TeamFunction(Construct):
     """How this team writes a Lambda function: its own role, which starts with writing its log group only."""
 
-    def __init__(self, scope: Construct, id_: str, *, source: str, timeout: Duration, layers: list[lambda_.ILayerVersion] | None = None) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        source: str,
+        timeout: Duration,
+        layers: list[lambda_.ILayerVersion] | None = None,
+        environment: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(scope, id_)
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_WEEK, removal_policy=RemovalPolicy.DESTROY)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
@@ -38,6 +49,7 @@ class TeamFunction(Construct):
             role=self.role,
             log_group=log_group,
             layers=layers or [],
+            environment=environment,
         )
         acknowledge(self, {"AwsSolutions::AwsSolutions-L1": "The team's functions run on Python 3.13, as the patterns' do."})
 
@@ -65,6 +77,28 @@ class TeamPatternsStack(Stack):
         )
         poller = JobPoller(self, "JobPoller", job_runner=runner.function, export_table=orders)
 
+        # Alert notification: the team's notifier puts each notification on the team's queue, not Slack.
+        undelivered = sqs.Queue(self, "UndeliveredNotifications", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True)
+        notifications = sqs.Queue(
+            self,
+            "Notifications",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=5, queue=undelivered),
+        )
+        notifier = TeamFunction(
+            self,
+            "Notifier",
+            source="notifier",
+            timeout=Duration.seconds(10),
+            environment={"NOTIFICATION_QUEUE_URL": notifications.queue_url},
+        )
+        notifications.grant_send_messages(notifier.function)
+        alerts = AlertNotification(self, "Alerts", schedule="rate(1 hour)", notifier=notifier.function)
+
+        CfnOutput(self, "AlertStateMachineArn", value=alerts.state_machine.state_machine_arn)
+        CfnOutput(self, "AlertTableName", value=alerts.table.table_name)
+        CfnOutput(self, "NotificationQueueUrl", value=notifications.queue_url)
         CfnOutput(self, "MapRetryStateMachineArn", value=map_retry.state_machine.state_machine_arn)
         CfnOutput(self, "ItemsBucketName", value=map_retry.bucket.bucket_name)
         CfnOutput(self, "JobPollerStateMachineArn", value=poller.state_machine.state_machine_arn)

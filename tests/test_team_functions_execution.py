@@ -101,3 +101,42 @@ def test_the_poller_follows_the_teams_runner_to_failed_with_its_message(deployme
     # Then: the execution fails with JobFailed, the cause is the message the runner reported
     assert result.status == "FAILED"
     assert (result.error, result.cause) == ("JobFailed", "step 2 of 3 failed")
+
+
+def test_the_alert_posts_through_the_teams_notifier(deployment):
+    # Given: an alert of the team's with one reachable user and one its paging tool cannot reach
+    alert_id = unique("team-alert")
+    users = ["ops@example.com", "oncall@unreachable.example.com"]
+    deployment.client("dynamodb").put_item(
+        TableName=deployment.output(STACK, "AlertTableName"),
+        Item={
+            "alert_id": {"S": alert_id},
+            "notification_count": {"N": "2"},
+            "user_accounts": {"L": [{"S": user} for user in users]},
+            "interval_seconds": {"N": "60"},
+            "message": {"S": "Queue depth above 1,000"},
+        },
+    )
+    # When
+    result, _ = _run(deployment, "AlertStateMachineArn", {"alert_id": alert_id})
+    # Then: two rounds; the user the notifier raised for is listed with the notifier's error name
+    assert result.status == "SUCCEEDED", (result.error, result.cause)
+    assert result.output["rounds_completed"] == 2 and result.output["stopped_reason"] == "count_reached"
+    assert result.output["notifications_sent"] == 2
+    assert sorted(map(json.dumps, result.output["notifications_failed"])) == sorted(
+        json.dumps({"round": r, "user": users[1], "error": "RecipientUnreachable"}) for r in (1, 2)
+    )
+    # ...and the team's queue holds one message per delivered notification, the payload the notifier got
+    sqs = deployment.client("sqs")
+    queue = deployment.output(STACK, "NotificationQueueUrl")
+    messages = []
+    while answer := sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages"):
+        messages += [json.loads(m["Body"]) for m in answer]
+        for m in answer:
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=m["ReceiptHandle"])
+    mine = sorted((m for m in messages if m["alert_id"] == alert_id), key=lambda m: m["round"])
+    assert [(m["round"], m["user"], m["message"]) for m in mine] == [(r, users[0], "Queue depth above 1,000") for r in (1, 2)]
+    assert all(set(m["links"]) == {"acknowledge", "resolve"} and m["execution_id"] == result.execution_arn for m in mine)
+    # ...each at its first attempt, the rounds at least the item's 60 simulated seconds apart
+    assert [m["attempt"] for m in mine] == [1, 1]
+    assert mine[1]["post_at"] - mine[0]["post_at"] >= 60

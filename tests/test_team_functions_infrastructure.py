@@ -18,6 +18,7 @@ from aws_cdk import aws_iam as iam  # noqa: E402
 from aws_cdk import aws_lambda as lambda_  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
+from stacks.alert_notification.construct import AlertNotification  # noqa: E402
 from stacks.common.team_function import InvalidProp, task_timeout_seconds  # noqa: E402
 from stacks.job_poller.construct import JobPoller  # noqa: E402
 from stacks.map_retry.construct import MapRetry  # noqa: E402
@@ -77,14 +78,16 @@ def _logical_id(stack: Stack, construct) -> str:
 
 @pytest.fixture(scope="module")
 def team_stack() -> tuple[Stack, dict, dict]:
-    """One stack with MapRetry and JobPoller, each given the team's functions."""
+    """One stack with the three constructs side by side, each given the team's functions."""
     app = App()
     stack = Stack(app, "Team", env=ENV)
     functions = {
         "processor": _function(stack, "Processor"),
         "runner": _function(stack, "Runner", Duration.minutes(5)),
         "callback_runner": _function(stack, "CallbackRunner", Duration.minutes(5)),
+        "notifier": _function(stack, "Notifier", Duration.seconds(10)),
     }
+    AlertNotification(stack, "Alerts", schedule="rate(1 hour)", notifier=functions["notifier"])
     MapRetry(stack, "MapRetry", item_processor=functions["processor"])
     JobPoller(
         stack,
@@ -255,5 +258,53 @@ def test_the_example_app_builds_the_constructs_side_by_side_in_one_stack_cdk_nag
     template = json.loads((Path(app.synth().directory) / "TeamPatternsStack.template.json").read_text())
     # Then: every machine is there, each running the team's functions
     assert len(_resources(template, "AWS::StepFunctions::StateMachine")) >= 4
-    assert {"MapRetryStateMachineArn", "JobPollerStateMachineArn"} <= set(template["Outputs"])
-    assert team.node.try_find_child("MapRetry") is not None and team.node.try_find_child("JobPoller") is not None
+    assert {"MapRetryStateMachineArn", "JobPollerStateMachineArn", "AlertStateMachineArn"} <= set(template["Outputs"])
+    assert all(team.node.try_find_child(name) is not None for name in ("MapRetry", "JobPoller", "Alerts"))
+
+
+def test_the_alert_machine_notifies_through_the_teams_notifier_and_makes_no_slack_parts(team_stack):
+    # Given
+    stack, template, functions = team_stack
+    notifier_arn = stack.resolve(functions["notifier"].function_arn)
+    [machine_id] = [k for k, m in _resources(template, "AWS::StepFunctions::StateMachine").items() if "Notify User" in json.dumps(m)]
+    machine = template["Resources"][machine_id]
+    # Then: Notify User invokes the team's function, and the machine may invoke it
+    assert notifier_arn in machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    machine_role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    invokes = [s for s in _statements(template, machine_role) if s["Action"] == "lambda:InvokeFunction"]
+    assert any(notifier_arn in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]) for s in invokes)
+    # ...with no Slack notifier, no idempotency table of its, no reference to a webhook secret
+    descriptions = [f["Properties"].get("Description", "") for f in _resources(template, "AWS::Lambda::Function").values()]
+    assert not any("Slack incoming webhook" in d for d in descriptions)
+    assert not [k for k in _resources(template, "AWS::DynamoDB::Table") if k.startswith("AlertsIdempotencyTable")]
+    assert "SLACK_WEBHOOK_SECRET_NAME" not in json.dumps(template)
+
+
+def test_the_alert_construct_exposes_its_machine_log_group_and_the_functions_it_made():
+    # Given
+    stack = _stack()
+    # When
+    alerts = AlertNotification(stack, "Alerts", schedule="rate(1 hour)", slack_webhook_secret_name="team/slack")
+    # Then: Slack stays the default
+    assert alerts.notifier is alerts.functions["NotifyUser"]
+    assert set(alerts.functions) == {"FetchAlertConfig", "ActionsEndpoint", "NotifyUser", "DispatchAlerts"}
+    assert alerts.log_group is not None and alerts.state_machine.node.path == "Team/Alerts/Machine/StateMachine"
+
+
+@pytest.mark.parametrize("props", [{}, {"slack_webhook_secret_name": "team/slack", "notifier": True}])
+def test_the_alert_construct_takes_exactly_one_of_slack_or_a_notifier(props):
+    # Given
+    stack = _stack()
+    props = {k: _function(stack, "Notifier") if k == "notifier" else v for k, v in props.items()}
+    # When / Then
+    with pytest.raises(InvalidProp, match=r"^notifier: give exactly one of notifier .* or slack_webhook_secret_name"):
+        AlertNotification(stack, "Alerts", schedule="rate(1 hour)", **props)
+
+
+def test_a_notifier_that_outlives_the_notify_user_task_is_refused_naming_the_prop():
+    # Given
+    limit = task_timeout_seconds("alert_notification", "Notify User")
+    stack = _stack()
+    # When / Then
+    with pytest.raises(InvalidProp, match=rf"^notifier: Team/Slow has a {limit} s timeout; it must be under {limit} s"):
+        AlertNotification(stack, "Alerts", schedule="rate(1 hour)", notifier=_function(stack, "Slow", Duration.seconds(limit)))
