@@ -211,7 +211,7 @@ class JobPoller(Construct):
             self,
             "ExportPollerMachine",
             machine="export_poller",
-            comment="Job poller with SDK integrations only: DynamoDB export of the alert table, "
+            comment="Job poller with SDK integrations only: DynamoDB export of the table it is given, "
             "describeExport until COMPLETED, FAILED or timeout_seconds",
             substitutions={"AlertTableArn": table.table_arn, "JobBucketName": self.bucket.bucket_name},
         )
