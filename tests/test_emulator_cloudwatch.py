@@ -333,14 +333,19 @@ def test_a_queue_with_a_message_waiting_raises_its_depth_alarm(aws, cloudwatch, 
                       Statistic="Maximum", Dimensions=[{"Name": "QueueName", "Value": queue}],
                       TreatMissingData="notBreaching")
     sqs.send_message(QueueUrl=url, MessageBody="a record nobody handled")
-    # When: two minutes of simulated time pass (a sample, then the end of its period)
-    aws.clock.advance(60)
-    deadline = time.monotonic() + ARRIVAL_SECONDS
-    while not cloudwatch.list_metrics(Namespace="AWS/SQS", Dimensions=[{"Name": "QueueName", "Value": queue}])["Metrics"]:
-        assert time.monotonic() < deadline, "no depth sampled"
-        time.sleep(0.05)
-    aws.clock.advance(60)
-    # Then
-    alarm = _wait_for_state(cloudwatch, name, "ALARM")
-    assert alarm["StateValue"] == "ALARM", alarm["StateReason"]
-    assert alarm["StateReason"].startswith("Threshold Crossed: 1 out of the last 1 datapoints [1.0 (")
+    try:
+        # When: two minutes of simulated time pass (a sample, then the end of its period)
+        aws.clock.advance(60)
+        deadline = time.monotonic() + ARRIVAL_SECONDS
+        dimensions = [{"Name": "QueueName", "Value": queue}]
+        while not cloudwatch.list_metrics(Namespace="AWS/SQS", Dimensions=dimensions)["Metrics"]:
+            assert time.monotonic() < deadline, "no depth sampled"
+            time.sleep(0.05)
+        aws.clock.advance(60)
+        # Then
+        alarm = _wait_for_state(cloudwatch, name, "ALARM")
+        assert alarm["StateValue"] == "ALARM", alarm["StateReason"]
+        assert alarm["StateReason"].startswith("Threshold Crossed: 1 out of the last 1 datapoints [1.0 (")
+    finally:
+        # The deployed app's AWS/SQS alarms are counted elsewhere (test_monitoring_execution.py).
+        cloudwatch.delete_alarms(AlarmNames=[name])
