@@ -2,11 +2,13 @@
 
 A copy of the app is changed (the deployed app is what `make watch` starts from) and hot-swapped into
 the running emulator with the real CLI: the CLI's own "hotswap-deployment time" and "Synthesis time",
-the whole command's wall time, and whether the next execution ran and on what.
+the whole command's wall time (with the machine's load as it ended: synthesis is CPU-bound), and
+whether the change reached the emulator and the next execution ran.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -66,6 +68,7 @@ def hotswaps(deployment: Deployment) -> list[dict]:
             output = run_cdk(deployment.aws, ["deploy", "--hotswap", "--exclusively", STACK], app_dir=app_dir,
                              outdir=app_dir / "cdk.out")
             command_seconds = time.monotonic() - started
+            load_average = os.getloadavg()[0]
             run = deployment.run(MACHINE, SAMPLE_INPUT)
             results.append({
                 "change": what,
@@ -74,6 +77,7 @@ def hotswaps(deployment: Deployment) -> list[dict]:
                 "hotswap_seconds": _figure(r"hotswap-deployment time: ([\d.]+)s", output),
                 "synthesis_seconds": _figure(r"Synthesis time: ([\d.]+)s", output),
                 "command_seconds": command_seconds,
+                "load_average": load_average,
                 "next_execution": run.status,
             })
         return results

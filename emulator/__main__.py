@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import threading
 import urllib.error
@@ -60,9 +61,13 @@ def _serve(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print("\nStopping.")
         finally:
-            if watcher is not None:
+            if watcher is not None:  # Ctrl-C reached it too; a deployment in flight gets a few seconds
                 watcher.terminate()
-                watcher.wait()
+                try:
+                    watcher.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    watcher.kill()
+                    watcher.wait()
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -97,6 +98,10 @@ def watch(aws: LocalAws) -> subprocess.Popen:
 
     Its output goes where this process's goes. cdk.json's ``watch`` says which files count.
     """
+    # The CLI diffs a hot-swap against the template it last hot-swapped, cached per account and region
+    # in cdk.out: every emulator has the same account, so a past session's cache would stand for the
+    # app just deployed, and the CLI would redeploy what did not change or skip what did.
+    shutil.rmtree(ROOT / "cdk.out" / ".hotswap-cache", ignore_errors=True)
     return subprocess.Popen(
         [str(CDK), "watch", "--all", "--hotswap-fallback", "--require-approval", "never", "--no-notices",
          "--app", f"{sys.executable} app.py"],

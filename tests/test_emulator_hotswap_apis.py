@@ -166,3 +166,43 @@ def test_describe_type_returns_the_registry_schema_the_cli_reads_create_only_pro
     with pytest.raises(ClientError) as raised:
         cfn.describe_type(Type="RESOURCE", TypeName="AWS::Nothing::Here")
     assert raised.value.response["Error"]["Code"] == "TypeNotFoundException"
+
+
+def test_change_sets_are_named_within_their_stack(aws):
+    # https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeChangeSet.html: a
+    # change set is named within its stack (StackName with a name); a deleted one is
+    # ChangeSetNotFound. `cdk deploy --hotswap-fallback` deletes its stack's "cdk-deploy-change-set"
+    # and waits until that stack's is gone, while other stacks have one of the same name.
+    cfn = aws.client("cloudformation")
+    template = json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
+    first, second = unique("change-sets"), unique("change-sets")
+    for stack in (first, second):
+        cfn.create_change_set(StackName=stack, ChangeSetName="same-name", TemplateBody=template, ChangeSetType="CREATE")
+    assert cfn.describe_change_set(StackName=second, ChangeSetName="same-name")["StackName"] == second
+    cfn.delete_change_set(StackName=first, ChangeSetName="same-name")
+    with pytest.raises(ClientError) as raised:
+        cfn.describe_change_set(StackName=first, ChangeSetName="same-name")
+    assert raised.value.response["Error"]["Code"] == "ChangeSetNotFound"
+    assert cfn.describe_change_set(StackName=second, ChangeSetName="same-name")["StackName"] == second
+
+
+def test_an_update_keeps_the_previous_value_of_an_ssm_parameter_typed_parameter(aws):
+    # https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_Parameter.html:
+    # UsePreviousValue keeps the value the stack uses; for an AWS::SSM::Parameter::Value type that is
+    # the SSM parameter's name, resolved again (the CDK's BootstrapVersion parameter on every update).
+    cfn, name = aws.client("cloudformation"), unique("previous-value")
+    aws.client("ssm").put_parameter(Name=f"/{name}/version", Value="21", Type="String")
+
+    def template(topics: int) -> str:
+        return json.dumps({
+            "Parameters": {"Version": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": f"/{name}/version"}},
+            "Resources": {f"Topic{n}": {"Type": "AWS::SNS::Topic"} for n in range(topics)},
+        })
+
+    cfn.create_stack(StackName=name, TemplateBody=template(1))
+    cfn.create_change_set(StackName=name, ChangeSetName="update", TemplateBody=template(2), ChangeSetType="UPDATE",
+                          Parameters=[{"ParameterKey": "Version", "UsePreviousValue": True}])
+    cfn.execute_change_set(StackName=name, ChangeSetName="update")
+    stack = cfn.describe_stacks(StackName=name)["Stacks"][0]
+    assert stack["StackStatus"] == "UPDATE_COMPLETE"
+    assert len(cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]) == 2

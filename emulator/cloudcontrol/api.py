@@ -40,7 +40,8 @@ class CloudControl:
     """The Cloud Control API of one LocalAws: ``client`` makes boto3 clients for its endpoint."""
 
     def __init__(self, client: Callable[[str], Any], region: str, now: Callable[[], float]) -> None:
-        self._client = client
+        self._make_client = client
+        self._clients: dict[str, Any] = {}  # boto3 clients are thread-safe; making one takes a while
         self._region = region
         self._now = now
         self._lock = threading.Lock()
@@ -94,7 +95,9 @@ class CloudControl:
             log.warning("Cloud Control could not update %s (%s): %s", identifier, type_name, message)
             event.update(OperationStatus="FAILED", ErrorCode="InvalidRequest", StatusMessage=message)
         else:
-            event.update(OperationStatus="SUCCESS", ResourceModel=json.dumps(handler.read(self._client, identifier)))
+            write_only = schemas.top_level(schemas.schema(self._region, type_name).get("writeOnlyProperties", []))
+            model = {name: value for name, value in desired.items() if name not in write_only}
+            event.update(OperationStatus="SUCCESS", ResourceModel=json.dumps(model))
         with self._lock:
             self._requests[event["RequestToken"]] = event
         return {"ProgressEvent": event}
@@ -113,6 +116,12 @@ class CloudControl:
         return {"ProgressEvent": event}
 
     # -- internals --------------------------------------------------------------------------------
+    def _client(self, service: str) -> Any:
+        with self._lock:
+            if service not in self._clients:
+                self._clients[service] = self._make_client(service)
+            return self._clients[service]
+
     def _handler(self, type_name: str) -> Any:
         try:
             schemas.schema(self._region, type_name)
