@@ -19,6 +19,8 @@ class AppConfig:
     alert_schedule: str
     monitored_statuses: tuple[str, ...]
     alert_email: str | None = None
+    # The Slack app whose button clicks the alert action endpoint accepts; None: the links alone work.
+    slack_signing_secret_name: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.monitored_statuses) - VALID_STATUSES
@@ -43,6 +45,7 @@ class AppConfig:
             "slack_webhook_secret_name": get("slackWebhookSecretName"),
             "alert_schedule": get("alertSchedule"),
             "alert_email": get("alertEmail") or None,
+            "slack_signing_secret_name": get("slackSigningSecretName") or None,
             "monitored_statuses": tuple(statuses),
         }
         return cls(**values)

@@ -220,8 +220,8 @@ def test_each_machine_has_its_three_alarms_on_the_status_topic(deployment, machi
 
 
 def test_every_failure_queue_has_an_alarm_on_the_status_topic(deployment):
-    # The emulator delivers every notification and computes no metric, so nothing is ever
-    # dead-lettered or alarmed here: this checks the deployed wiring only.
+    # The emulator delivers every notification, so nothing is dead-lettered here: this checks the
+    # deployed wiring (tests/test_emulator_cloudwatch.py shows a queue's depth raising its alarm).
     # Given: the status rule's dead-letter queue and the alert stack's two failure queues
     topic = deployment.output("MonitoringStack", "StatusTopicArn")
     alert_queues = [

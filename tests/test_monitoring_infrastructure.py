@@ -275,8 +275,8 @@ def test_dashboard_graphs_the_business_metrics_the_functions_publish(template):
     body = "".join(part for part in dashboard["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
     # Then: one SEARCH per metric the handlers emit (tests/emf.py reads them), in their namespace
     for dimensions, metric in [
-        ("AlertId,service", "NotificationsSent"),
-        ("AlertId,service", "NotificationsFailed"),
+        ("service", "NotificationsSent"),
+        ("service", "NotificationsFailed"),
         ("service", "MapItemsRetried"),
         ("service", "MapItemsGivenUp"),
         ("service", "JobsTimedOut"),

@@ -290,20 +290,25 @@ def test_no_template_holds_a_secret_value(synthesized_app):
     assert found == []
 
 
-def test_the_slack_webhook_reaches_functions_only_as_a_secret_name(synthesized_app):
-    # Given: every environment variable of every function
+def test_secrets_reach_functions_only_as_a_secret_name_or_arn(synthesized_app):
+    # Given: every environment variable of every function, and the secrets the stacks create
     variables = {
-        (logical_id, name): value
-        for _, logical_id, props in _resources(synthesized_app, "AWS::Lambda::Function")
+        (stack, logical_id, name): value
+        for stack, logical_id, props in _resources(synthesized_app, "AWS::Lambda::Function")
         for name, value in props.get("Environment", {}).get("Variables", {}).items()
     }
-    # Then: no value is a URL, and any variable whose name sounds secret holds the secret's name
+    created = {(stack, logical_id) for stack, logical_id, _ in _resources(synthesized_app, "AWS::SecretsManager::Secret")}
+    # Then: no value is a URL, and any variable whose name sounds secret holds the name of a secret
+    # created by whoever deploys, or a Ref to one the stack creates (its ARN)
     assert not [key for key, value in variables.items() if isinstance(value, str) and "://" in value]
-    secret_like = {key: value for key, value in variables.items() if SECRET_LOOKING_NAME.search(key[1])}
+    secret_like = {key: value for key, value in variables.items() if SECRET_LOOKING_NAME.search(key[2])}
     assert secret_like  # the notifier's webhook secret name, at least
-    for (function, name), value in secret_like.items():
+    for (stack, function, name), value in secret_like.items():
         assert name.endswith(("_SECRET_NAME", "_SECRET_ARN")), (function, name)
-        assert isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9/_+=.@-]{1,512}", value), (function, name)
+        if isinstance(value, dict):
+            assert name.endswith("_SECRET_ARN") and (stack, value.get("Ref")) in created, (function, name, value)
+        else:
+            assert isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9/_+=.@-]{1,512}", value), (function, name)
 
 
 def test_no_environment_value_looks_like_a_key(synthesized_app):

@@ -2,29 +2,30 @@
 
 Every patch but one corrects a difference between moto (the release requirements-dev.txt pins) and
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
-tests/test_emulator_conformance.py) pins it. The one under "Speed" changes only how fast moto works.
+tests/test_emulator_conformance.py, or for CloudWatch tests/test_emulator_cloudwatch.py) pins it. The one under "Speed" changes only how fast moto works.
 Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
+Each lives beside the rest of its service's emulation (``emulator/<service>/patches.py`` and, for
+Step Functions, the engine's modules in ``emulator/stepfunctions/``); this list is the one place that
+says which run.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from emulator.awslambda import patches as awslambda
 from emulator.clock import SimClock
-from emulator.patches import (
-    awslambda,
-    cloudformation,
-    dynamodb,
-    engine_clock,
-    jsonata,
-    redrive,
-    states,
-    stepfunctions,
-    test_state,
-)
+from emulator.cloudformation import patches as cloudformation
+from emulator.cloudwatch import patches as cloudwatch
+from emulator.dynamodb import patches as dynamodb
+from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
+from emulator.stepfunctions import patches as stepfunctions
 
 
-def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None]) -> None:
+def install_all(
+    clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], on_alarm_change: Callable[..., None],
+    mock_config: Callable[[], Any],
+) -> None:
     # Simulated time in the Step Functions engine.
     engine_clock.install_engine_clock(clock)
     engine_clock.install_program_timeout(clock)
@@ -54,6 +55,8 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     jsonata.install_field_paths()
     jsonata.install_integer_fields()
     jsonata.install_jsonata_clock(clock)
+    jsonata.install_jsonata_wait_timestamp()
+    jsonata.install_jsonata_map_items()
     states.install_choice_rule_assign()
     states.install_no_choice_matched()
     states.install_variable_comparison_order()
@@ -66,13 +69,22 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     redrive.install_redrive_filter()
     redrive.install_inline_map_redrive()
     redrive.install_parallel_redrive()
+    # Mocked service integrations (Step Functions Local's mock configuration).
+    mocks.install_mocked_integrations(mock_config)
     # Lambda.
     awslambda.install_lambda_runtime(lambda_runtime)
+    awslambda.install_function_urls(lambda_runtime)
     awslambda.install_lambda_invocation_type()
     awslambda.install_lambda_task_error_names()
     # DynamoDB.
     dynamodb.install_dynamodb_exports(clock)
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
+    cloudformation.install_describe_type()
+    cloudformation.install_change_sets_by_stack()
+    cloudformation.install_previous_ssm_parameter_values()
+    # CloudWatch.
+    cloudwatch.install_initial_alarm_state()
+    cloudwatch.install_alarm_state_changes(on_alarm_change)
     # Speed.
     stepfunctions.install_parse_once_per_definition()

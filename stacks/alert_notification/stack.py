@@ -19,9 +19,16 @@ class AlertNotificationStack(Stack):
             "AlertNotification",
             slack_webhook_secret_name=config.slack_webhook_secret_name,
             schedule=config.alert_schedule,
+            slack_signing_secret_name=config.slack_signing_secret_name,
         )
         self.table = pattern.table
         self.state_machines = pattern.state_machines
         self.failure_queues = pattern.failure_queues
         CfnOutput(self, "StateMachineArn", value=pattern.state_machine.state_machine_arn)
         CfnOutput(self, "AlertTableName", value=pattern.table.table_name)
+        CfnOutput(
+            self,
+            "AlertActionsUrl",
+            value=pattern.actions.url,
+            description="Endpoint of the Acknowledge/Resolve links; a Slack app's interactivity Request URL",
+        )

@@ -126,6 +126,7 @@ class PythonFunction(Construct):
         timeout: Duration,
         environment: Mapping[str, str] | None = None,
         memory_size: int = 256,
+        reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, id_)
         asset_dir = LAMBDAS_DIR / source
@@ -151,6 +152,7 @@ class PythonFunction(Construct):
             description=description,
             timeout=timeout,
             memory_size=memory_size,
+            reserved_concurrent_executions=reserved_concurrency,
             role=self.role,
             log_group=self.log_group,
             tracing=lambda_.Tracing.ACTIVE,

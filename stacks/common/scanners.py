@@ -24,7 +24,8 @@ ACKNOWLEDGED: dict[str, dict[str, str]] = {
         "in JobTimeout instead.",
         "CKV_AWS_115": "Concurrency is bounded by the callers (Map MaxConcurrency, one dispatch per "
         "schedule slot, one runner per job); a reservation would take capacity from the account's "
-        "pool and throttle legitimate bursts.",
+        "pool and throttle legitimate bursts. (The public alert action endpoint, which no caller "
+        "bounds, has a reservation, so this is not written on it.)",
         "CKV_AWS_173": "The environment holds only resource names, ARNs and log settings, no secret (the "
         "Slack webhook URL is read from Secrets Manager at run time); Lambda encrypts it at rest "
         "with an AWS-owned key.",
@@ -51,6 +52,17 @@ ACKNOWLEDGED: dict[str, dict[str, str]] = {
         "CKV_AWS_21": "Every object is a per-execution record that expires in days; a job's status is "
         "guarded by conditional writes (If-None-Match), so versions would only keep stale copies.",
     },
+    "AWS::Lambda::Url": {
+        "CKV_AWS_258": "The alert action endpoint is opened by people from a Slack message, who hold no AWS "
+        "credentials, so IAM auth cannot apply; the handler authenticates every request instead (an "
+        "expiring HMAC-SHA256 token bound to alert, user and action, or Slack's v0 request signature), "
+        "GET changes nothing, and reserved concurrency bounds a flood.",
+    },
+    "AWS::SecretsManager::Secret": {
+        "CKV_AWS_149": "The action link signing key is encrypted with the AWS-managed key "
+        "(aws/secretsmanager); only the two functions granted GetSecretValue on this one secret read it "
+        "and there is no cross-account access a customer-managed key policy would have to control.",
+    },
     "AWS::SQS::Queue": {
         "CKV_AWS_27": "Encrypted with SQS-managed server-side encryption (SqsManagedSseEnabled), which "
         "checkov does not recognise (it looks for KmsMasterKeyId only); a KMS key would need a key "
@@ -73,7 +85,9 @@ class ScannerAcknowledgements:
     def visit(self, node: IConstruct) -> None:
         if not isinstance(node, CfnResource) or node.cfn_resource_type not in ACKNOWLEDGED:
             return
-        findings = ACKNOWLEDGED[node.cfn_resource_type]
+        findings = dict(ACKNOWLEDGED[node.cfn_resource_type])
+        if getattr(node, "reserved_concurrent_executions", None) is not None:
+            del findings["CKV_AWS_115"]  # this function has a reservation: the finding is fixed, not accepted
         checkov = [{"id": id_, "comment": why} for id_, why in findings.items() if id_.startswith("CKV_")]
         node.add_metadata("checkov", {"skip": checkov})
         serverless = {id_: why for id_, why in findings.items() if not id_.startswith("CKV_")}

@@ -1,0 +1,138 @@
+"""Lambda: handlers really run, function URLs answer, InvocationType is honoured, task failures carry AWS's error names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class _ManagedLayer:
+    """An AWS-managed layer (Powertools): known by ARN, its packages in the Lambda sandbox."""
+
+    def __init__(self, arn: str) -> None:
+        self.arn = arn
+        self.code_size = 0
+        self.code_bytes = b""
+
+
+def _header(headers: Any, name: str) -> str | None:
+    if not headers:
+        return None
+    value = headers.get(name) if hasattr(headers, "get") else None
+    if value is None:
+        for key, candidate in dict(headers).items():
+            if key.lower() == name:
+                return candidate
+    return value
+
+
+def install_lambda_runtime(runtime: Any) -> None:
+    from moto.awslambda.models import LambdaBackend, LambdaFunction
+
+    original_layer_lookup = LambdaBackend.layers_versions_by_arn
+
+    def layers_versions_by_arn(self: Any, arn: str) -> Any:
+        found = original_layer_lookup(self, arn)
+        if found is None and ":017000801446:layer:AWSLambdaPowertoolsPython" in arn:
+            return _ManagedLayer(arn)
+        return found
+
+    LambdaBackend.layers_versions_by_arn = layers_versions_by_arn
+
+    def invoke(self: Any, body: Any, request_headers: Any, response_headers: dict) -> bytes:
+        invocation_type = _header(request_headers, "x-amz-invocation-type") or "RequestResponse"
+        if invocation_type == "DryRun":
+            return b""
+        payload = body.encode() if isinstance(body, str) else (body or b"{}")
+        result = runtime.invoke(self, payload, asynchronous=invocation_type == "Event",
+                                trace_id=_header(request_headers, "x-amzn-trace-id"))
+        if result is None:
+            return b""
+        if result.errored:
+            response_headers["x-amz-function-error"] = "Unhandled"
+        return result.payload
+
+    LambdaFunction.invoke = invoke
+
+
+def install_function_urls(urls: Any) -> None:
+    """A function URL answers HTTP requests on AWS; moto makes up an address that answers nowhere.
+
+    Each URL created (CreateFunctionUrlConfig, or AWS::Lambda::Url in a stack) gets a listener on
+    127.0.0.1 from ``urls.open_function_url(fn)``, and its ``FunctionUrl`` is that listener's URL.
+    """
+    from moto.awslambda.models import FunctionUrlConfig
+
+    original_init = FunctionUrlConfig.__init__
+
+    def __init__(self: Any, function: Any, config: dict[str, Any]) -> None:
+        original_init(self, function, config)
+        self.url = urls.open_function_url(function)
+
+    FunctionUrlConfig.__init__ = __init__
+
+
+def install_lambda_invocation_type() -> None:
+    """AWS honours InvocationType in the lambda:invoke integration; moto filters it out.
+
+    An ``Event`` invocation (as with ``.waitForTaskToken``) must return at once so the task waits
+    for its callback while the function runs.
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_lambda,
+    )
+
+    state_task_service_lambda._SUPPORTED_API_PARAM_BINDINGS["invoke"].add("InvocationType")
+
+
+def install_lambda_task_error_names() -> None:
+    """Name lambda:invoke API failures as AWS does (its Java SDK's exception classes).
+
+    A modelled Lambda error code keeps its name (``Lambda.TooManyRequestsException``,
+    ``Lambda.ServiceException``); any other code is ``Lambda.AWSLambdaException``, and a call
+    that got no answer at all (connection closed or refused) is ``Lambda.SdkClientException``.
+    moto named them ``Lambda.<whatever code came back>`` and ``States.Runtime``.
+    """
+    import botocore.session
+    from botocore.exceptions import BotoCoreError
+    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+        CustomErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda import (
+        StateTaskServiceLambda,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    modelled = {shape.name for shape in botocore.session.get_session().get_service_model("lambda").error_shapes}
+    original_client_error = StateTaskServiceLambda._error_cause_from_client_error
+    original_from_error = StateTaskServiceLambda._from_error
+
+    def error_cause_from_client_error(client_error: Any) -> tuple[str, str]:
+        error, cause = original_client_error(client_error)
+        if client_error.response["Error"]["Code"] not in modelled:
+            error = "Lambda.AWSLambdaException"
+        return error, cause
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if not isinstance(ex, BotoCoreError):
+            return original_from_error(self, env, ex)
+        error = "Lambda.SdkClientException"
+        return FailureEvent(
+            env=env,
+            error_name=CustomErrorName(error),
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(
+                taskFailedEventDetails=TaskFailedEventDetails(
+                    error=error,
+                    cause=f"Unable to execute HTTP request: {ex}",
+                    resource=self._get_sfn_resource(),
+                    resourceType=self._get_sfn_resource_type(),
+                )
+            ),
+        )
+
+    StateTaskServiceLambda._error_cause_from_client_error = staticmethod(error_cause_from_client_error)
+    StateTaskServiceLambda._from_error = from_error

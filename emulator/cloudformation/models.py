@@ -1,0 +1,249 @@
+"""CloudFormation resource types moto skips but the app's stacks need, modelled on moto's APIs.
+
+A skipped resource cannot be the target of Ref/Fn::GetAtt (a topic policy naming an alarm's ARN
+failed the whole stack), and what it configures is silently lost (a function's asynchronous
+retries and on-failure destination). Importing this module registers the models with moto's
+CloudFormation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moto.core.common_models import CloudFormationModel
+
+
+class CloudWatchAlarm(CloudFormationModel):
+    """AWS::CloudWatch::Alarm, created through moto's CloudWatch PutMetricAlarm."""
+
+    def __init__(self, alarm: Any) -> None:
+        self.alarm = alarm
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return "AlarmName"
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::CloudWatch::Alarm"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.alarm.name
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr == "Arn"
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        if attribute_name == "Arn":
+            return self.alarm.alarm_arn
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        raise UnformattedGetAttTemplateException()
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "CloudWatchAlarm":
+        from moto.cloudwatch.models import cloudwatch_backends
+
+        p = cloudformation_json["Properties"]
+        alarm = cloudwatch_backends[account_id][region_name].put_metric_alarm(
+            name=p.get("AlarmName", resource_name),
+            namespace=p.get("Namespace"),
+            metric_name=p.get("MetricName"),
+            comparison_operator=p["ComparisonOperator"],
+            evaluation_periods=int(p["EvaluationPeriods"]),
+            period=int(p["Period"]) if p.get("Period") else None,
+            threshold=float(p["Threshold"]) if "Threshold" in p else None,
+            statistic=p.get("Statistic"),
+            description=p.get("AlarmDescription"),
+            dimensions=[{"Name": d["Name"], "Value": d["Value"]} for d in p.get("Dimensions", [])],
+            alarm_actions=p.get("AlarmActions", []),
+            ok_actions=p.get("OKActions", []),
+            insufficient_data_actions=p.get("InsufficientDataActions", []),
+            datapoints_to_alarm=int(p["DatapointsToAlarm"]) if p.get("DatapointsToAlarm") else None,
+            treat_missing_data=p.get("TreatMissingData"),
+            actions_enabled=str(p.get("ActionsEnabled", True)).lower() == "true",
+        )
+        return cls(alarm)
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.cloudwatch.models import cloudwatch_backends
+
+        cloudwatch_backends[account_id][region_name].delete_alarms([resource_name])
+
+
+class EventInvokeConfig(CloudFormationModel):
+    """AWS::Lambda::EventInvokeConfig, put through moto's PutFunctionEventInvokeConfig.
+
+    Without it a function's asynchronous retries and destinations (emulator/awslambda/asynchronous.py) would
+    always be Lambda's defaults: two retries and no destination.
+    """
+
+    def __init__(self, function_name: str, qualifier: str) -> None:
+        self.function_name = function_name
+        self.qualifier = qualifier
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::Lambda::EventInvokeConfig"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return f"{self.function_name}:{self.qualifier}"
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "EventInvokeConfig":
+        from moto.awslambda.models import lambda_backends
+
+        p = cloudformation_json["Properties"]
+        config: dict[str, Any] = {
+            key: int(p[key]) for key in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds") if key in p
+        }
+        if p.get("DestinationConfig"):
+            config["DestinationConfig"] = p["DestinationConfig"]
+        lambda_backends[account_id][region_name].put_function_event_invoke_config(p["FunctionName"], config)
+        return cls(p["FunctionName"], p["Qualifier"])
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.awslambda.models import lambda_backends
+
+        lambda_backends[account_id][region_name].delete_function_event_invoke_config(
+            cloudformation_json["Properties"]["FunctionName"]
+        )
+
+
+class SecretsManagerSecret(CloudFormationModel):
+    """AWS::SecretsManager::Secret, created through moto's CreateSecret (GetRandomPassword for a generated value).
+
+    Ref is the secret's ARN. With no Name, CloudFormation names the secret after its logical id and
+    a random suffix; GenerateSecretString's defaults are GetRandomPassword's (32 characters, each
+    included type required).
+    """
+
+    def __init__(self, arn: str) -> None:
+        self.arn = arn
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return "Name"
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::SecretsManager::Secret"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.arn
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "SecretsManagerSecret":
+        import json
+
+        from moto.secretsmanager.models import secretsmanager_backends
+
+        backend = secretsmanager_backends[account_id][region_name]
+        p = cloudformation_json["Properties"]
+        value = p.get("SecretString")
+        generate = p.get("GenerateSecretString")
+        if generate is not None:
+            flag = lambda key, default=False: str(generate.get(key, default)).lower() == "true"  # noqa: E731
+            password = json.loads(
+                backend.get_random_password(
+                    password_length=int(generate.get("PasswordLength", 32)),
+                    exclude_characters=generate.get("ExcludeCharacters", ""),
+                    exclude_numbers=flag("ExcludeNumbers"),
+                    exclude_punctuation=flag("ExcludePunctuation"),
+                    exclude_uppercase=flag("ExcludeUppercase"),
+                    exclude_lowercase=flag("ExcludeLowercase"),
+                    include_space=flag("IncludeSpace"),
+                    require_each_included_type=flag("RequireEachIncludedType", True),
+                )
+            )["RandomPassword"]
+            key = generate.get("GenerateStringKey")
+            value = json.dumps({**json.loads(generate["SecretStringTemplate"]), key: password}) if key else password
+        backend.create_secret(
+            name=resource_name,
+            secret_string=value,
+            secret_binary=None,
+            description=p.get("Description"),
+            tags=p.get("Tags"),
+            kms_key_id=p.get("KmsKeyId"),
+            client_request_token=None,
+            replica_regions=[],
+            force_overwrite=False,
+        )
+        return cls(backend.secrets[resource_name].arn)
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.secretsmanager.models import secretsmanager_backends
+
+        secretsmanager_backends[account_id][region_name].delete_secret(
+            resource_name, recovery_window_in_days=None, force_delete_without_recovery=True
+        )
+
+
+class LambdaUrl(CloudFormationModel):
+    """AWS::Lambda::Url, created through moto's CreateFunctionUrlConfig; FunctionUrl is its URL.
+
+    That URL answers on loopback (emulator/awslambda/function_urls.py), ending with "/" as Lambda's do.
+    """
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::Lambda::Url"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.config.function.function_arn
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr in ("FunctionArn", "FunctionUrl")
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        if attribute_name == "FunctionUrl":
+            return self.config.url
+        if attribute_name == "FunctionArn":
+            return self.config.function.function_arn
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        raise UnformattedGetAttTemplateException()
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "LambdaUrl":
+        from moto.awslambda.models import lambda_backends
+
+        p = cloudformation_json["Properties"]
+        config = {key: p[key] for key in ("AuthType", "Cors", "InvokeMode") if key in p}
+        return cls(lambda_backends[account_id][region_name].create_function_url_config(p["TargetFunctionArn"], config))
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.awslambda.models import lambda_backends
+
+        lambda_backends[account_id][region_name].delete_function_url_config(
+            cloudformation_json["Properties"]["TargetFunctionArn"]
+        )

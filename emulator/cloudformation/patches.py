@@ -1,0 +1,216 @@
+"""CloudFormation: what `cdk deploy` needs from moto (change sets, exports, layers, PITR, KMS tags, DescribeType)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def install_cloudformation_fidelity() -> None:
+    from moto.cloudformation import parsing as cfn_parsing
+    from moto.cloudformation import responses as cfn_responses
+
+    import emulator.cloudformation.models  # noqa: F401 - registers the extra resource models
+
+    cfn_parsing.get_model_list.cache_clear()
+    cfn_parsing.get_model_map.cache_clear()
+    cfn_parsing.get_name_type_map.cache_clear()
+    from moto.cloudformation.models import CloudFormationBackend
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.table import Table
+
+    # `cdk deploy` passes a TemplateURL on the endpoint (http://127.0.0.1:PORT/bucket/key); moto
+    # reads path-style URLs only for "localhost".
+    original_from_url = cfn_responses.get_stack_from_s3_url
+
+    def get_stack_from_s3_url(template_url: str, account_id: str, partition: str) -> str:
+        return original_from_url(template_url.replace("://127.0.0.1:", "://localhost:", 1), account_id, partition)
+
+    cfn_responses.get_stack_from_s3_url = get_stack_from_s3_url
+
+    # `cdk deploy` uses change sets; moto's change-set path never publishes Outputs or Exports,
+    # and resolves Fn::ImportValue against an empty export list.
+    original_create_change_set = CloudFormationBackend.create_change_set
+
+    def create_change_set(self: Any, *args: Any, **kwargs: Any) -> Any:
+        change_set_id, stack_id = original_create_change_set(self, *args, **kwargs)
+        stack = self.stacks[stack_id]
+        stack.cross_stack_resources = self.exports
+        stack.resource_map.cross_stack_resources = self.exports
+        return change_set_id, stack_id
+
+    CloudFormationBackend.create_change_set = create_change_set
+    original_execute = CloudFormationBackend.execute_change_set
+
+    def execute_change_set(self: Any, change_set_name: str, stack_name: str | None = None) -> None:
+        # `cdk deploy` names every stack's change set alike; moto picks one by name alone.
+        change_set = self.change_sets.get(change_set_name) or next(
+            (
+                cs
+                for cs in reversed(list(self.change_sets.values()))
+                if cs.change_set_name == change_set_name and stack_name in (None, cs.stack_name, cs.stack_id)
+            ),
+            None,
+        )
+        if change_set is None:
+            return original_execute(self, change_set_name, stack_name)
+        original_execute(self, change_set.change_set_id, stack_name)
+        stack = self.stacks[change_set.stack_id]
+        for export in stack.exports:
+            self.exports.pop(export.name, None)
+        stack._parse_template()
+        stack.description = stack.template_dict.get("Description")
+        stack.output_map = stack._create_output_map()
+        self._validate_export_uniqueness(stack)
+        for export in stack.exports:
+            self.exports[export.name] = export
+
+    CloudFormationBackend.execute_change_set = execute_change_set
+
+    # AWS::DynamoDB::Table PointInTimeRecoverySpecification is ignored by moto's CloudFormation.
+    original_table_create = Table.create_from_cloudformation_json.__func__
+
+    def table_create(cls: Any, resource_name: str, cloudformation_json: dict, account_id: str, region_name: str, **kwargs: Any) -> Any:
+        table = original_table_create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+        spec = cloudformation_json.get("Properties", {}).get("PointInTimeRecoverySpecification") or {}
+        if str(spec.get("PointInTimeRecoveryEnabled")).lower() == "true":
+            dynamodb_backends[account_id][region_name].update_continuous_backups(
+                table.name, {"PointInTimeRecoveryEnabled": True}
+            )
+        return table
+
+    Table.create_from_cloudformation_json = classmethod(table_create)
+
+    # AWS::Lambda::Function Layers are dropped by moto's CloudFormation: every function whose
+    # code imports from a layer (the shared patterns_common package) failed to import. A Ref to
+    # a layer of the same stack resolves to moto's LayerVersion model, not its ARN.
+    from moto.awslambda.models import LambdaFunction
+
+    original_function_create = LambdaFunction.create_from_cloudformation_json.__func__
+
+    def function_create(cls: Any, resource_name: str, cloudformation_json: dict, *args: Any, **kwargs: Any) -> Any:
+        fn = original_function_create(cls, resource_name, cloudformation_json, *args, **kwargs)
+        properties = cloudformation_json.get("Properties", {})
+        if properties.get("Layers"):
+            fn.layers = fn._get_layers_data([getattr(layer, "arn", layer) for layer in properties["Layers"]])
+        if properties.get("TracingConfig"):  # dropped too
+            fn.tracing_config = properties["TracingConfig"]
+        return fn
+
+    LambdaFunction.create_from_cloudformation_json = classmethod(function_create)
+
+    # AWS::KMS::Key Tags are {Key, Value} in CloudFormation; moto hands them to KMS's tagger,
+    # which expects {TagKey, TagValue}, and the whole stack fails.
+    from moto.kms.models import Key
+
+    original_key_create = Key.create_from_cloudformation_json.__func__
+
+    def key_create(cls: Any, resource_name: str, cloudformation_json: dict, *args: Any, **kwargs: Any) -> Any:
+        properties = cloudformation_json.get("Properties", {})
+        if properties.get("Tags"):
+            properties = {**properties, "Tags": [{"TagKey": t["Key"], "TagValue": t["Value"]} for t in properties["Tags"]]}
+            cloudformation_json = {**cloudformation_json, "Properties": properties}
+        return original_key_create(cls, resource_name, cloudformation_json, *args, **kwargs)
+
+    Key.create_from_cloudformation_json = classmethod(key_create)
+
+
+def install_describe_type() -> None:
+    """DescribeType answers a resource type's registry schema, as AWS does.
+
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeType.html: ``Schema``
+    is the type's schema (its create-only properties among others); an unknown type is
+    ``TypeNotFoundException``. `cdk deploy --hotswap` reads it to leave create-only properties to a
+    full deployment; moto had no DescribeType, and the CLI retried its error page for 48 seconds.
+    """
+    from moto.cloudformation.exceptions import CloudFormationError
+    from moto.cloudformation.responses import CloudFormationResponse
+    from moto.core.responses import ActionResult
+
+    from emulator.cloudcontrol import schemas
+
+    class TypeNotFound(CloudFormationError):
+        code = "TypeNotFoundException"
+
+    def describe_type(self: Any) -> ActionResult:
+        kind, type_name = self._get_param("Type") or "RESOURCE", self._get_param("TypeName")
+        try:
+            if kind != "RESOURCE":
+                raise schemas.UnknownType(type_name)
+            schema = schemas.schema(self.region, type_name)
+        except schemas.UnknownType:
+            raise TypeNotFound(f"The type '{type_name}' cannot be found.") from None
+        return ActionResult({
+            "Arn": f"arn:{self.partition}:cloudformation:{self.region}::type/resource/{type_name.replace('::', '-')}",
+            "Type": "RESOURCE",
+            "TypeName": type_name,
+            "Schema": json.dumps(schema),
+            "Visibility": "PUBLIC",
+            "ProvisioningType": "FULLY_MUTABLE",
+            "DeprecatedStatus": "LIVE",
+            "IsDefaultVersion": True,
+        })
+
+    CloudFormationResponse.describe_type = describe_type
+
+
+def install_change_sets_by_stack() -> None:
+    """DescribeChangeSet and DeleteChangeSet with a StackName find that stack's change set of that name.
+
+    A change set's name is unique within its stack
+    (https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeChangeSet.html: the
+    name or ARN, and the stack's name or ARN when a name is given); one that does not exist is
+    ChangeSetNotFoundException. moto looked names up across every stack: `cdk deploy
+    --hotswap-fallback` deletes its stack's "cdk-deploy-change-set", then waited forever for it to go,
+    as another stack's change set of that name still answered.
+    """
+    from moto.cloudformation.exceptions import CloudFormationError
+    from moto.cloudformation.responses import CloudFormationResponse
+    from moto.core.responses import ActionResult, EmptyResult
+
+    class ChangeSetNotFound(CloudFormationError):
+        code = "ChangeSetNotFoundException"
+
+    def change_set_id(self: Any) -> str:
+        name, stack = self._get_param("ChangeSetName"), self._get_param("StackName")
+        change_sets = self.cloudformation_backend.change_sets
+        if name in change_sets:  # an ARN
+            return name
+        matching = [cs_id for cs_id, cs in change_sets.items()
+                    if cs.change_set_name == name and stack in (None, cs.stack_name, cs.stack_id)]
+        if not matching:
+            raise ChangeSetNotFound(f"ChangeSet [{name}] does not exist")
+        return matching[-1]
+
+    def describe_change_set(self: Any) -> ActionResult:
+        return ActionResult(self.cloudformation_backend.describe_change_set(change_set_name=change_set_id(self)))
+
+    def delete_change_set(self: Any) -> EmptyResult:
+        self.cloudformation_backend.delete_change_set(change_set_name=change_set_id(self))
+        return EmptyResult()
+
+    CloudFormationResponse.describe_change_set = describe_change_set
+    CloudFormationResponse.delete_change_set = delete_change_set
+
+
+def install_previous_ssm_parameter_values() -> None:
+    """UsePreviousValue of an SSM-typed parameter reuses its SSM parameter name, resolved again.
+
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_Parameter.html: with
+    UsePreviousValue the stack keeps the value it is using; for an ``AWS::SSM::Parameter::Value<...>``
+    type that value is the parameter's name, and ResolvedValue is what it resolved to. moto reused the
+    resolved value and then looked it up as a name, so every update of a CDK stack (whose
+    BootstrapVersion parameter is SSM-typed) failed: `cdk deploy --hotswap-fallback`'s full deployment.
+    """
+    from moto.cloudformation.models import Stack
+
+    def stack_parameters(self: Any) -> dict[str, Any]:
+        slots = self.resource_map._template.get("Parameters", {})
+        given = self.resource_map.input_parameters
+        return {
+            name: given.get(name, slots[name].get("Default"))
+            if str(slots.get(name, {}).get("Type", "")).startswith("AWS::SSM::Parameter::") else value
+            for name, value in self.resource_map.resolved_parameters.items()
+        }
+
+    Stack.stack_parameters = property(stack_parameters)

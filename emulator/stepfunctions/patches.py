@@ -1,0 +1,494 @@
+"""Step Functions API and engine fidelity: executions, history, task tokens as AWS documents them."""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import functools
+import importlib
+import json
+import threading
+import uuid
+from typing import Any, Callable
+
+from emulator.patches._moto import modules_importing
+
+
+def install_executing_backend() -> None:
+    """State machines created by CloudFormation execute: moto put them in a backend that never runs them."""
+    from moto.stepfunctions import models as sfn_models
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    sfn_models.stepfunctions_backends = stepfunctions_parser_backends
+
+
+def install_empty_filter_result() -> None:
+    """AWS: a JSONPath filter that matches nothing yields []; moto raises States.Runtime."""
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    original_extract = json_path.extract_json
+
+    def extract_json(path: str, data: Any) -> Any:
+        try:
+            return original_extract(path, data)
+        except json_path.NoSuchJsonPathError:
+            if "[?(" in path:
+                return []
+            raise
+
+    json_path.extract_json = extract_json
+    for module_name in modules_importing(json_path, "extract_json", original_extract):
+        setattr(importlib.import_module(module_name), "extract_json", extract_json)
+
+
+def install_start_execution_checks() -> None:
+    """StartExecution names, input checks as AWS documents them.
+
+    AWS: StartExecution without a name gets a UUID; moto names every one "None" and collides.
+    AWS refuses input that is not JSON with InvalidExecutionInput (moto answers an error with no
+    code) and input over 262,144 UTF-8 bytes with ValidationException (moto accepts it and the
+    execution fails later with States.DataLimitExceeded).
+    """
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original_start = StepFunctionsParserBackend.start_execution
+
+    def start_execution(self: Any, state_machine_arn: str, name: str | None = None, execution_input: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if execution_input is not None:
+            _check_execution_input(execution_input)
+        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, *args, **kwargs)
+
+    StepFunctionsParserBackend.start_execution = start_execution
+
+
+def install_describe_execution() -> None:
+    """AWS: DescribeExecution output is always a JSON text (a string output is quoted; null is
+    "null"), TIMED_OUT executions have a stopDate too, and ``redriveCount`` is 0 until the
+    execution is redriven; ``redriveStatus`` says whether it can be (``redriveStatusReason`` why
+    not) and a redriven execution has its last ``redriveDate``."""
+    from moto.stepfunctions import responses as sfn_responses
+
+    from emulator.stepfunctions.redrive import redrive_status
+
+    def describe_execution(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        execution = self.stepfunction_backend.describe_execution(arn)
+        response = {
+            "executionArn": arn,
+            "input": execution.execution_input,
+            "name": execution.name,
+            "startDate": execution.start_date,
+            "stateMachineArn": execution.state_machine_arn,
+            "status": execution.status,
+            "redriveCount": getattr(execution, "redrive_count", 0),
+        }
+        response["redriveStatus"], reason = redrive_status(execution)
+        if reason is not None:
+            response["redriveStatusReason"] = reason
+        if getattr(execution, "redrive_date", None) is not None:
+            response["redriveDate"] = execution.redrive_date
+        if execution.status != "RUNNING" and execution.stop_date is not None:
+            response["stopDate"] = execution.stop_date
+        if execution.status == "SUCCEEDED":
+            response["output"] = json.dumps(execution.output, separators=(",", ":"))
+            response["outputDetails"] = execution.output_details
+        if execution.error is not None:
+            response["error"] = execution.error
+        if execution.cause is not None:
+            response["cause"] = execution.cause
+        return sfn_responses.ActionResult(response)
+
+    sfn_responses.StepFunctionResponse.describe_execution = describe_execution
+
+
+def install_stop_execution() -> None:
+    """AWS: StopExecution's error and cause are the aborted execution's error and cause; moto
+    stops every execution with empty ones."""
+    from moto.stepfunctions import responses as sfn_responses
+
+    def stop_execution(self: Any) -> Any:
+        arn = self._get_param("executionArn")
+        execution = self.stepfunction_backend.describe_execution(arn)
+        if execution.status == "RUNNING":
+            execution.stop(
+                stop_date=_datetime.datetime.now(_datetime.timezone.utc),
+                error=self._get_param("error"),
+                cause=self._get_param("cause"),
+            )
+        return sfn_responses.ActionResult({"stopDate": execution.stop_date or _datetime.datetime.now(_datetime.timezone.utc)})
+
+    sfn_responses.StepFunctionResponse.stop_execution = stop_execution
+
+
+def install_status_change_events(on_status_change: Callable[..., None]) -> None:
+    """AWS emits "Step Functions Execution Status Change" events on start and on every end."""
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+    from moto.stepfunctions.parser.backend import execution as execution_module
+
+    comm = execution_module.BaseExecutionWorkerCommunication
+    original_terminated = comm.terminated
+
+    def terminated(self: Any) -> None:
+        original_terminated(self)
+        state = self.execution.exec_worker.env.program_state()
+        if isinstance(state, ProgramStopped):
+            self.execution.error, self.execution.cause = state.error, state.cause
+        on_status_change(self.execution)
+
+    comm.terminated = terminated
+    original_exec_start = execution_module.Execution.start
+
+    def exec_start(self: Any) -> None:
+        original_exec_start(self)
+        # A short machine may already have ended: this event reports the start, whatever happened since.
+        on_status_change(self, "RUNNING")
+
+    execution_module.Execution.start = exec_start
+
+
+# AWS: "The execution reached the maximum number of history events (25000)." ends it FAILED with
+# States.Runtime; that failure is event 25,000.
+HISTORY_EVENT_LIMIT = 25_000
+HISTORY_LIMIT_CAUSE = f"The execution reached the maximum number of history events ({HISTORY_EVENT_LIMIT})."
+
+
+def install_history_limit() -> None:
+    """Executions past 25,000 history events fail as on AWS; moto lets them run on."""
+    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+
+    original_init = Environment.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        # Frames swap this manager for their execution's; a Distributed Map child makes its own.
+        self.event_manager.execution_env = self
+
+    Environment.__init__ = init
+    original_add_event = EventManager.add_event
+
+    def add_event(self: Any, context: Any, event_type: Any, *args: Any, **kwargs: Any) -> int:
+        env = getattr(self, "execution_env", None)
+        if (
+            env is not None
+            and not str(getattr(event_type, "value", event_type)).startswith("Execution")
+            and len(self._history_event_list) >= HISTORY_EVENT_LIMIT - 1
+        ):
+            # The event that would pass the limit is not recorded; the execution fails instead.
+            env.set_error(ExecutionFailedEventDetails(error="States.Runtime", cause=HISTORY_LIMIT_CAUSE))
+            return context.last_published_event_id
+        return original_add_event(self, context, event_type, *args, **kwargs)
+
+    EventManager.add_event = add_event
+
+
+
+def install_callback_tasks() -> None:
+    """Task tokens (``.waitForTaskToken``) as AWS documents them."""
+    from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task import (
+        StateTask,
+    )
+    from moto.stepfunctions.parser.asl.eval.callback.callback import (
+        CallbackEndpoint,
+        HeartbeatTimeoutError,
+    )
+
+    # AWS: SendTaskFailure's cause becomes the task's (and the execution's) cause; moto dropped it.
+    def send_task_failure(self: Any) -> Any:
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+        )
+        return sfn_responses.EmptyResult()
+
+    sfn_responses.StepFunctionResponse.send_task_failure = send_task_failure
+
+    # AWS: a token is valid from the moment its task starts. moto set the heartbeat timer up only
+    # once the task's invoke had returned: a heartbeat sent before that got InvalidToken, and a
+    # result sent before that was missed, so the task still waited HeartbeatSeconds and timed out.
+    original_setup = CallbackEndpoint.setup_heartbeat_endpoint
+
+    def setup_heartbeat_endpoint(self: Any, heartbeat_seconds: int) -> Any:
+        endpoint = original_setup(self, heartbeat_seconds)
+        if self.get_outcome() is not None:
+            endpoint.notify()
+        return endpoint
+
+    def notify_heartbeat(self: Any) -> bool:
+        if self._heartbeat_endpoint is not None:
+            self._heartbeat_endpoint.notify()
+        return True
+
+    CallbackEndpoint.setup_heartbeat_endpoint = setup_heartbeat_endpoint
+    CallbackEndpoint.notify_heartbeat = notify_heartbeat
+
+    # AWS: a task that misses HeartbeatSeconds fails with States.HeartbeatTimeout, which a Retry or
+    # Catch on States.HeartbeatTimeout or on States.Timeout matches; moto reported States.Timeout.
+    class HeartbeatTimeoutName(StatesErrorName):
+        def __init__(self) -> None:
+            super().__init__(typ=StatesErrorNameType.StatesHeartbeatTimeout)
+
+        def matches(self, error_name: str | None) -> bool:
+            return error_name in (self.error_name, StatesErrorNameType.StatesTimeout.to_name())
+
+    original_from_error = StateTask._from_error
+
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        failure = original_from_error(self, env, ex)
+        if isinstance(ex, HeartbeatTimeoutError):  # a TimeoutError: moto made it a TaskTimedOut event
+            failure.error_name = HeartbeatTimeoutName()
+            failure.event_details["taskTimedOutEventDetails"]["error"] = failure.error_name.error_name
+        return failure
+
+    StateTask._from_error = from_error
+
+    # AWS: SendTask{Success,Failure,Heartbeat} finds its token whatever else is running. moto
+    # searched every RUNNING execution's engine environment, and an execution that had only just
+    # started had none yet (None): the call failed with a 500 AttributeError, so under load a
+    # runner's heartbeat was lost and its task timed out. Executions with no environment hold no
+    # token yet; the token search skips them.
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    searching_tokens = threading.local()
+    original_get_executions = StepFunctionsParserBackend._get_executions
+
+    def get_executions(self: Any, *args: Any, **kwargs: Any) -> Any:
+        executions = original_get_executions(self, *args, **kwargs)
+        if getattr(searching_tokens, "active", False):
+            executions = [e for e in executions if getattr(e.exec_worker, "env", None) is not None]
+        return executions
+
+    StepFunctionsParserBackend._get_executions = get_executions
+
+    def searching(original: Callable[..., Any]) -> Callable[..., Any]:
+        def send(self: Any, *args: Any, **kwargs: Any) -> Any:
+            searching_tokens.active = True
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                searching_tokens.active = False
+
+        return send
+
+    for name in ("send_task_heartbeat", "send_task_success", "send_task_failure"):
+        setattr(StepFunctionsParserBackend, name, searching(getattr(StepFunctionsParserBackend, name)))
+
+
+MAX_EXECUTION_INPUT_BYTES = 262_144  # StartExecution's documented length constraint on input
+
+
+def _check_execution_input(execution_input: str) -> None:
+    from moto.stepfunctions.exceptions import InvalidExecutionInput, ValidationException
+
+    size = len(execution_input.encode("utf-8"))
+    if size > MAX_EXECUTION_INPUT_BYTES:
+        raise ValidationException(
+            "1 validation error detected: Value at 'input' failed to satisfy constraint: "
+            f"Member must have length less than or equal to {MAX_EXECUTION_INPUT_BYTES}"
+        )
+    try:
+        json.loads(execution_input)
+    except ValueError as error:
+        raise InvalidExecutionInput(f"Invalid State Machine Execution Input: '{error}'") from None
+
+
+def aws_timestamp(moment: _datetime.datetime | str) -> str:
+    """A time as the context object shows it: ISO 8601, UTC, milliseconds, ``Z``."""
+    if isinstance(moment, str):
+        moment = _datetime.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_datetime.timezone.utc)
+    moment = moment.astimezone(_datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def install_context_object() -> None:
+    """The context object (``$$``, ``$states.context``) as AWS documents it.
+
+    AWS: ``Execution.StartTime`` and ``State.EnteredTime`` are strings such as
+    "2019-03-26T20:14:13.192Z"; ``Execution.RedriveCount`` is 0 until the execution is redriven;
+    an inline Map item's ``Map.Item.Source`` is "STATE_DATA". ``State.RetryCount`` is only in the
+    states that can retry (Task, Map, Parallel), as moto has it: AWS's records of a Pass state's
+    ``$$.State`` hold only Name and EnteredTime.
+    moto put a datetime object in StartTime (an output holding ``$$`` then failed DescribeExecution
+    with HTTP 500, "Object of type datetime is not JSON serializable"), wrote EnteredTime with
+    microseconds and "+00:00", and had no RedriveCount.
+    https://docs.aws.amazon.com/step-functions/latest/dg/input-output-contextobject.html
+    """
+    from moto.stepfunctions.parser.asl.component.state import state as state_module
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    original_environment = ExecutionWorker._get_evaluation_environment
+
+    def get_evaluation_environment(self: Any) -> Any:
+        env = original_environment(self)
+        execution = env.states.context_object.context_object_data["Execution"]
+        execution["StartTime"] = aws_timestamp(execution["StartTime"])
+        execution.setdefault("RedriveCount", 0)
+        return env
+
+    ExecutionWorker._get_evaluation_environment = get_evaluation_environment
+    original_state_data = state_module.StateData
+
+    def state_data(**fields: Any) -> Any:
+        fields["EnteredTime"] = aws_timestamp(fields["EnteredTime"])
+        return original_state_data(**fields)
+
+    state_module.StateData = state_data
+
+    # AWS: Map.Item.Source says where an item came from: "STATE_DATA" for items of the state input.
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker
+
+    original_item_data = iteration_worker.ItemData
+
+    def item_data(**fields: Any) -> Any:
+        return original_item_data(**fields, Source="STATE_DATA")
+
+    iteration_worker.ItemData = item_data
+
+
+# GetExecutionHistory: "maxResults ... The default is 100 and the maximum is 1000."
+HISTORY_PAGE_DEFAULT, HISTORY_PAGE_MAX = 100, 1000
+
+
+def install_history_paging() -> None:
+    """AWS: GetExecutionHistory returns at most ``maxResults`` events (default 100, at most 1000),
+    oldest first unless ``reverseOrder``, with a ``nextToken`` for the rest; moto returned every
+    event in one unordered page and ignored all three.
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html
+    """
+    from moto.stepfunctions import responses as sfn_responses
+    from moto.stepfunctions.exceptions import InvalidToken
+
+    def get_execution_history(self: Any) -> Any:
+        history = self.stepfunction_backend.get_execution_history(self._get_param("executionArn"))
+        events = history["events"]  # oldest first: the engine numbers events as it records them
+        if self._get_param("reverseOrder"):
+            events = events[::-1]
+        size = min(self._get_param("maxResults") or HISTORY_PAGE_DEFAULT, HISTORY_PAGE_MAX)
+        token = self._get_param("nextToken")
+        try:
+            start = int(token) if token else 0
+        except ValueError:
+            raise InvalidToken(f"'{token}'") from None
+        page: dict[str, Any] = {"events": events[start : start + size]}
+        if start + size < len(events):
+            page["nextToken"] = str(start + size)
+        return sfn_responses.ActionResult(page)
+
+    sfn_responses.StepFunctionResponse.get_execution_history = get_execution_history
+
+
+def install_definition_string_escapes() -> None:
+    """AWS reads a definition as JSON: ``"Mar\\u00eda"`` is the string "María" wherever it stands.
+    moto's parser kept the escapes of most string fields (Assign constants, Result, state names,
+    error names...) as raw text, so a definition serialized with ``json.dumps`` defaults, as boto3
+    users do, assigned "Mar\\u00eda".
+    """
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    original = Preprocessor._inner_string_of
+
+    def inner_string_of(parser_rule_context: Any) -> str | None:
+        text = original(parser_rule_context)
+        if text is None or "\\" not in text:
+            return text
+        return json.loads(f'"{text}"')
+
+    Preprocessor._inner_string_of = staticmethod(inner_string_of)
+
+
+def install_parse_once_per_definition() -> None:
+    """Speed, not behaviour: a definition's text is parsed once, not at every StartExecution.
+
+    moto runs the ANTLR parser over the whole definition for every execution (about 40 ms for the
+    alert machine, most of a start's cost: a thousand starts took 45 s of CPU). The parse tree is
+    only read afterwards, so it is kept per definition text; each execution still gets evaluation
+    components of its own, built from the tree, so no state passes from one execution to another.
+    A definition that does not parse raises as before and is not kept.
+    """
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    original = AmazonStateLanguageParser.parse
+    parse_tree = functools.lru_cache(maxsize=64)(lambda definition: original(definition)[1])
+
+    def parse(definition: str) -> tuple[Any, Any]:
+        tree = parse_tree(definition)
+        return Preprocessor().visit(tree), tree
+
+    AmazonStateLanguageParser.parse = staticmethod(parse)
+
+
+def _api_shape(value: Any) -> Any:
+    """A CloudFormation property value with the API's member names (``LogGroupArn`` -> ``logGroupArn``)."""
+    if isinstance(value, dict):
+        return {key[:1].lower() + key[1:]: _api_shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_api_shape(item) for item in value]
+    return value
+
+
+def install_execution_logging() -> None:
+    """AWS: a state machine with a ``LoggingConfiguration`` (from CloudFormation too) writes the
+    history events its level selects to its log group, one JSON message per event, without
+    input and output unless ``includeExecutionData``. moto's CloudFormation model dropped the
+    property, no execution opened a logging session, and its log events lacked a message."""
+    from moto.logs.models import logs_backends
+    from moto.stepfunctions import models as sfn_models
+    from moto.stepfunctions.parser.asl.eval.event import logging as sfn_logging
+    from moto.stepfunctions.parser.backend import execution as execution_module
+
+    def create_from_cloudformation_json(
+        cls: Any, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> Any:
+        properties = cloudformation_json["Properties"]
+        logging_configuration = properties.get("LoggingConfiguration")
+        return sfn_models.stepfunctions_backends[account_id][region_name].create_state_machine(
+            properties.get("StateMachineName", resource_name),
+            properties.get("DefinitionString", ""),
+            properties.get("RoleArn", ""),
+            tags=sfn_models.cfn_to_api_tags(properties.get("Tags", [])),
+            loggingConfiguration=_api_shape(logging_configuration) if logging_configuration else None,
+        )
+
+    sfn_models.StateMachine.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
+
+    original_init = execution_module.Execution.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        configuration = getattr(self.state_machine, "loggingConfiguration", None) or {}
+        if self._cloud_watch_logging_session is None and configuration.get("level", "OFF") != "OFF":
+            configuration = {"includeExecutionData": False, **configuration}
+            parsed = sfn_logging.CloudWatchLoggingConfiguration.from_logging_configuration(
+                state_machine_arn=self.state_machine.arn, logging_configuration=configuration
+            )
+            if parsed is not None:
+                self._cloud_watch_logging_session = sfn_logging.CloudWatchLoggingSession(
+                    execution_arn=self.exec_arn, configuration=parsed
+                )
+
+    execution_module.Execution.__init__ = init
+
+    def publish_history_log(self: Any, history_log: Any) -> None:
+        config = self.configuration
+        group = logs_backends[config.log_account_id][config.log_region].groups.get(config.log_group_name)
+        if group is None:  # AWS drops what it cannot deliver; the execution goes on
+            return
+        if config.log_stream_name not in group.streams:
+            group.create_log_stream(config.log_stream_name)
+        when = history_log["event_timestamp"]
+        if isinstance(when, str):
+            when = _datetime.datetime.fromisoformat(when) if not when.isdigit() else int(when)
+        timestamp = when if isinstance(when, int) else int(when.timestamp() * 1000)
+        message = json.dumps({**history_log, "event_timestamp": str(timestamp)}, default=str)
+        group.put_log_events(config.log_stream_name, [{"timestamp": timestamp, "message": message}])
+
+    sfn_logging.CloudWatchLoggingSession.publish_history_log = publish_history_log
