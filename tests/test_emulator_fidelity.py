@@ -88,7 +88,14 @@ def test_lambda_runs_the_functions_own_code_with_its_environment_and_context(aws
     assert result["greeting"] == "hello from the function's environment"
     assert result["function_name"] == probe_arn.rsplit(":", 1)[-1]
     assert result["memory"] == 512
-    assert 0 < result["remaining_ms"] <= 900_000
+
+
+def test_the_context_counts_down_from_the_configured_timeout(aws, probe_arn):
+    # AWS: get_remaining_time_in_millis is the time left before the function's timeout (900 s here)
+    # When: the handler sleeps 300 s (simulated) before it asks
+    _, body = _invoke(aws, probe_arn, {"sleep": 300})
+    # Then: 600 s are left, less the few seconds its own work took
+    assert 595_000 <= json.loads(body)["remaining_ms"] <= 600_000
 
 
 def test_lambda_exception_follows_the_lambda_error_contract(aws, probe_arn):
@@ -847,6 +854,11 @@ def test_deployed_functions_run_with_their_layers(deployment):
         layers = [layer["Arn"] for layer in function.get("Layers", [])]
         assert any(":layer:AWSLambdaPowertoolsPythonV3-python313" in arn for arn in layers), function["FunctionName"]
         assert any(":123456789012:layer:" in arn for arn in layers), function["FunctionName"]
+    # ... and a handler that imports both layers (Powertools and the shared patterns_common) runs
+    [validate] = [f["FunctionName"] for f in functions if "ValidateJobInput" in f["FunctionName"]]
+    response = lam.invoke(FunctionName=validate, Payload=json.dumps({"input": {"job": {}}, "polls": True}))
+    assert "FunctionError" not in response, response["Payload"].read()
+    assert json.loads(response["Payload"].read())["poll_interval_seconds"] == 30
 
 
 def test_cloudformation_creates_every_alarm_of_a_stack_with_its_dimensions_and_actions(deployment):
