@@ -349,3 +349,35 @@ def test_a_queue_with_a_message_waiting_raises_its_depth_alarm(aws, cloudwatch, 
     finally:
         # The deployed app's AWS/SQS alarms are counted elsewhere (test_monitoring_execution.py).
         cloudwatch.delete_alarms(AlarmNames=[name])
+
+
+def test_a_sent_messages_alarm_fires_again_for_a_failure_arriving_while_an_older_one_waits(aws, cloudwatch, paused):
+    # Given: an alarm as the app's failure-queue alarms are (NumberOfMessagesSent, Sum >= 1 per
+    # period, missing data not breaching) on a queue nothing reads
+    sqs = aws.client("sqs")
+    queue = unique("failures")
+    url = sqs.create_queue(QueueName=queue)["QueueUrl"]
+    name = _put_alarm(cloudwatch, Namespace="AWS/SQS", MetricName="NumberOfMessagesSent",
+                      Statistic="Sum", Dimensions=[{"Name": "QueueName", "Value": queue}],
+                      TreatMissingData="notBreaching")
+
+    try:
+        def minutes_pass(count: int) -> None:
+            for _ in range(count):
+                aws.clock.advance(60)
+                time.sleep(0.2)
+
+        # When: a failure arrives, then nothing for a few minutes, then a second failure (the first
+        # still waiting in the queue)
+        sqs.send_message(QueueUrl=url, MessageBody="first failure")
+        minutes_pass(2)
+        first = _wait_for_state(cloudwatch, name, "ALARM")["StateValue"]
+        minutes_pass(3)
+        quiet = _wait_for_state(cloudwatch, name, "OK")["StateValue"]
+        sqs.send_message(QueueUrl=url, MessageBody="second failure")
+        minutes_pass(2)
+        second = _wait_for_state(cloudwatch, name, "ALARM")["StateValue"]
+        # Then: ALARM, back to OK in the quiet minutes, ALARM again: each failure notifies
+        assert (first, quiet, second) == ("ALARM", "OK", "ALARM")
+    finally:
+        cloudwatch.delete_alarms(AlarmNames=[name])

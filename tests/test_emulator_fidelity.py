@@ -88,7 +88,14 @@ def test_lambda_runs_the_functions_own_code_with_its_environment_and_context(aws
     assert result["greeting"] == "hello from the function's environment"
     assert result["function_name"] == probe_arn.rsplit(":", 1)[-1]
     assert result["memory"] == 512
-    assert 0 < result["remaining_ms"] <= 900_000
+
+
+def test_the_context_counts_down_from_the_configured_timeout(aws, probe_arn):
+    # AWS: get_remaining_time_in_millis is the time left before the function's timeout (900 s here)
+    # When: the handler sleeps 300 s (simulated) before it asks
+    _, body = _invoke(aws, probe_arn, {"sleep": 300})
+    # Then: 600 s are left, less the few seconds its own work took
+    assert 595_000 <= json.loads(body)["remaining_ms"] <= 600_000
 
 
 def test_lambda_exception_follows_the_lambda_error_contract(aws, probe_arn):
@@ -105,13 +112,13 @@ def test_lambda_exception_follows_the_lambda_error_contract(aws, probe_arn):
 def test_lambda_past_its_timeout_fails_as_sandbox_timedout(aws, probe_arn):
     # AWS: a function still running at its configured timeout is stopped; the error type is
     # Sandbox.Timedout. Here the timeout (900 s) passes in simulated time.
-    started = time.monotonic()
+    started = aws.clock.now()
     response, body = _invoke(aws, probe_arn, {"action": "overrun"})
     error = json.loads(body)
     assert response["FunctionError"] == "Unhandled"
     assert error["errorType"] == "Sandbox.Timedout"
     assert "Task timed out after 900.00 seconds" in error["errorMessage"]
-    assert time.monotonic() - started < 30
+    assert aws.clock.now() - started >= 900
 
 
 def test_lambda_event_invocation_returns_202_at_once_and_runs_later(aws, probe_arn):
@@ -200,18 +207,16 @@ def test_event_invocations_follow_the_functions_event_invoke_config(aws, role_ar
 
 def test_handler_sleep_and_clock_are_simulated(aws, probe_arn):
     # Given: a handler that sleeps 10 minutes
-    started_wall = time.monotonic()
     started_sim = aws.clock.now()
     # When
     _, body = _invoke(aws, probe_arn, {"sleep": 600})
-    # Then: the handler saw 600 s pass on its own clock, the emulator's clock agrees, and it
-    # took a small fraction of that in real time.
+    # Then: the handler saw 600 s pass on its own clock and the emulator's clock agrees (how little
+    # real time that takes is the benchmark's to measure: bench/emulator_speed.py)
     result = json.loads(body)
     assert 600 <= result["slept"] < 601
     assert aws.clock.now() - started_sim >= 600
     handler_now = datetime.fromisoformat(result["now"]).timestamp()
     assert abs(handler_now - aws.clock.now()) < 5
-    assert time.monotonic() - started_wall < 10
 
 
 # -- Step Functions: simulated time -----------------------------------------------------------
@@ -240,7 +245,6 @@ def test_wait_states_and_retry_backoff_take_simulated_time(aws, role_arn, probe_
     assert result.entered("Caught") == 1
     assert result.retries == 2
     assert 1080 <= result.simulated_seconds < 1090
-    assert result.wall_seconds < 15
 
 
 def test_every_service_stamps_times_from_the_one_clock(aws, role_arn):
@@ -279,7 +283,6 @@ def test_machine_timeout_is_enforced_in_simulated_time(aws, role_arn):
     result = run(aws, _machine(aws, role_arn, definition), {})
     assert result.status == "TIMED_OUT"
     assert 60 <= result.simulated_seconds < 65
-    assert result.wall_seconds < 15
     # The interrupted Wait leaves nothing behind on the clock (it would make time jump later).
     _assert_no_wakeup_after(aws, result.start.timestamp() + 600)
 
@@ -383,7 +386,6 @@ def test_a_slow_host_does_not_make_simulated_time_run_ahead(aws, role_arn, probe
     # Then: no jump to the machine's timeout during the delay; the handler's 600 s passed
     assert result.status == "SUCCEEDED", result.error
     assert 600 <= result.simulated_seconds < 620
-    assert result.wall_seconds < 15
 
 
 # -- Step Functions: fidelity fixes -----------------------------------------------------------
@@ -852,6 +854,11 @@ def test_deployed_functions_run_with_their_layers(deployment):
         layers = [layer["Arn"] for layer in function.get("Layers", [])]
         assert any(":layer:AWSLambdaPowertoolsPythonV3-python313" in arn for arn in layers), function["FunctionName"]
         assert any(":123456789012:layer:" in arn for arn in layers), function["FunctionName"]
+    # ... and a handler that imports both layers (Powertools and the shared patterns_common) runs
+    [validate] = [f["FunctionName"] for f in functions if "ValidateJobInput" in f["FunctionName"]]
+    response = lam.invoke(FunctionName=validate, Payload=json.dumps({"input": {"job": {}}, "polls": True}))
+    assert "FunctionError" not in response, response["Payload"].read()
+    assert json.loads(response["Payload"].read())["poll_interval_seconds"] == 30
 
 
 def test_cloudformation_creates_every_alarm_of_a_stack_with_its_dimensions_and_actions(deployment):

@@ -233,7 +233,7 @@ def test_every_failure_queue_has_an_alarm_on_the_status_topic(deployment):
     ]
     status_dead_letters = _status_rule_target(deployment)["DeadLetterConfig"]["Arn"].split(":")[-1]
     # When
-    alarms = [a for a in _alarms(deployment) if a["Namespace"] == "AWS/SQS"]
+    alarms = [a for a in _alarms(deployment) if a["Namespace"] == "AWS/SQS" and a["AlarmName"].startswith("MonitoringStack-")]
     # Then: one alarm per queue, each on the status topic
     assert len(alert_queues) == 2
     assert sorted(a["Dimensions"][0]["Value"] for a in alarms) == sorted([status_dead_letters, *alert_queues])

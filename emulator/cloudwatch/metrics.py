@@ -52,14 +52,16 @@ def execution_metrics(status: str, machine_arn: str, *, now: float, start: float
     return [datum(STATUS_METRICS[status], 1.0, "Count"), datum("ExecutionTime", round((now - start) * 1000), "Milliseconds")]
 
 
-def queue_metrics(queue_name: str, *, visible: int, not_visible: int, delayed: int, now: float) -> list[dict]:
-    """PutMetricData entries for a queue's depth at ``now``, per ``QueueName``."""
+def queue_metrics(queue_name: str, *, visible: int, not_visible: int, delayed: int, sent: int, now: float) -> list[dict]:
+    """PutMetricData entries for a queue's depth at ``now`` and the messages ``sent`` to it since the
+    last sample, per ``QueueName``."""
     dimensions = [{"Name": "QueueName", "Value": queue_name}]
     return [
         {"MetricName": name, "Dimensions": dimensions, "Value": float(value), "Unit": "Count", "Timestamp": _utc(now)}
         for name, value in (("ApproximateNumberOfMessagesVisible", visible),
                             ("ApproximateNumberOfMessagesNotVisible", not_visible),
-                            ("ApproximateNumberOfMessagesDelayed", delayed))
+                            ("ApproximateNumberOfMessagesDelayed", delayed),
+                            ("NumberOfMessagesSent", sent))
     ]
 
 

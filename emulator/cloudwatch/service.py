@@ -133,7 +133,7 @@ class CloudWatch:
         minute = logic.period_start(self.clock.now(), SQS_INTERVAL)
         if minute <= self._queues_sampled:
             return
-        self._queues_sampled = minute
+        previous, self._queues_sampled = self._queues_sampled, minute
         from moto.sqs.models import sqs_backends
 
         backend = _backend(self.account_id, self.region)
@@ -148,9 +148,12 @@ class CloudWatch:
             queue = queues.get(name)
             if queue is None:
                 continue
+            # Sent since the last sample: the messages still in the queue stamped in that span (one
+            # received and deleted within a minute of its sending goes uncounted here).
+            sent = sum(1 for m in list(queue._messages) if previous * 1000 < (m.sent_timestamp or 0) <= minute * 1000)
             data = queue_metrics(name, visible=queue.approximate_number_of_messages,
                                  not_visible=queue.approximate_number_of_messages_not_visible,
-                                 delayed=queue.approximate_number_of_messages_delayed, now=minute)
+                                 delayed=queue.approximate_number_of_messages_delayed, sent=sent, now=minute)
             backend.put_metric_data(SQS_NAMESPACE, [d for d in data if d["MetricName"] in metric_names])
 
     # -- evaluation -------------------------------------------------------------------------------
