@@ -820,12 +820,12 @@ def test_a_member_id_is_mentioned_and_the_buttons_carry_that_users_signed_links(
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then: the member is mentioned (Slack notifies them), the e-mail named
     assert result.status == "SUCCEEDED", result.cause
-    posts = [p.body for p in slack.posts if alert_id in p.body.get("text", "")]
-    assert [p["text"].split(":", 1)[0] for p in posts] == [f"<@{member}>", email]
+    posts = {p.body["text"].split(":", 1)[0]: p.body for p in slack.posts if alert_id in p.body.get("text", "")}
+    assert sorted(posts) == sorted([f"<@{member}>", email])
     # Then: every post has the two buttons, each opening a link the stack's key signed for that user,
     # that action and this alert, valid at least a day; links are not unfurled
     key, now = _link_key(deployment), deployment.aws.clock.now()
-    for post, user in zip(posts, (member, email)):
+    for post, user in ((posts[f"<@{member}>"], member), (posts[email], email)):
         assert post["unfurl_links"] is False
         buttons = post["blocks"][1]["elements"]
         assert [b["text"]["text"] for b in buttons] == ["Acknowledge", "Resolve"]
