@@ -9,6 +9,7 @@ https://docs.aws.amazon.com/step-functions/latest/dg/test-state-isolation.html
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 
@@ -478,3 +479,32 @@ def test_a_map_retry_execution_that_gave_up_only_fails_again_when_redriven(deplo
     history = sfn.get_execution_history(executionArn=failed.execution_arn, maxResults=1000)["events"]
     after = [e["type"] for e in history[[e["type"] for e in history].index("ExecutionRedriven") + 1 :]]
     assert after == ["FailStateEntered", "ExecutionFailed"]
+
+
+def test_test_state_debug_reports_after_parameters_of_a_jsonpath_pass_state(sfn):
+    # API_InspectionData.html: afterInputPath, afterParameters ("the effective input after Step
+    # Functions applies the Parameters filter"), afterResultPath.
+    state = {"Type": "Pass", "InputPath": "$.order", "Parameters": {"id.$": "$.id"}, "ResultPath": "$.picked", "End": True}
+    result = sfn.test_state(
+        definition=json.dumps(state), input=json.dumps({"order": {"id": 7, "note": "x"}}), inspectionLevel="DEBUG")
+    inspection = result["inspectionData"]
+    assert json.loads(inspection["afterInputPath"]) == {"id": 7, "note": "x"}
+    assert json.loads(inspection["afterParameters"]) == {"id": 7}
+    assert json.loads(inspection["afterResultPath"]) == {"id": 7, "note": "x", "picked": {"id": 7}}
+    assert json.loads(result["output"]) == {"id": 7, "note": "x", "picked": {"id": 7}}
+
+
+@pytest.mark.parametrize(("hours_ago", "next_state"), [(11, "Wait Before Next Chunk Pass"), (13, "Give Up On Failed Items")])
+def test_no_map_pass_starts_twelve_hours_after_the_execution_did(deployment, sfn, machines, hours_ago, next_state):
+    # Given: items still failed and passes left, in an execution started hours_ago (simulated clock)
+    now = datetime.datetime.fromtimestamp(deployment.aws.clock.now(), tz=datetime.timezone.utc)
+    started = (now - datetime.timedelta(hours=hours_ago)).isoformat().replace("+00:00", "Z")
+    payload = {"retry": True, "manifest": {"Bucket": "b", "Key": "k"}, "remaining_count": 3, "fail_on_remaining": True}
+    # When "Retry Failed Items?" decides
+    result = _test_state(
+        sfn, machines, "map-retry", "Retry Failed Items?", payload,
+        context=json.dumps({"Execution": {"StartTime": started}}),
+    )
+    # Then: past 12 hours the run ends with its summary, well inside the machine's timeout
+    assert result["status"] == "SUCCEEDED"
+    assert result["nextState"] == next_state
