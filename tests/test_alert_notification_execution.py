@@ -236,7 +236,8 @@ def test_three_users_three_rounds_post_nine_messages_round_by_round_with_two_sim
     # Then: the status was read before each round (by Fetch Alert Config before the first), and no
     # state ran more than the loops need: the issue's budget is 25 transitions for 3 users x 3 rounds
     assert result.entered("Read Alert Status") == 2
-    assert result.lambda_invocations == 1 + 9
+    lambda_tasks = [e for e in result.events if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resourceType"] == "lambda"]
+    assert len(lambda_tasks) == 1 + 9
     assert result.transitions <= 25
 
 
@@ -413,16 +414,14 @@ def test_slack_500_then_success_retries_and_posts_exactly_once(deployment, slack
     assert result.status == "SUCCEEDED", result.cause
     assert result.output["notifications_sent"] == 2
     assert result.output["notifications_failed"] == []
-    assert [(n.user, n.status) for n in notifications(slack, alert_id) if n.user == users[0]] == [
-        (users[0], 500),
-        (users[0], 200),
-    ]
-    assert [(n.user, n.status) for n in notifications(slack, alert_id) if n.user == users[1]] == [(users[1], 200)]
+    # (the two users' first posts go together: either may be the one Slack refused)
+    statuses = {u: [n.status for n in notifications(slack, alert_id) if n.user == u] for u in users}
+    assert sorted(statuses.values()) == [[200], [500, 200]]
     assert_delivered_at_most_once(slack, alert_id)
     assert result.retries == 1
     # Full jitter: the retry comes at a random moment within the first back-off interval (5 s).
     assert result.simulated_seconds < 30
-    assert Counter(p["user"] for p in task_parameters(result, NOTIFY)) == {users[0]: 2, users[1]: 1}
+    assert sorted(Counter(p["user"] for p in task_parameters(result, NOTIFY)).values()) == [1, 2]
 
 
 def test_a_user_slack_always_fails_for_is_reported_and_the_others_are_still_notified(deployment, slack, alerts):
@@ -526,7 +525,7 @@ def _is_waiting(deployment, execution_arn: str) -> bool:
     """Whether the execution has entered its wait between rounds (and is not past it)."""
     history = deployment.client("stepfunctions").get_execution_history
     latest = history(executionArn=execution_arn, reverseOrder=True, maxResults=1)["events"]
-    return latest[0]["type"] == "WaitStateEntered"
+    return bool(latest) and latest[0]["type"] == "WaitStateEntered"  # none yet right after the start
 
 
 @dataclass(frozen=True)
@@ -820,12 +819,12 @@ def test_a_member_id_is_mentioned_and_the_buttons_carry_that_users_signed_links(
     result = deployment.run(MACHINE, {"alert_id": alert_id})
     # Then: the member is mentioned (Slack notifies them), the e-mail named
     assert result.status == "SUCCEEDED", result.cause
-    posts = [p.body for p in slack.posts if alert_id in p.body.get("text", "")]
-    assert [p["text"].split(":", 1)[0] for p in posts] == [f"<@{member}>", email]
+    posts = {p.body["text"].split(":", 1)[0]: p.body for p in slack.posts if alert_id in p.body.get("text", "")}
+    assert sorted(posts) == sorted([f"<@{member}>", email])
     # Then: every post has the two buttons, each opening a link the stack's key signed for that user,
     # that action and this alert, valid at least a day; links are not unfurled
     key, now = _link_key(deployment), deployment.aws.clock.now()
-    for post, user in zip(posts, (member, email)):
+    for post, user in ((posts[f"<@{member}>"], member), (posts[email], email)):
         assert post["unfurl_links"] is False
         buttons = post["blocks"][1]["elements"]
         assert [b["text"]["text"] for b in buttons] == ["Acknowledge", "Resolve"]
@@ -871,7 +870,7 @@ def test_a_second_execution_for_an_escalating_alert_ends_at_once_naming_the_firs
         "stopped_reason": "already_running",
         "running_execution_arn": first,
     }
-    assert second.lambda_invocations == 1
+    assert sum(e["type"] == "TaskScheduled" for e in second.events) == 1  # Fetch Alert Config only
     first_result = follow(deployment.aws, first)
     assert first_result.output["stopped_reason"] == "resolved"
     assert len(notifications(slack, alert_id)) == 2

@@ -335,7 +335,6 @@ def test_the_longest_accepted_wait_fits_in_the_machine_timeout(config_logic):
 @pytest.fixture
 def alert_table(monkeypatch):
     monkeypatch.setenv("ALERT_TABLE_NAME", "alerts")
-    monkeypatch.setenv("ALERT_ACTIONS_URL", ACTIONS_URL)
     with mock_aws():
         secret = boto3.client("secretsmanager").create_secret(Name="action-link-key", SecretString=LINK_KEY.decode())
         monkeypatch.setenv("ACTION_LINK_KEY_SECRET_ARN", secret["ARN"])
@@ -362,8 +361,8 @@ def executions():
 
 
 def fetch_event(alert_id: str, execution_arn: str = "arn:aws:states:us-east-1:123456789012:execution:alerts:me") -> dict:
-    """What Fetch Alert Config's task sends: the execution input and the execution's ARN."""
-    return {"input": {"alert_id": alert_id}, "execution_arn": execution_arn}
+    """What Fetch Alert Config's task sends: the execution input, the execution's ARN, the endpoint's URL."""
+    return {"input": {"alert_id": alert_id}, "execution_arn": execution_arn, "actions_url": ACTIONS_URL}
 
 
 def test_fetch_handler_returns_the_config_of_a_map_form_item_with_signed_links(alert_table):

@@ -43,7 +43,7 @@ stepfunctions = boto3.client("stepfunctions")
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     execution = read_input(event["input"])
-    me = event["execution_arn"]
+    me = event["execution_arn"]  # the task sends the input, this execution's ARN and the action endpoint's URL
     now = time.time()
     item = read_item(execution.alert_id)
     key = parameters.get_secret(os.environ["ACTION_LINK_KEY_SECRET_ARN"], max_age=SECRET_MAX_AGE_SECONDS).encode()
@@ -53,7 +53,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         # A link stays valid for a day after the last round that can send it.
         links_for=lambda user, notifying_for: links_for(
             key,
-            os.environ["ALERT_ACTIONS_URL"],
+            event["actions_url"],
             alert_id=execution.alert_id,
             user=user,
             expires_at=int(now) + notifying_for + LINK_LIFETIME_SECONDS,

@@ -87,9 +87,9 @@ class AlertNotification(Construct):
             timeout=Duration.seconds(10),
             environment={
                 "ALERT_TABLE_NAME": self.table.table_name,
-                # The links go to the action endpoint (its function URL ends with "/"), signed with its key.
+                # The links are signed with the action endpoint's key; its URL comes in the task's payload
+                # (a Lambda environment naming a function URL makes checkov's JSON report crash).
                 "ACTION_LINK_KEY_SECRET_ARN": self.actions.signing_key.secret_arn,
-                "ALERT_ACTIONS_URL": self.actions.url,
             },
         )
         # UpdateItem: the conditional write that claims the alert for the execution.
@@ -119,6 +119,7 @@ class AlertNotification(Construct):
                 "FetchAlertConfigFunctionArn": fetch_config.function.function_arn,
                 "NotifyUserFunctionArn": notifier.function_arn,
                 "AlertTableName": self.table.table_name,
+                "AlertActionsUrl": self.actions.url,
             },
             comment="Notifies an alert's users on Slack, round after round, while the alert is active",
         )
