@@ -15,9 +15,10 @@ from pathlib import Path
 from emulator import demo, samples
 from emulator.clock import INSTANT, parse_speed
 from emulator.console import Console
+from emulator.deploy import watch
 from emulator.follow import duration
 from emulator.server import CLOCK_PATH
-from emulator.session import MACHINES, Deployment, deployed
+from emulator.session import MACHINES, SLACK_SIGNING_SECRET_NAME, Deployment, deployed
 from emulator.stepfunctions.mocks import MOCK_CONFIG_VARIABLE, MockConfig, MockConfigError
 
 
@@ -36,6 +37,9 @@ def _serve(args: argparse.Namespace) -> int:
         for key, value in deployment.aws.environment.items():
             print(f"  export {key}={value}")
         print(f"Slack stand-in (webhook secret value): {deployment.slack.url}")
+        if deployment.slack.interactive:
+            print(f"Slack app interactivity: request URL {deployment.slack.request_url}, "
+                  f"signing secret in Secrets Manager {SLACK_SIGNING_SECRET_NAME}")
         print("Stack outputs:")
         print(json.dumps(deployment.documented_outputs, indent=2))
         for line in clock_lines(deployment.aws.clock_status()):
@@ -44,11 +48,21 @@ def _serve(args: argparse.Namespace) -> int:
             for line in mock_config_lines(mock_config, deployment):
                 print(line)
         print(f"Console: {console.url}")
+        print(f"Slack messages as a person sees them, buttons to click: {console.url}#/slack")
         print("Scheduled rules fire on the simulated clock. Ctrl-C stops.", flush=True)
+        watcher = None
+        if args.watch:
+            print("Watching the app (cdk watch): a saved change to a handler or a definition is hot-swapped, "
+                  "any other change deployed in full.", flush=True)
+            watcher = watch(deployment.aws)
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
             print("\nStopping.")
+        finally:
+            if watcher is not None:
+                watcher.terminate()
+                watcher.wait()
     return 0
 
 
@@ -181,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--speed", type=_speed, default=INSTANT,
                        help="simulated-clock speed: instant (default: jump to the next wake-up when idle) or a factor (1 = real time)")
     serve.add_argument("--paused", action="store_true", help="start with the simulated clock paused")
+    serve.add_argument("--watch", action="store_true",
+                       help="then run `cdk watch` against it: saved changes are hot-swapped, or deployed in full")
     run = commands.add_parser("run", help="deploy the app, start one execution and follow it")
     run.add_argument("machine", choices=sorted(MACHINES))
     run.add_argument("--input", help="JSON file with the execution input (default: the machine's first file in samples/MACHINE/, "

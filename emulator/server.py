@@ -19,6 +19,8 @@ from emulator import patches
 from emulator.awslambda.function_urls import FunctionUrls
 from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
+from emulator.cloudcontrol import TARGET_PREFIX as CLOUDCONTROL_TARGET
+from emulator.cloudcontrol import CloudControl
 from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
@@ -44,10 +46,10 @@ class _Current:
     cloudwatch: CloudWatch | None = None
     mock_config: MockConfig | None = None
 
-    def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> Any:
+    def invoke(self, fn: Any, payload: bytes, asynchronous: bool, trace_id: str | None = None) -> Any:
         if self.runtime is None:
             raise RuntimeError("No LocalAws is running in this process")
-        return self.runtime.invoke(fn, payload, asynchronous)
+        return self.runtime.invoke(fn, payload, asynchronous, trace_id)
 
     def open_function_url(self, fn: Any) -> str:
         if self.function_urls is None:
@@ -128,6 +130,7 @@ class LocalAws:
         self.clock: SimClock
         self.runtime: LambdaRuntime
         self.router: EventRouter
+        self.cloudcontrol: CloudControl
         self.function_urls: FunctionUrls
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -166,11 +169,17 @@ class LocalAws:
             # the caller handed over with the request keeps it still until the response is read,
             # except while this thread waits on the clock (a Lambda handler's sleep).
             with clock.busy(), clock.carrying(environ.get(ticket_key)):
-                return list(moto_app(environ, start_response))
+                if environ.get("HTTP_X_AMZ_TARGET", "").startswith(CLOUDCONTROL_TARGET):  # a service moto lacks
+                    return self.cloudcontrol.wsgi(environ, start_response)
+                body = list(moto_app(environ, start_response))
+            if environ.get("HTTP_X_AMZ_TARGET", "").endswith(".StartExecution") and environ.get("HTTP_X_AMZN_TRACE_ID"):
+                self.router.traced_start(environ["HTTP_X_AMZN_TRACE_ID"], b"".join(body))
+            return body
 
         self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
         port = self._server.server_address[1]
         self.endpoint_url = f"http://127.0.0.1:{port}"
+        self.cloudcontrol = CloudControl(self.client, REGION, self.clock.now)
         # moto's Step Functions engine calls services through this port.
         os.environ["MOTO_PORT"] = str(port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)

@@ -2,7 +2,7 @@
 
 Every patch but one corrects a difference between moto (the release requirements-dev.txt pins) and
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
-tests/test_emulator_conformance.py) pins it. The one under "Speed" changes only how fast moto works.
+tests/test_emulator_conformance.py, or for CloudWatch tests/test_emulator_cloudwatch.py) pins it. The one under "Speed" changes only how fast moto works.
 Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
 Each lives beside the rest of its service's emulation (``emulator/<service>/patches.py`` and, for
 Step Functions, the engine's modules in ``emulator/stepfunctions/``); this list is the one place that
@@ -45,8 +45,11 @@ def install_all(
     stepfunctions.install_context_object()
     stepfunctions.install_history_paging()
     stepfunctions.install_definition_string_escapes()
+    stepfunctions.install_execution_logging()
     states.install_inner_error_names()
-    states.install_states_all_leaves_runtime()
+    states.install_task_result_limit()
+    states.install_states_all_exceptions()
+    states.install_item_reader_failed()
     # JSONata and workflow variables.
     jsonata.install_jsonata_evaluator()
     jsonata.install_field_paths()
@@ -77,6 +80,9 @@ def install_all(
     dynamodb.install_dynamodb_exports(clock)
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
+    cloudformation.install_describe_type()
+    cloudformation.install_change_sets_by_stack()
+    cloudformation.install_previous_ssm_parameter_values()
     # CloudWatch.
     cloudwatch.install_initial_alarm_state()
     cloudwatch.install_alarm_state_changes(on_alarm_change)

@@ -1,7 +1,8 @@
-"""Choice, Map and Parallel states as AWS documents them: Assign on rules, variable scopes, inner errors."""
+"""Choice, Map, Parallel and Task states as AWS documents them: Assign on rules, variable scopes, inner errors, payload limits."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from emulator.patches._moto import error_name, states_error
@@ -156,9 +157,40 @@ def install_distributed_map_tolerated_failures() -> None:
     DistributedIterationComponent._map_run = map_run
 
 
-def install_states_all_leaves_runtime() -> None:
-    """AWS: "A retry or catch on States.ALL won't catch States.Runtime errors": such an error always
-    fails the execution. moto's States.ALL matched it too, so a Catch-all swallowed the failure.
+# "The maximum input or output size for a task, state, or execution is 256 KiB of data as a UTF-8
+# encoded string" (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html).
+PAYLOAD_LIMIT_BYTES = 256 * 1024
+
+
+def install_task_result_limit() -> None:
+    """AWS: a Lambda task whose function answers more than 256 KiB fails with
+    ``States.DataLimitExceeded`` (the connector's output is over the payload quota), whatever the
+    state keeps of it; moto passed any answer on.
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
+    original = lambda_eval_utils.execute_lambda_function_integration
+
+    def execute_lambda_function_integration(env: Any, *args: Any, **kwargs: Any) -> None:
+        original(env, *args, **kwargs)
+        payload = env.stack[-1].get("Payload") if isinstance(env.stack[-1], dict) else None
+        size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > PAYLOAD_LIMIT_BYTES:
+            env.stack.pop()
+            cause = (
+                f"The state/task 'lambda' returned a result with a size exceeding the maximum number of bytes "
+                f"service limit ({size} bytes, limit {PAYLOAD_LIMIT_BYTES})."
+            )
+            raise states_error(env, "States.DataLimitExceeded", cause)
+
+    lambda_eval_utils.execute_lambda_function_integration = execute_lambda_function_integration
+
+
+def install_states_all_exceptions() -> None:
+    """AWS: ``States.ALL`` matches any error but ``States.DataLimitExceeded`` and ``States.Runtime``;
+    a Retry or Catch must name ``States.DataLimitExceeded`` to match it, and nothing matches
+    ``States.Runtime``. moto's ``States.ALL`` matched both.
     https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
     """
     from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
@@ -166,11 +198,36 @@ def install_states_all_leaves_runtime() -> None:
     original = ErrorEqualsDecl._eval_body
 
     def eval_body(self: Any, env: Any) -> None:
-        error = env.stack[-1]
-        if getattr(error, "error_name", None) == "States.Runtime" and ErrorEqualsDecl._STATE_ALL_ERROR in self.error_names:
+        error_name = env.stack[-1]
+        name = getattr(error_name, "error_name", None)
+        if name == "States.Runtime" or (
+            name == "States.DataLimitExceeded" and all(n.error_name != name for n in self.error_names)
+        ):
             env.stack.pop()
             env.stack.append(False)
             return
         original(self, env)
 
     ErrorEqualsDecl._eval_body = eval_body
+
+
+def install_item_reader_failed() -> None:
+    """AWS: a Distributed Map whose ItemReader cannot read its source (S3 throttling, a missing
+    object...) fails with ``States.ItemReaderFailed``, which Retry and Catch can match; moto let the
+    S3 client's error through under the client's own name.
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
+    """
+    from botocore.exceptions import ClientError
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval.resource_eval_s3 import (
+        ResourceEvalS3,
+    )
+
+    original = ResourceEvalS3.eval_resource
+
+    def eval_resource(self: Any, env: Any) -> None:
+        try:
+            original(self, env)
+        except ClientError as error:
+            raise states_error(env, "States.ItemReaderFailed", f"Item reader failed: {error}") from None
+
+    ResourceEvalS3.eval_resource = eval_resource
