@@ -60,27 +60,28 @@ def _simulated_seconds(result: ExecutionResult) -> float:
     return (result.stop - result.start).total_seconds()
 
 
-def test_alert_retries_a_flaky_slack_reports_a_rejected_user_and_stops_when_acknowledged(mocked):
-    # Given: the alert config, its status and Slack all mocked: Slack fails transiently once (the
-    # retry is invocation 1), then accepts user 1, then rejects user 2; the status turns
-    # acknowledged before round 2
+def test_alert_retries_a_flaky_slack_reports_a_rejected_post_and_stops_when_acknowledged(mocked):
+    # Given: the alert config (one user, three rounds), its status, Slack and the claim's release all
+    # mocked: Slack fails transiently once (the retry is invocation 1) and accepts the post, rejects
+    # round 2's, and the status reads acknowledged before round 3
     # When
     result = _run_case(mocked, "alert", "SlackFlakyThenAcknowledged", {"alert_id": "mocked-disk-full"},
                        {"FetchAlertConfig": 0, "NotifyUser": 0})
 
-    # Then: one notification sent, one reported failed, and the execution stops at the acknowledgement
+    # Then: one notification sent, one reported failed, and the escalation stops at the acknowledgement
     assert result.status == "SUCCEEDED", (result.error, result.cause)
     assert result.output == {
         "alert_id": "mocked-disk-full",
-        "rounds_completed": 1,
+        "rounds_completed": 2,
         "notifications_sent": 1,
-        "notifications_failed": [{"round": 1, "user": "bar@example.com", "error": "SlackRejectedError"}],
+        "notifications_failed": [{"round": 2, "user": "foo@example.com", "error": "SlackRejectedError"}],
         "stopped_reason": "acknowledged",
+        "acknowledged_by": "foo@example.com",
     }
-    failures = [e["taskFailedEventDetails"]["error"] for e in _events(result, "TaskFailed", "Notify Next User")]
+    failures = [e["taskFailedEventDetails"]["error"] for e in _events(result, "TaskFailed", "Notify User")]
     assert failures == ["SlackTransientError", "SlackRejectedError"]
-    # Round 2 waited its interval_seconds (300) in simulated time; the retry waited 5 s.
-    assert _simulated_seconds(result) == pytest.approx(305, abs=1)
+    # Two intervals of 300 s in simulated time, and the retry's back-off (FULL jitter: up to 5 s).
+    assert 600 <= _simulated_seconds(result) <= 606
 
 
 def test_job_poller_fails_with_the_job_error_on_its_third_poll(mocked):
@@ -139,8 +140,9 @@ def test_callback_runner_that_stops_heartbeating_fails_the_job_with_job_timeout(
     result = _run_case(mocked, "callback", "RunnerStopsHeartbeating", payload, {"CallbackJobRunner": 0})
 
     # Then: its Catch on States.HeartbeatTimeout names the failure for a person
+    definition = json.loads((MOCK_CONFIG.parents[1] / "statemachines" / "callback_job.asl.json").read_text())
     assert (result.status, result.error) == ("FAILED", "JobTimeout")
-    assert result.cause.startswith("no heartbeat from the job runner for 60 s")
+    assert result.cause == definition["States"]["Job Stopped Sending Heartbeats"]["Cause"]
 
 
 def test_map_retry_runs_a_second_pass_for_the_items_that_failed_the_first(mocked):
