@@ -195,3 +195,16 @@ def test_an_unknown_test_case_is_refused_naming_the_defined_ones(deployment, gui
     assert refused.value.response["Error"]["Code"] == "ValidationException"
     assert "Test case 'SadPath' is not defined" in str(refused.value)
     assert "HappyPath, HybridPath, RetryPath" in str(refused.value)
+
+
+def test_serve_lists_the_test_cases_and_warns_of_a_machine_name_nothing_deployed_has(deployment):
+    from emulator.__main__ import mock_config_lines
+
+    document = json.loads((ROOT / "samples" / "MockConfigFile.json").read_text())
+    document["StateMachines"]["NoSuchMachine"] = {"TestCases": {}}
+    lines = mock_config_lines(MockConfig(document, "MockConfigFile.json"), deployment)
+    assert lines[0].startswith("Mocked service integrations (SFN_MOCK_CONFIG=MockConfigFile.json)")
+    assert "  poller#JobFailsOnThirdPoll" in lines and "  alert#SlackFlakyThenAcknowledged" in lines
+    assert [line for line in lines if "warning" in line] == [
+        "  warning: no deployed state machine is named 'NoSuchMachine' "
+        "(the app's: alert, callback, export-poller, map-retry, poller)"]

@@ -101,3 +101,14 @@ def test_jsonata_evaluation_error_cause_names_the_jsonata_error_code(aws, role_a
     assert result.cause.endswith(
         "The JSONata expression '$notAFunction()' specified for the field 'Output' threw an error during evaluation. "
         "T1006: Attempted to invoke a non-function")
+
+
+def test_a_pass_states_assign_and_output_both_read_the_variables_from_before_the_state(aws, role_arn):
+    # workflow-variables.html: a state's Assign and its output are evaluated with the variable values
+    # the state was entered with; what it assigns is visible from the next state on.
+    definition = {"StartAt": "Set", "States": {
+        "Set": {"Type": "Pass", "Assign": {"x": 1}, "Next": "Change"},
+        "Change": {"Type": "Pass", "Parameters": {"seen.$": "$x"}, "Assign": {"x": 2, "previous.$": "$x"}, "Next": "Read"},
+        "Read": {"Type": "Pass", "Parameters": {"x.$": "$x", "previous.$": "$previous", "input.$": "$"}, "End": True}}}
+    result = _execute(aws, role_arn, definition)
+    assert (result.status, result.output) == ("SUCCEEDED", {"x": 2, "previous": 1, "input": {"seen": 1}}), (result.error, result.cause)

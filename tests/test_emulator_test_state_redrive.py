@@ -483,15 +483,16 @@ def test_a_map_retry_execution_that_gave_up_only_fails_again_when_redriven(deplo
 
 def test_test_state_debug_reports_after_parameters_of_a_jsonpath_pass_state(sfn):
     # API_InspectionData.html: afterInputPath, afterParameters ("the effective input after Step
-    # Functions applies the Parameters filter"), afterResultPath.
+    # Functions applies the Parameters filter"), afterResultPath (ResultPath places the result in
+    # the state's raw input: input-output-resultpath.html).
     state = {"Type": "Pass", "InputPath": "$.order", "Parameters": {"id.$": "$.id"}, "ResultPath": "$.picked", "End": True}
     result = sfn.test_state(
         definition=json.dumps(state), input=json.dumps({"order": {"id": 7, "note": "x"}}), inspectionLevel="DEBUG")
     inspection = result["inspectionData"]
     assert json.loads(inspection["afterInputPath"]) == {"id": 7, "note": "x"}
     assert json.loads(inspection["afterParameters"]) == {"id": 7}
-    assert json.loads(inspection["afterResultPath"]) == {"id": 7, "note": "x", "picked": {"id": 7}}
-    assert json.loads(result["output"]) == {"id": 7, "note": "x", "picked": {"id": 7}}
+    assert json.loads(inspection["afterResultPath"]) == {"order": {"id": 7, "note": "x"}, "picked": {"id": 7}}
+    assert json.loads(result["output"]) == {"order": {"id": 7, "note": "x"}, "picked": {"id": 7}}
 
 
 @pytest.mark.parametrize(("hours_ago", "next_state"), [(11, "Wait Before Next Chunk Pass"), (13, "Give Up On Failed Items")])
