@@ -187,6 +187,7 @@ class _FunctionPool:
         self._idle: list[_Worker] = []
         self._slots = threading.BoundedSemaphore(MAX_INSTANCES_PER_FUNCTION)
         self._lock = threading.Lock()
+        self._closed = False
         self.started = 0
         self.busy = 0
 
@@ -210,8 +211,9 @@ class _FunctionPool:
         return worker
 
     def release(self, worker: _Worker, healthy: bool) -> None:
-        idle = healthy and worker.alive()
         with self._lock:
+            # A retired version's instance (the function was updated meanwhile) is not reused.
+            idle = healthy and not self._closed and worker.alive()
             self.busy -= 1
             if idle:
                 worker.idle_since = time.monotonic()
@@ -235,7 +237,9 @@ class _FunctionPool:
             worker.kill()
 
     def close(self) -> None:
+        """Stop the idle instances; busy ones finish their invocation, then stop."""
         with self._lock:
+            self._closed = True
             for worker in self._idle:
                 worker.kill()
             self._idle.clear()
@@ -420,7 +424,7 @@ class LambdaRuntime:
         with self._lock:
             current = self._pools.get(fn.function_arn)
             if current is None or current[0] != key:
-                if current is not None:  # redeployed: retire the old version's warm workers
+                if current is not None:  # updated (deploy or hot-swap): retire the old version's instances
                     current[1].close()
                 current = (key, _FunctionPool(lambda: self._spawn(fn, key), self._stop_idle_beyond_limit))
                 self._pools[fn.function_arn] = current

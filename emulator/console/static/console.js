@@ -276,7 +276,8 @@ async function alarmsPage() {
       el("td", {}, a.condition), el("td", { class: "reason" }, a.reason))));
     changes.replaceChildren(...answer.changes.map((c) => el("li", {},
       el("span", { class: `badge state-${c.from.toLowerCase()}` }, c.from), " → ",
-      el("span", { class: `badge state-${c.to.toLowerCase()}` }, c.to), ` ${c.alarm} at ${when(c.time)}`)));
+      el("span", { class: `badge state-${c.to.toLowerCase()}` }, c.to), ` ${c.alarm} at ${when(c.time)}`,
+      ...c.actions.map((a) => el("div", { class: a.error ? "error" : "muted" }, a.error ? `${a.target}: ${a.error}` : `notified ${a.target}`)))));
     topics.replaceChildren(...received.map((topic) => el("section", { class: "topic", "data-topic": topic.arn },
       el("h3", {}, `${topic.stack} · ${topic.output}`), el("p", { class: "muted arn" }, topic.arn),
       topic.messages.length ? el("ol", { class: "messages plain" }, ...topic.messages.map((m) => el("li", { "data-seq": String(m.seq) },
