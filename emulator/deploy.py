@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from emulator.server import ACCOUNT_ID, REGION, LocalAws
@@ -39,19 +41,37 @@ def _run(args: list[str], env: dict[str, str], log: Path, cwd: Path) -> None:
         raise DeployError(f"{' '.join(args[:3])} failed (exit {result.returncode}); last output:\n{tail}")
 
 
-def deploy_app(aws: LocalAws, context: dict[str, str] | None = None, app_dir: Path = ROOT) -> dict[str, dict[str, str]]:
-    """Bootstrap and deploy every stack of the CDK app in ``app_dir``; returns outputs by stack."""
+def deploy_app(
+    aws: LocalAws, context: dict[str, str] | None = None, app_dir: Path = ROOT, also: Sequence[Path] = ()
+) -> dict[str, dict[str, str]]:
+    """Bootstrap and deploy every stack of the CDK app in ``app_dir``, then of each app in ``also``
+    (such as examples/: its own log and templates); returns outputs by stack."""
     if not CDK.exists():
         raise DeployError(f"{CDK} is missing: run `make setup` (npm ci) first")
     env = cdk_environment(aws)
-    log = aws.workdir / "cdk.log"
-    outdir = aws.workdir / "cdk.out"
-    common = ["--no-notices", "--output", str(outdir), "--app", f"{sys.executable} app.py"]
-    for key, value in (context or {}).items():
-        common += ["--context", f"{key}={value}"]
     started = time.monotonic()
-    _run([str(CDK), "bootstrap", f"aws://{ACCOUNT_ID}/{REGION}", *common], env, log, app_dir)
-    _run([str(CDK), "deploy", "--all", "--require-approval", "never", *common], env, log, app_dir)
+
+    def cdk(app: Path, *command: str, assembly: Path | None = None) -> None:
+        suffix = "" if app == app_dir else f"-{app.name}"
+        outdir = aws.workdir / f"cdk.out{suffix}"
+        source = ["--app", str(assembly)] if assembly else ["--output", str(outdir), "--app", f"{sys.executable} app.py"]
+        common = ["--no-notices", *source]
+        for key, value in (context or {}).items():
+            common += ["--context", f"{key}={value}"]
+        _run([str(CDK), *command, *common], env, aws.workdir / f"cdk{suffix}.log", app)
+
+    def assembly(app: Path) -> Path:
+        return aws.workdir / f"cdk.out-{app.name}"
+
+    # The other apps synthesize (most of a deployment's time) while this one deploys; their stacks are
+    # deployed after it, one app at a time: moto's change sets are not safe to create concurrently.
+    with ThreadPoolExecutor(max_workers=1 + len(also)) as pool:
+        synthesized = [pool.submit(cdk, app, "synth", "--quiet") for app in also]
+        cdk(app_dir, "bootstrap", f"aws://{ACCOUNT_ID}/{REGION}")
+        cdk(app_dir, "deploy", "--all", "--require-approval", "never")
+        for app, synth in zip(also, synthesized):
+            synth.result()
+            cdk(app, "deploy", "--all", "--require-approval", "never", assembly=assembly(app))
     aws.deploy_seconds = time.monotonic() - started
     return aws.stack_outputs()
 

@@ -11,7 +11,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterator, Sequence, TextIO
 
 from emulator import samples
 from emulator.deploy import ROOT, deploy_app
@@ -104,9 +104,10 @@ class Deployment:
 @contextlib.contextmanager
 def deployed(
     workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None,
-    mock_config: MockConfig | None = None,
+    mock_config: MockConfig | None = None, also: Sequence[Path] = (),
 ) -> Iterator[Deployment]:
-    """Start the Slack stand-in and a LocalAws, store the Slack secrets, deploy the app.
+    """Start the Slack stand-in and a LocalAws, store the Slack secrets, deploy the app (and after it the
+    CDK apps in ``also``, such as examples/).
 
     As a deployer with a Slack app would: the webhook URL and the app's signing secret are in
     Secrets Manager before the app is deployed, the app is told the signing secret's name, and the
@@ -127,11 +128,11 @@ def deployed(
         secretsmanager.create_secret(Name=SLACK_SIGNING_SECRET_NAME, SecretString=signing_secret)
         context = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME}
         if progress is None:
-            outputs = deploy_app(aws, context)
+            outputs = deploy_app(aws, context, also=also)
         else:
             print("Deploying the app into the local emulator with the real cdk CLI...", file=progress, flush=True)
             with _reporting_stacks(aws, progress):
-                outputs = deploy_app(aws, context)
+                outputs = deploy_app(aws, context, also=also)
             print(f"Deployed in {aws.deploy_seconds:.1f} s at {aws.endpoint_url}", file=progress, flush=True)
         request_url = outputs.get("AlertNotificationStack", {}).get("AlertActionsUrl")
         if request_url:

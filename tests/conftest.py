@@ -72,14 +72,16 @@ def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
 
 @pytest.fixture(scope="session")
 def deployment(tmp_path_factory: pytest.TempPathFactory):
-    """The whole app deployed once per session into the local emulator with the real `cdk` CLI.
+    """The whole app, and the example app beside it, deployed once per session into the local emulator
+    with the real `cdk` CLI.
 
     Tests that use it run after every other test (see ``pytest_collection_modifyitems``):
     moto's ``mock_aws``, used by the handler tests, resets moto's backends whenever it starts.
     """
     from emulator.session import deployed
 
-    with deployed(tmp_path_factory.mktemp("local-aws")) as deployment:
+    # The example app (a team's app using the constructs, examples/) is deployed beside it, at the same time.
+    with deployed(tmp_path_factory.mktemp("local-aws"), also=[ROOT / "examples"]) as deployment:
         yield deployment
 
 

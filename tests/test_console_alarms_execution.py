@@ -34,6 +34,7 @@ def browser() -> Iterator[Any]:
 def console(deployment) -> Iterator[Console]:
     with Console(deployment) as running:
         yield running
+    deployment.aws.clock.resume()
 
 
 def _until(browser: Any, condition: Any, what: str) -> None:
@@ -66,6 +67,9 @@ def test_a_failed_execution_puts_its_alarm_in_alarm_and_the_status_topic_shows_t
         if a["MetricName"] == "ExecutionsFailed" and a["Dimensions"] == [{"Name": "StateMachineArn", "Value": machine}]
     ]
     name = alarm["AlarmName"]
+    # Simulated time moves only when the test advances it: executions other tests left waiting would
+    # otherwise carry it past a period boundary at any moment.
+    deployment.aws.clock.pause()
     cloudwatch.set_alarm_state(AlarmName=name, StateValue="OK", StateReason="Reset by the browser test")
     topic = deployment.output("MonitoringStack", "StatusTopicArn")
     # When: an execution that fails is started from the console

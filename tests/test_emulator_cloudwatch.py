@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -66,6 +66,17 @@ def aws(deployment):
 @pytest.fixture(scope="module")
 def cloudwatch(aws):
     return aws.client("cloudwatch")
+
+
+@pytest.fixture
+def paused(aws) -> Iterator[None]:
+    """Simulated time moves only when the test advances it: executions other tests left waiting would
+    otherwise carry it past a period boundary at any moment."""
+    aws.clock.pause()
+    try:
+        yield
+    finally:
+        aws.clock.resume()
 
 
 def _topic(aws: Any) -> str:
@@ -208,7 +219,7 @@ def test_disabled_actions_do_not_run_but_the_event_is_sent(aws, cloudwatch):
 
 
 # -- evaluation on the simulated clock -----------------------------------------------------------------
-def test_put_metric_data_puts_the_alarm_in_alarm_at_the_next_period_boundary(aws, cloudwatch):
+def test_put_metric_data_puts_the_alarm_in_alarm_at_the_next_period_boundary(aws, cloudwatch, paused):
     # Given: an alarm on Sum >= 1 per minute, and a datapoint of 3
     topic = _topic(aws)
     inbox = Inbox(aws).subscribe(topic)
@@ -232,7 +243,7 @@ def test_put_metric_data_puts_the_alarm_in_alarm_at_the_next_period_boundary(aws
     assert _wait_for_state(cloudwatch, name, "OK")["StateValue"] == "OK"
 
 
-def test_a_failed_execution_puts_its_monitoring_alarm_in_alarm_within_its_period(deployment, aws, cloudwatch):
+def test_a_failed_execution_puts_its_monitoring_alarm_in_alarm_within_its_period(deployment, aws, cloudwatch, paused):
     # Given: the deployed failed-executions alarm of the map retry machine, OK, and its status topic read
     machine = deployment.machine_arn("map-retry")
     [alarm] = [
@@ -292,7 +303,7 @@ def lambda_handler(event, context):
 '''
 
 
-def test_embedded_metric_format_lines_a_function_prints_become_metrics(aws, cloudwatch):
+def test_embedded_metric_format_lines_a_function_prints_become_metrics(aws, cloudwatch, paused):
     # Given: a function that prints one EMF line, and an alarm on that metric
     role = aws.client("iam").create_role(RoleName=unique("emf"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     function = create_function(aws, role, "emf", "emf", EMF_CODE)["FunctionName"]
@@ -311,7 +322,7 @@ def test_embedded_metric_format_lines_a_function_prints_become_metrics(aws, clou
     assert _wait_for_state(cloudwatch, name, "ALARM")["StateValue"] == "ALARM"
 
 
-def test_a_queue_with_a_message_waiting_raises_its_depth_alarm(aws, cloudwatch):
+def test_a_queue_with_a_message_waiting_raises_its_depth_alarm(aws, cloudwatch, paused):
     # Given: an alarm on a queue's depth as the app's failure-queue alarms are (Maximum >= 1), and a
     # message waiting in it (SQS pushes the depth to AWS/SQS every minute:
     # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html)
@@ -322,11 +333,19 @@ def test_a_queue_with_a_message_waiting_raises_its_depth_alarm(aws, cloudwatch):
                       Statistic="Maximum", Dimensions=[{"Name": "QueueName", "Value": queue}],
                       TreatMissingData="notBreaching")
     sqs.send_message(QueueUrl=url, MessageBody="a record nobody handled")
-    # When: two minutes of simulated time pass (a sample, then the end of its period)
-    aws.clock.advance(60)
-    time.sleep(0.2)
-    aws.clock.advance(60)
-    # Then
-    alarm = _wait_for_state(cloudwatch, name, "ALARM")
-    assert alarm["StateValue"] == "ALARM", alarm["StateReason"]
-    assert alarm["StateReason"].startswith("Threshold Crossed: 1 out of the last 1 datapoints [1.0 (")
+    try:
+        # When: two minutes of simulated time pass (a sample, then the end of its period)
+        aws.clock.advance(60)
+        deadline = time.monotonic() + ARRIVAL_SECONDS
+        dimensions = [{"Name": "QueueName", "Value": queue}]
+        while not cloudwatch.list_metrics(Namespace="AWS/SQS", Dimensions=dimensions)["Metrics"]:
+            assert time.monotonic() < deadline, "no depth sampled"
+            time.sleep(0.05)
+        aws.clock.advance(60)
+        # Then
+        alarm = _wait_for_state(cloudwatch, name, "ALARM")
+        assert alarm["StateValue"] == "ALARM", alarm["StateReason"]
+        assert alarm["StateReason"].startswith("Threshold Crossed: 1 out of the last 1 datapoints [1.0 (")
+    finally:
+        # The deployed app's AWS/SQS alarms are counted elsewhere (test_monitoring_execution.py).
+        cloudwatch.delete_alarms(AlarmNames=[name])

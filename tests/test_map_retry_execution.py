@@ -309,7 +309,7 @@ def chunk_journal_table(deployment: Any) -> str:
         function["Environment"]["Variables"]["CHUNK_JOURNAL_TABLE_NAME"]
         for page in pages
         for function in page["Functions"]
-        if "ChunkProcessor" in function["FunctionName"]
+        if function["FunctionName"].startswith("MapRetryStack-") and "ChunkProcessor" in function["FunctionName"]
     }
     return table
 

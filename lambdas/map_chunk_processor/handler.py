@@ -1,16 +1,24 @@
 """Process Item Chunk: one Distributed Map child runs a chunk's items, records each outcome in the
-chunk journal as it finishes, and writes the chunk's results to S3."""
+chunk journal as it finishes, and writes the chunk's results to S3.
+
+Items run through the demo processor in this process, or, when the construct was given a team's
+``item_processor`` (``ITEM_PROCESSOR_FUNCTION_NAME``), through one synchronous Invoke of that
+function per item attempt, with the payload inline mode gives it.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from patterns_common.items_demo import process_item
-from patterns_common.map_retry import process_chunk
+from patterns_common.map_retry import ItemFailed, check_processor_answer, process_chunk
 from patterns_common.map_retry_journal import ChunkJournal
 from patterns_common.map_retry_store import RunStore
 from patterns_common.observability import logger, tracer
@@ -22,6 +30,31 @@ TIME_RESERVE_MS = 30_000
 
 store = RunStore(boto3.client("s3"), os.environ["ITEMS_BUCKET_NAME"])
 journal = ChunkJournal(boto3.client("dynamodb"), os.environ["CHUNK_JOURNAL_TABLE_NAME"])
+ITEM_PROCESSOR_FUNCTION_NAME = os.environ.get("ITEM_PROCESSOR_FUNCTION_NAME")
+# The read timeout outlasts the longest processor the construct accepts (under the inline task's
+# TimeoutSeconds); throttling and transient errors are retried by botocore's standard mode, as the
+# inline task's Retry does for Lambda's service errors.
+lambda_client = boto3.client("lambda", config=Config(read_timeout=90, retries={"mode": "standard"}))
+
+
+def invoke_processor(item: dict[str, Any], attempt: int) -> None:
+    """One attempt of the team's processor: returns when it returned, raises ``ItemFailed`` named
+    after its error (a service error after retries as ``Lambda.<code>``, as Step Functions names it)."""
+    try:
+        response = lambda_client.invoke(
+            FunctionName=ITEM_PROCESSOR_FUNCTION_NAME, Payload=json.dumps({"item": item, "attempt": attempt}).encode()
+        )
+    except ClientError as error:
+        raise ItemFailed(f"Lambda.{error.response['Error']['Code']}", str(error)) from error
+    check_processor_answer(response.get("FunctionError"), response["Payload"].read())
+
+
+def run_item(item: dict[str, Any], attempt: int) -> None:
+    """One attempt: through the team's processor when the construct was given one, else the demo's here."""
+    if ITEM_PROCESSOR_FUNCTION_NAME:
+        invoke_processor(item, attempt)
+    else:
+        process_item(item, attempt)
 
 
 @logger.inject_lambda_context
@@ -37,7 +70,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     recorded = journal.read(chunk_key)  # outcomes of an earlier invocation of this chunk that died
     results = process_chunk(
         entries,
-        process_item,
+        run_item,
         context.get_remaining_time_in_millis,
         TIME_RESERVE_MS,
         recorded,

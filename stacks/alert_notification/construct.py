@@ -9,6 +9,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -20,6 +21,7 @@ from stacks.common.python_function import PythonFunction
 from stacks.common.scanners import acknowledge_lint
 from stacks.common.short_lived_table import short_lived_table
 from stacks.common.state_machine import StandardStateMachine
+from stacks.common.team_function import InvalidProp, check_timeout_within, task_timeout_seconds
 
 # EventBridge retries an undeliverable schedule event (throttled or failed Invoke) with back-off for
 # this long, then moves it to the schedule's dead-letter queue.
@@ -32,16 +34,33 @@ DISPATCH_MAX_EVENT_AGE = Duration.hours(1)
 
 
 class AlertNotification(Construct):
+    """The alert machine, its table, its functions, its schedule and the action endpoint.
+
+    Each notification goes to Slack (``slack_webhook_secret_name``: the secret holding the incoming
+    webhook URL) or to a team's ``notifier`` function; give exactly one. The notifier gets one
+    notification, ``{"execution_id", "alert_id", "message", "round", "user", "links", "post_at",
+    "attempt"}`` (``links``: the user's signed ``acknowledge`` and ``resolve`` URLs), returns when it
+    delivered it and raises to report a failure (the error's name is what ``notifications_failed``
+    records). Exposes ``state_machine``, ``log_group``, ``notifier`` (the function used), ``table``
+    and ``functions``, the functions this construct made, by name.
+    """
+
     def __init__(
         self,
         scope: Construct,
         id_: str,
         *,
-        slack_webhook_secret_name: str,
         schedule: str,
+        slack_webhook_secret_name: str | None = None,
         slack_signing_secret_name: str | None = None,
+        notifier: lambda_.IFunction | None = None,
     ) -> None:
         super().__init__(scope, id_)
+        if (notifier is None) == (slack_webhook_secret_name is None):
+            raise InvalidProp(
+                "notifier: give exactly one of notifier (your function) or slack_webhook_secret_name (the "
+                "Slack notifier's webhook secret)"
+            )
         self.table = dynamodb.Table(
             self,
             "AlertTable",
@@ -56,19 +75,9 @@ class AlertNotification(Construct):
         # Stateful: the logical id must never change, or CloudFormation replaces the table.
         self.table.node.default_child.override_logical_id("AlertTable")
 
-        # Powertools idempotency records of the notifier: short-lived, removed by TTL.
-        self.idempotency_table = short_lived_table(
-            self,
-            "IdempotencyTable",
-            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
-            expiry_attribute="expiration",
-        )
         self.actions = AlertActions(
             self, "Actions", table=self.table, slack_signing_secret_name=slack_signing_secret_name
         )
-
-        # The secret is created by whoever deploys (it holds a credential), so it is only referenced.
-        webhook_secret = secretsmanager.Secret.from_secret_name_v2(self, "SlackWebhook", slack_webhook_secret_name)
 
         fetch_config = PythonFunction(
             self,
@@ -86,24 +95,21 @@ class AlertNotification(Construct):
         # UpdateItem: the conditional write that claims the alert for the execution.
         self.table.grant(fetch_config.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.actions.signing_key.grant_read(fetch_config.function)
+        self.functions: dict[str, lambda_.Function] = {
+            "FetchAlertConfig": fetch_config.function,
+            "ActionsEndpoint": self.actions.function,
+        }
 
-        notify_user = PythonFunction(
-            self,
-            "NotifyUser",
-            source="alert_notifier",
-            description="Posts one alert notification to the Slack incoming webhook",
-            # A pacing wait of up to 5 s, two 5 s requests and a Retry-After pause of up to 5 s fit.
-            timeout=Duration.seconds(25),
-            environment={
-                "SLACK_WEBHOOK_SECRET_NAME": slack_webhook_secret_name,
-                "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
-            },
-        )
-        # Read on this one secret only: a secret ARN ends in a random "-XXXXXX" that grant_read matches.
-        webhook_secret.grant_read(notify_user.function)
-        self.idempotency_table.grant(
-            notify_user.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
-        )
+        if notifier is None:
+            notifier = self._slack_notifier(slack_webhook_secret_name)
+        else:
+            check_timeout_within(
+                notifier,
+                "notifier",
+                task_timeout_seconds("alert_notification", "Notify User"),
+                "the TimeoutSeconds of the machine's Notify User task, so Lambda's own timeout ends an attempt first",
+            )
+        self.notifier = notifier
 
         machine = StandardStateMachine(
             self,
@@ -111,15 +117,16 @@ class AlertNotification(Construct):
             machine="alert_notification",
             substitutions={
                 "FetchAlertConfigFunctionArn": fetch_config.function.function_arn,
-                "NotifyUserFunctionArn": notify_user.function.function_arn,
+                "NotifyUserFunctionArn": notifier.function_arn,
                 "AlertTableName": self.table.table_name,
             },
             comment="Notifies an alert's users on Slack, round after round, while the alert is active",
         )
-        machine.allow_invoke(fetch_config.function, notify_user.function)
+        machine.allow_invoke(fetch_config.function, notifier)
         # GetItem: the status before each round; UpdateItem: releasing the alert's claim at the end.
         self.table.grant(machine.state_machine, "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.state_machine = machine.state_machine
+        self.log_group: logs.ILogGroup = machine.log_group
         self.state_machines: list[sfn.IStateMachine] = [self.state_machine]
         executions = Stack.of(self).format_arn(
             service="states",
@@ -153,6 +160,7 @@ class AlertNotification(Construct):
                 "STATE_MACHINE_ARN": self.state_machine.state_machine_arn,
             },
         )
+        self.functions["DispatchAlerts"] = dispatcher.function
         self.table.grant(dispatcher.function, "dynamodb:Scan")
         dispatcher.function.add_to_role_policy(
             iam.PolicyStatement(
@@ -217,3 +225,33 @@ class AlertNotification(Construct):
             ),
         ]
 
+    def _slack_notifier(self, slack_webhook_secret_name: str) -> lambda_.Function:
+        """The default notifier: one Slack post per notification, idempotent on (execution, round, user)."""
+        # Powertools idempotency records of the notifier: short-lived, removed by TTL.
+        self.idempotency_table = short_lived_table(
+            self,
+            "IdempotencyTable",
+            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+            expiry_attribute="expiration",
+        )
+        # The secret is created by whoever deploys (it holds a credential), so it is only referenced.
+        webhook_secret = secretsmanager.Secret.from_secret_name_v2(self, "SlackWebhook", slack_webhook_secret_name)
+        notify_user = PythonFunction(
+            self,
+            "NotifyUser",
+            source="alert_notifier",
+            description="Posts one alert notification to the Slack incoming webhook",
+            # A pacing wait of up to 5 s, two 5 s requests and a Retry-After pause of up to 5 s fit.
+            timeout=Duration.seconds(25),
+            environment={
+                "SLACK_WEBHOOK_SECRET_NAME": slack_webhook_secret_name,
+                "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
+            },
+        )
+        # Read on this one secret only: a secret ARN ends in a random "-XXXXXX" that grant_read matches.
+        webhook_secret.grant_read(notify_user.function)
+        self.idempotency_table.grant(
+            notify_user.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
+        )
+        self.functions["NotifyUser"] = notify_user.function
+        return notify_user.function

@@ -109,6 +109,12 @@ def _stack_layers(stack: Stack) -> list[lambda_.ILayerVersion]:
     return [holder.node.find_child("Powertools"), holder.node.find_child("Shared")]
 
 
+def shared_layer(scope: Construct) -> lambda_.ILayerVersion:
+    """The layer of this app's shared code (patterns_common) in ``scope``'s stack: a team's function
+    adds it to use a helper such as patterns_common.job_runner."""
+    return _stack_layers(Stack.of(scope))[1]
+
+
 class PythonFunction(Construct):
     """A function whose code is ``lambdas/<source>/`` with its handler in ``handler.lambda_handler``.
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
-from stacks.common.python_function import PythonFunction
+from stacks.common.python_function import PythonFunction, shared_layer
 from stacks.common.state_machine import StandardStateMachine
+from stacks.common.team_function import InvalidProp, environment_function, granted_role
 
 JOB_METADATA_EXPIRY = Duration.days(7)
 # Each task's TimeoutSeconds in the ASL is a few seconds above its function's timeout, so the
@@ -25,8 +28,42 @@ CALLBACK_RUNNER_MAX_EVENT_AGE = Duration.minutes(4)
 
 
 class JobPoller(Construct):
-    def __init__(self, scope: Construct, id_: str, *, alert_table: dynamodb.ITable) -> None:
+    """The S3 poller, the SDK-integration (table export) poller and the callback variant over one job bucket.
+
+    - ``job_runner``: a team's function the S3 poller runs the job with, invoked asynchronously with
+      ``{"execution_md5", "job"}``; it reports through patterns_common.job_runner. The construct sets its
+      ``JOB_BUCKET_NAME``, lets it write the job's status.txt and result.json, and turns off Lambda's
+      asynchronous retries (a crashed runner stays crashed).
+    - ``callback_job_runner``: a team's function the callback machine runs the job with, invoked
+      asynchronously with ``{"task_token", "job", "heartbeat_interval_seconds"}``; it sends heartbeats
+      and ends the task with SendTaskSuccess or SendTaskFailure (error ``JobFailed``), which the
+      construct lets it call on the callback machine only.
+    - ``export_table``: the DynamoDB table (point-in-time recovery on) the SDK-integration poller
+      exports; ``alert_table`` is its older name, for the app's own alert table. Give exactly one.
+
+    Without a runner the demo runners run. Exposes ``state_machine`` and ``log_group`` (the S3 poller),
+    ``export_poller`` and ``callback`` (each with its ``state_machine`` and ``log_group``), ``bucket``,
+    ``job_runner`` and ``callback_job_runner`` (the functions used) and ``functions``, the functions
+    this construct made, by name.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        export_table: dynamodb.ITable | None = None,
+        alert_table: dynamodb.ITable | None = None,
+        job_runner: lambda_.IFunction | None = None,
+        callback_job_runner: lambda_.IFunction | None = None,
+    ) -> None:
         super().__init__(scope, id_)
+        if (export_table is None) == (alert_table is None):
+            raise InvalidProp(
+                "export_table: give exactly one of export_table (the table the SDK-integration poller exports) "
+                "or alert_table (its older name)"
+            )
+        self.functions: dict[str, lambda_.Function] = {}
         self.bucket = s3.Bucket(
             self,
             "JobBucket",
@@ -61,24 +98,35 @@ class JobPoller(Construct):
             description="Validate Job Input: fills defaults in, rejects bad input with InvalidJobInput",
             timeout=VALIDATE_TIMEOUT,
         )
-        self.poller = self._s3_poller()
-        self.export_poller = self._export_poller(alert_table)
-        self.callback = self._callback_machine()
+        self.functions["ValidateJobInput"] = self.validate_input.function
+        self.poller = self._s3_poller(job_runner)
+        self.export_poller = self._export_poller(export_table or alert_table)
+        self.callback = self._callback_machine(callback_job_runner)
+        self.state_machine: sfn.StateMachine = self.poller.state_machine
+        self.log_group: logs.ILogGroup = self.poller.log_group
         self.state_machines: list[sfn.IStateMachine] = [
             self.poller.state_machine,
             self.export_poller.state_machine,
             self.callback.state_machine,
         ]
 
-    def _allow_job_objects(self, function: PythonFunction, action: str, *names: str) -> None:
-        """Let ``function`` do ``action`` on the named per-execution objects, jobs/<md5>/<name>."""
-        function.function.add_to_role_policy(
+    @staticmethod
+    def job_runner_layer(scope: Construct) -> lambda_.ILayerVersion:
+        """The layer with patterns_common.job_runner, the helper a ``job_runner`` reports through: add it
+        to the runner's layers."""
+        return shared_layer(scope)
+
+    def _allow_job_objects(self, function: PythonFunction | iam.IRole, action: str, *names: str) -> None:
+        """Let ``function`` (or a team's function's role) do ``action`` on the named per-execution
+        objects, jobs/<md5>/<name>."""
+        role = function.role if isinstance(function, PythonFunction) else function
+        role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=[action], resources=[self.bucket.arn_for_objects(f"jobs/*/{name}") for name in names]
             )
         )
         acknowledge(
-            function,
+            function if isinstance(function, PythonFunction) else role,
             {
                 f"AwsSolutions::AwsSolutions-IAM5[Resource::<JobBucket.Arn>/jobs/*/{name}]": "One object per "
                 "execution, keyed by the md5 of the execution ARN, which exists only at run time."
@@ -92,18 +140,26 @@ class JobPoller(Construct):
             iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
         )
 
-    def _s3_poller(self) -> StandardStateMachine:
+    def _s3_poller(self, job_runner: lambda_.IFunction | None) -> StandardStateMachine:
         environment = {"JOB_BUCKET_NAME": self.bucket.bucket_name}
-        self.runner = PythonFunction(
-            self,
-            "JobRunner",
-            source="demo_job_runner",
-            description="Demo job runner: writes running, works, then succeeded or failed to S3",
-            timeout=RUNNER_TIMEOUT,
-            environment=environment,
-        )
-        self._no_async_retries(self.runner)
-        self._allow_job_objects(self.runner, "s3:PutObject", "status.txt", "result.json")
+        if job_runner is None:
+            demo = PythonFunction(
+                self,
+                "JobRunner",
+                source="demo_job_runner",
+                description="Demo job runner: writes running, works, then succeeded or failed to S3",
+                timeout=RUNNER_TIMEOUT,
+                environment=environment,
+            )
+            self.functions["JobRunner"] = job_runner = demo.function
+            self._allow_job_objects(demo, "s3:PutObject", "status.txt", "result.json")
+        else:
+            team_runner = environment_function(job_runner, "job_runner", "JOB_BUCKET_NAME")
+            runner_role = granted_role(job_runner, "job_runner", "writing the job's status.txt and result.json")
+            team_runner.add_environment("JOB_BUCKET_NAME", self.bucket.bucket_name)
+            self._allow_job_objects(runner_role, "s3:PutObject", "status.txt", "result.json")
+        self._no_async_retries(job_runner, "job_runner")
+        self.job_runner = job_runner
 
         self.run_job = PythonFunction(
             self,
@@ -111,14 +167,14 @@ class JobPoller(Construct):
             source="run_job",
             description="Run Job: records the job start in S3 and starts the runner asynchronously",
             timeout=STATUS_IO_TIMEOUT,
-            environment={**environment, "JOB_RUNNER_FUNCTION_NAME": self.runner.function.function_name},
+            environment={**environment, "JOB_RUNNER_FUNCTION_NAME": job_runner.function_name},
         )
         self._allow_job_objects(self.run_job, "s3:PutObject", "context.json")
         # A retried Run Job reads the first attempt's record and looks for the runner's status.
         self._allow_job_objects(self.run_job, "s3:GetObject", "context.json", "status.txt")
         self._allow_list(self.run_job)
         self.run_job.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.runner.function.function_arn])
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[job_runner.function_arn])
         )
 
         self.get_status = PythonFunction(
@@ -147,21 +203,22 @@ class JobPoller(Construct):
             },
         )
         machine.allow_invoke(self.validate_input.function, self.run_job.function, self.get_status.function)
+        self.functions.update(RunJob=self.run_job.function, GetJobStatus=self.get_status.function)
         return machine
 
-    def _export_poller(self, alert_table: dynamodb.ITable) -> StandardStateMachine:
+    def _export_poller(self, table: dynamodb.ITable) -> StandardStateMachine:
         machine = StandardStateMachine(
             self,
             "ExportPollerMachine",
             machine="export_poller",
-            comment="Job poller with SDK integrations only: DynamoDB export of the alert table, "
+            comment="Job poller with SDK integrations only: DynamoDB export of the table it is given, "
             "describeExport until COMPLETED, FAILED or timeout_seconds",
-            substitutions={"AlertTableArn": alert_table.table_arn, "JobBucketName": self.bucket.bucket_name},
+            substitutions={"AlertTableArn": table.table_arn, "JobBucketName": self.bucket.bucket_name},
         )
         export_objects = self.bucket.arn_for_objects("jobs/*/export/*")
-        table_exports = f"{alert_table.table_arn}/export/*"
+        table_exports = f"{table.table_arn}/export/*"
         for statement in (
-            iam.PolicyStatement(actions=["dynamodb:ExportTableToPointInTime"], resources=[alert_table.table_arn]),
+            iam.PolicyStatement(actions=["dynamodb:ExportTableToPointInTime"], resources=[table.table_arn]),
             iam.PolicyStatement(actions=["dynamodb:DescribeExport"], resources=[table_exports]),
             # DynamoDB writes the export with the caller's permissions; these three are what AWS documents.
             iam.PolicyStatement(
@@ -179,23 +236,29 @@ class JobPoller(Construct):
         acknowledge_wildcard_resource(
             machine.state_machine,
             table_exports,
-            "Export ARNs are generated by DynamoDB; this scopes DescribeExport to the alert table's exports.",
+            "Export ARNs are generated by DynamoDB; this scopes DescribeExport to the exported table's exports.",
         )
         return machine
 
-    def _callback_machine(self) -> StandardStateMachine:
-        self.callback_runner = PythonFunction(
-            self,
-            "CallbackJobRunner",
-            source="demo_callback_job_runner",
-            description="Demo callback job runner: heartbeats while working, then SendTaskSuccess/Failure",
-            timeout=RUNNER_TIMEOUT,
-        )
+    def _callback_machine(self, runner: lambda_.IFunction | None) -> StandardStateMachine:
+        if runner is None:
+            demo = PythonFunction(
+                self,
+                "CallbackJobRunner",
+                source="demo_callback_job_runner",
+                description="Demo callback job runner: heartbeats while working, then SendTaskSuccess/Failure",
+                timeout=RUNNER_TIMEOUT,
+            )
+            self.functions["CallbackJobRunner"] = runner = demo.function
+            # the policy keeps the logical id it had inside the demo function
+            policy_scope, policy_id, runner_role = demo, "SendTaskResult", demo.role
+        else:
+            runner_role = granted_role(runner, "callback_job_runner", "SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat")
+            policy_scope, policy_id = self, "CallbackJobRunnerSendTaskResult"
         # Past this age a throttled runner's event is dropped: the task's HeartbeatSeconds (300, in
         # callback_job.asl.json) is longer, so a runner that starts within it is never taken for dead.
-        self.callback_runner.function.configure_async_invoke(
-            retry_attempts=0, max_event_age=CALLBACK_RUNNER_MAX_EVENT_AGE
-        )
+        self._no_async_retries(runner, "callback_job_runner", max_event_age=CALLBACK_RUNNER_MAX_EVENT_AGE)
+        self.callback_job_runner = runner
         machine = StandardStateMachine(
             self,
             "CallbackMachine",
@@ -203,17 +266,17 @@ class JobPoller(Construct):
             comment="Callback job: the runner reports through its task token, no polling",
             substitutions={
                 "ValidateJobInputFunctionArn": self.validate_input.function.function_arn,
-                "CallbackRunnerFunctionArn": self.callback_runner.function.function_arn,
+                "CallbackRunnerFunctionArn": runner.function_arn,
             },
         )
-        machine.allow_invoke(self.validate_input.function, self.callback_runner.function)
+        machine.allow_invoke(self.validate_input.function, runner)
         # A separate policy, not the role's default one: the function depends on its default policy and
         # the machine's definition names the function, so the default policy naming the machine would
         # close a dependency cycle.
         iam.Policy(
-            self.callback_runner,
-            "SendTaskResult",
-            roles=[self.callback_runner.role],
+            policy_scope,
+            policy_id,
+            roles=[runner_role],
             statements=[
                 iam.PolicyStatement(
                     actions=["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
@@ -224,7 +287,12 @@ class JobPoller(Construct):
         return machine
 
     @staticmethod
-    def _no_async_retries(function: PythonFunction) -> None:
+    def _no_async_retries(function: lambda_.IFunction, prop: str, max_event_age: Duration | None = None) -> None:
         # Lambda retries a failed asynchronous invocation twice by default; a crashed runner must
         # stay crashed (the machine reports JobTimeout) instead of running the same job again.
-        function.function.configure_async_invoke(retry_attempts=0)
+        if function.node.try_find_child("EventInvokeConfig") is not None:
+            raise InvalidProp(
+                f"{prop}: {function.node.path} already has an asynchronous invoke configuration; the poller "
+                "sets it (no retries: a crashed runner must not run the job again), so remove yours"
+            )
+        function.configure_async_invoke(retry_attempts=0, max_event_age=max_event_age)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -13,6 +15,7 @@ from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
 from stacks.common.short_lived_table import short_lived_table
 from stacks.common.state_machine import StandardStateMachine
+from stacks.common.team_function import check_timeout_within, task_timeout_seconds
 
 RUN_EXPIRY = Duration.days(30)
 # Must match the ASL's Distributed Map "Label": child executions are named <machine>/<label>:<id>.
@@ -26,10 +29,18 @@ PREFIX_REASONS = {
 
 
 class MapRetry(Construct):
-    """The machine, its six functions, the items bucket (S3 mode: inputs/ from users, runs/ for
-    chunks, manifests and results) and the chunk journal, each function granted only what it touches."""
+    """The machine, its functions, the items bucket (S3 mode: inputs/ from users, runs/ for chunks,
+    manifests and results) and the chunk journal, each function granted only what it touches.
 
-    def __init__(self, scope: Construct, id_: str) -> None:
+    ``item_processor``: a team's function that processes one item's attempt, given
+    ``{"item": <item>, "attempt": <n>}``; it succeeds by returning and fails by raising (the error's
+    name is the item's error). Inline mode's Map invokes it; in S3 mode the chunk processor invokes it
+    once per item attempt. Without one, the demo processor (patterns_common.items_demo) runs.
+    Exposes ``state_machine``, ``log_group``, ``item_processor`` (the function items run through)
+    and ``functions``, the functions this construct made, by name.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, item_processor: lambda_.IFunction | None = None) -> None:
         super().__init__(scope, id_)
         self.bucket = s3.Bucket(
             self,
@@ -60,13 +71,27 @@ class MapRetry(Construct):
         )
         journal_env = {**bucket_env, "CHUNK_JOURNAL_TABLE_NAME": self.chunk_journal.table_name}
 
-        item_processor = PythonFunction(
-            self,
-            "ItemProcessor",
-            source="map_item_processor",
-            description="Map retry-failed: processes one item's attempt (demo processor)",
-            timeout=Duration.seconds(30),
-        )
+        made: dict[str, PythonFunction] = {}
+        if item_processor is None:
+            made["ItemProcessor"] = PythonFunction(
+                self,
+                "ItemProcessor",
+                source="map_item_processor",
+                description="Map retry-failed: processes one item's attempt (demo processor)",
+                timeout=Duration.seconds(30),
+            )
+            item_processor = made["ItemProcessor"].function
+            # The demo processor also runs inside the chunk processor: no Lambda call per item.
+            chunk_processor_env = journal_env
+        else:
+            check_timeout_within(
+                item_processor,
+                "item_processor",
+                task_timeout_seconds("map_retry", "Process Item"),
+                "the TimeoutSeconds of the Map's Process Item task, so Lambda's own timeout ends an attempt first",
+            )
+            chunk_processor_env = {**journal_env, "ITEM_PROCESSOR_FUNCTION_NAME": item_processor.function_arn}
+        self.item_processor = item_processor
         validate_items = PythonFunction(
             self,
             "ValidateItems",
@@ -97,7 +122,7 @@ class MapRetry(Construct):
             description="Map retry-failed: processes one chunk of items and writes its results",
             timeout=Duration.minutes(10),
             memory_size=512,
-            environment=journal_env,
+            environment=chunk_processor_env,
         )
         record_chunks = PythonFunction(
             self,
@@ -118,6 +143,10 @@ class MapRetry(Construct):
         )
         self.chunk_journal.grant(chunk_processor.function, "dynamodb:Query", "dynamodb:PutItem")
         self.chunk_journal.grant(record_chunks.function, "dynamodb:Query")
+        if not made.get("ItemProcessor"):
+            chunk_processor.function.add_to_role_policy(
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[item_processor.function_arn])
+            )
 
         self.machine = StandardStateMachine(
             self,
@@ -127,19 +156,29 @@ class MapRetry(Construct):
             substitutions={
                 "ValidateItemsFunctionArn": validate_items.function.function_arn,
                 "SplitItemsFunctionArn": split_items.function.function_arn,
-                "ItemProcessorFunctionArn": item_processor.function.function_arn,
+                "ItemProcessorFunctionArn": item_processor.function_arn,
                 "ChunkProcessorFunctionArn": chunk_processor.function.function_arn,
                 "RecordPassFunctionArn": record_pass.function.function_arn,
                 "RecordChunksFunctionArn": record_chunks.function.function_arn,
             },
         )
+        made.update(
+            ValidateItems=validate_items,
+            SplitItems=split_items,
+            ChunkProcessor=chunk_processor,
+            RecordPass=record_pass,
+            RecordChunks=record_chunks,
+        )
+        self.functions: dict[str, lambda_.Function] = {name: f.function for name, f in made.items()}
         self.machine.allow_invoke(
-            *(
-                f.function
-                for f in (validate_items, split_items, item_processor, chunk_processor, record_pass, record_chunks)
-            )
+            validate_items.function,
+            split_items.function,
+            item_processor,
+            *(f.function for f in (chunk_processor, record_pass, record_chunks)),
         )
         self._allow_distributed_map(self.machine.state_machine)
+        self.state_machine: sfn.StateMachine = self.machine.state_machine
+        self.log_group: logs.ILogGroup = self.machine.log_group
         self.state_machines: list[sfn.IStateMachine] = [self.machine.state_machine]
 
     def _allow_objects(self, function: PythonFunction, *, read: str, write: str) -> None:

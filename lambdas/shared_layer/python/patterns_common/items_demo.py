@@ -1,8 +1,8 @@
 """The demo item processor of the Map retry-failed pattern: succeeds unless the item asks otherwise.
 
-Replace ``process_item`` with real work; keep its contract: take the item and the attempt number
-the machine gives, return on success, raise on failure (the exception's class name is the error
-name the machine records).
+A team runs its own work by giving MapRetry an ``item_processor`` function (docs/own-function.md) with
+this contract: take the item and the attempt number the machine gives, return on success, raise on
+failure (the exception's class name is the error name the machine records).
 
 Item fields it understands:
 - ``fail_attempts: k``: the first k attempts fail.

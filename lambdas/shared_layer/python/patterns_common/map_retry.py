@@ -63,6 +63,44 @@ class LedgerMismatch(RuntimeError):
     """Pass results do not match the items the pass was given: a bug, never retried into a success."""
 
 
+class ItemFailed(Exception):
+    """An item's attempt failed in a processor that runs elsewhere (a team's Lambda function, invoked by
+    the chunk processor): ``error_name`` is the error as the processor named it."""
+
+    def __init__(self, error_name: str, message: str) -> None:
+        super().__init__(message)
+        self.error_name = error_name
+
+
+def item_error(exc: Exception) -> str:
+    """The error an item's failed attempt records: the processor's own error name, as Step Functions
+    records a Lambda task's error in inline mode (for an exception raised in-process, its class name)."""
+    return exc.error_name if isinstance(exc, ItemFailed) else type(exc).__name__
+
+
+def check_processor_answer(function_error: str | None, payload: bytes) -> None:
+    """Raise ``ItemFailed`` when a synchronous Invoke of the processor answered with a function error.
+
+    Lambda sets ``FunctionError`` and answers ``{"errorType", "errorMessage", ...}`` for an exception
+    the handler raised (errorType is the exception's class name) and for a timeout or a crash
+    (``Sandbox.Timedout``, ``Runtime.ExitError``...):
+    https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html,
+    https://docs.aws.amazon.com/lambda/latest/dg/python-exceptions.html
+    """
+    if not function_error:
+        return
+    try:
+        answer = json.loads(payload or b"null")
+    except ValueError:
+        answer = None
+    answer = answer if isinstance(answer, dict) else {}
+    error_type = answer.get("errorType")
+    raise ItemFailed(
+        error_type if isinstance(error_type, str) and error_type else f"Lambda.{function_error}",
+        str(answer.get("errorMessage", payload[:200])),
+    )
+
+
 @dataclass(frozen=True)
 class Options:
     max_attempts: int
@@ -391,7 +429,7 @@ def process_chunk(
             try:
                 process(entry["item"], entry["attempt"])
             except Exception as exc:  # noqa: BLE001 - every item error is that item's failed result
-                error = type(exc).__name__
+                error = item_error(exc)
             else:
                 error = None
             longest_ms = max(longest_ms, before_ms - remaining_ms())
