@@ -327,10 +327,16 @@ def test_an_aborted_execution_resumes_in_the_state_it_was_stopped_in(aws, sfn, r
         },
     }
     machine = sfn.create_state_machine(name=unique("redrive"), definition=json.dumps(definition), roleArn=role_arn)["stateMachineArn"]
-    execution_arn = sfn.start_execution(stateMachineArn=machine, input='{"n": 1}')["executionArn"]
-    wait_for_event(sfn, execution_arn, "WaitStateEntered")
-    sfn.stop_execution(executionArn=execution_arn, error="Operator", cause="stopped to test redrive")
-    assert _finished(sfn, execution_arn)["status"] == "ABORTED"
+    # The clock is paused until the stop: on the instant clock a pause of a few ms between two calls
+    # (a loaded machine, a garbage collection) let the 60 s Wait end before the stop arrived.
+    aws.clock.pause()
+    try:
+        execution_arn = sfn.start_execution(stateMachineArn=machine, input='{"n": 1}')["executionArn"]
+        wait_for_event(sfn, execution_arn, "WaitStateEntered")
+        sfn.stop_execution(executionArn=execution_arn, error="Operator", cause="stopped to test redrive")
+        assert _finished(sfn, execution_arn)["status"] == "ABORTED"
+    finally:
+        aws.clock.resume()
     # When it is redriven, Then the Wait runs again with the input it was entered with
     sfn.redrive_execution(executionArn=execution_arn)
     done = _finished(sfn, execution_arn)
