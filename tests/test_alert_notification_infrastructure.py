@@ -423,11 +423,22 @@ def test_a_flood_on_the_action_endpoint_cannot_take_more_than_its_reserved_concu
     assert 1 <= endpoint["ReservedConcurrentExecutions"] <= 20
 
 
-def test_the_action_endpoint_reads_only_the_signing_key_and_without_slack_app_no_signing_secret(template):
+def test_the_action_endpoint_reads_its_secrets_and_reads_and_updates_only_alert_items(template):
     secret = logical_id(template, "AWS::SecretsManager::Secret", "SigningKey")
+    readable = [
+        json.dumps(statement["Resource"])
+        for statement in policy_statements(template, "ActionsEndpointRole")
+        if "secretsmanager:GetSecretValue" in statement["Action"]
+    ]
+    assert len(readable) == 2
+    assert any(resource == json.dumps({"Ref": secret}) for resource in readable)
+    assert any(f":secret:{CONTEXT['slackWebhookSecretName']}-??????" in resource for resource in readable)
     granted = statements_for(template, "ActionsEndpointRole")
-    assert granted.pop("secretsmanager:GetSecretValue") == {"Ref": secret}
-    assert granted.pop("secretsmanager:DescribeSecret") == {"Ref": secret}
+    del granted["secretsmanager:GetSecretValue"], granted["secretsmanager:DescribeSecret"]
+    assert granted == {
+        "dynamodb:GetItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
+        "dynamodb:UpdateItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
+    }
     endpoint = template.to_json()["Resources"][function_id(template, "ActionsEndpoint")]["Properties"]
     variables = endpoint["Environment"]["Variables"]
     assert variables["SIGNING_KEY_SECRET_ARN"] == {"Ref": secret}

@@ -68,6 +68,7 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     awslambda.install_lambda_task_error_names()
     # DynamoDB.
     dynamodb.install_dynamodb_exports(clock)
+    dynamodb.install_atomic_writes()
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
     # Speed.

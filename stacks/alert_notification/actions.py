@@ -31,6 +31,7 @@ class AlertActions(Construct):
         id_: str,
         *,
         table: dynamodb.ITable,
+        webhook_secret: secretsmanager.ISecret,
         slack_signing_secret_name: str | None,
     ) -> None:
         super().__init__(scope, id_)
@@ -61,12 +62,15 @@ class AlertActions(Construct):
             environment={
                 "ALERT_TABLE_NAME": table.table_name,
                 "SIGNING_KEY_SECRET_ARN": self.signing_key.secret_arn,
+                "SLACK_WEBHOOK_SECRET_NAME": webhook_secret.secret_name,
                 # Absent: Slack's button requests are refused and the signed links alone work.
                 **({"SLACK_SIGNING_SECRET_NAME": slack_signing_secret_name} if slack_signing_secret_name else {}),
             },
             reserved_concurrency=RESERVED_CONCURRENCY,
         )
         self.signing_key.grant_read(endpoint.function)
+        webhook_secret.grant_read(endpoint.function)  # the follow-up post: who acted, and when
+        table.grant(endpoint.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
         if slack_signing_secret_name:
             # Created by whoever sets up the Slack app (it holds a credential), so only referenced.
             secretsmanager.Secret.from_secret_name_v2(self, "SlackSigningSecret", slack_signing_secret_name).grant_read(

@@ -63,12 +63,15 @@ class AlertNotification(Construct):
             partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
             expiry_attribute="expiration",
         )
-        self.actions = AlertActions(
-            self, "Actions", table=self.table, slack_signing_secret_name=slack_signing_secret_name
-        )
-
         # The secret is created by whoever deploys (it holds a credential), so it is only referenced.
         webhook_secret = secretsmanager.Secret.from_secret_name_v2(self, "SlackWebhook", slack_webhook_secret_name)
+        self.actions = AlertActions(
+            self,
+            "Actions",
+            table=self.table,
+            webhook_secret=webhook_secret,
+            slack_signing_secret_name=slack_signing_secret_name,
+        )
 
         fetch_config = PythonFunction(
             self,
