@@ -25,10 +25,10 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
 
-# What Lambda handlers can import, for the runtime's Python (emulator/lambda_sandbox.py); a no-op
+# What Lambda handlers can import, for the runtime's Python (emulator/awslambda/sandbox.py); a no-op
 # once built for the current pins and interpreter.
 lambda-sandbox: $(VENV)/.installed
-	$(PYTHON) -m emulator.lambda_sandbox
+	$(PYTHON) -m emulator.awslambda.sandbox
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -40,7 +40,7 @@ demo: setup
 test: setup
 	$(PYTHON) -m pytest
 
-# Seed designs against ours in the local emulator: bench/results.md, charts, the README's figures.
+# Seed designs against ours in the local emulator: bench/results.md, charts, the figures docs/ quotes.
 bench: setup
 	$(PYTHON) -m bench
 

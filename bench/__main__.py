@@ -10,7 +10,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import dispatch, emulator_speed, functions, readme, report, scenarios
+from bench import dispatch, docs_pages, emulator_speed, functions, report, scenarios
 from bench.deploy import deploy_bench
 from bench.measure import Run
 from emulator.session import deployed
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.md").write_text(results_md)
     report.charts(data, args.out, machines=[m for m in RUN_SECTIONS if m in sections])
     if args.out.resolve() == BENCH_DIR:
-        readme.write(readme.update(readme.README.read_text()))
+        docs_pages.update()
     print(f"\nWrote {args.out / 'results.md'} and the charts in {time.monotonic() - started:.0f} s.")
     print("\n" + report.read_headline(results_md))
     return 0

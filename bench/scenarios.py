@@ -29,7 +29,7 @@ DEMO_RUNNER_MAX_SECONDS = 880
 MAP_SIZES = [10, 100, 1000]
 FAILURE_RATE = 0.2
 # Ours takes up to this many items inline; 1,000 items are refused inline (their state would pass
-# the 200 KiB budget) and go through S3 and a Distributed Map, as the README says.
+# the 200 KiB budget) and go through S3 and a Distributed Map, as docs/map-retry.md says.
 INLINE_MAX_ITEMS = 100
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Callable, TextIO
 
 from emulator import pricing
-from emulator.history import FAILURE_TYPES, History, details, plain_cause, without_stack_traces
+from emulator.stepfunctions.history import FAILURE_TYPES, History, details, plain_cause, without_stack_traces
 
 
 @dataclass

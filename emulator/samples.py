@@ -1,4 +1,4 @@
-"""Sample inputs as files: the one copy the console, `run`, `demo`, the README and the tests share.
+"""Sample inputs as files: the one copy the console, `run`, `demo`, the docs and the tests share.
 
 ``samples/<machine>/<scenario>.json`` is an execution input as it is passed to StartExecution;
 ``samples/alert-items/<alert_id>.json`` is an alert item in DynamoDB's typed form, as

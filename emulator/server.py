@@ -16,10 +16,10 @@ import boto3
 from botocore.config import Config
 
 from emulator import patches
+from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
 from emulator.events import EventRouter
 from emulator.faults import Faults
-from emulator.lambda_runtime import LambdaRuntime
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"

@@ -371,7 +371,7 @@ def test_each_invalid_field_fails_with_invalid_alert_config_naming_it(deployment
 
 
 def test_a_rejected_alert_ends_with_the_plain_message_not_the_lambda_error_document(deployment, slack, alerts):
-    # Given: the README's example of an invalid alert
+    # Given: docs/alert-notification.md's example of an invalid alert
     alert_id = alerts.put(alert_id=unique("zero-rounds"), **_item(notification_count=0))
     # When
     result = deployment.run(MACHINE, {"alert_id": alert_id})
@@ -660,7 +660,7 @@ def test_a_dispatch_calls_the_api_once_per_alert_to_start_and_not_per_running_ex
 
 
 # --------------------------------------------------------------------------------------------------
-# When a dispatch fails (README, "When a dispatch fails, someone is told")
+# When a dispatch fails (docs/alert-notification.md, "When a dispatch fails, someone is told")
 # --------------------------------------------------------------------------------------------------
 # The dispatcher's StartExecution client: botocore standard mode with total_max_attempts 6, which
 # botocore's Config documents as every call, the first one included.

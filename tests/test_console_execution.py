@@ -46,7 +46,7 @@ def _states(scope: dict) -> Iterator[tuple[str, dict]]:
 
 
 def _acknowledged_branch(definition: dict) -> str:
-    """The state a Choice goes to when the alert's status is "acknowledged" (README: it stops)."""
+    """The state a Choice goes to when the alert's status is "acknowledged" (docs/alert-notification.md: it stops)."""
     return next(rule["Next"] for _, state in _states(definition) if state["Type"] == "Choice"
                 for rule in state["Choices"]
                 if rule.get("StringEquals") == "acknowledged" or "= 'acknowledged'" in rule.get("Condition", ""))
@@ -112,7 +112,7 @@ def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it(depl
     assert _node(browser, wait_state).get_attribute("data-status") == "in_progress"
     assert len(deployment.slack.posts) - posts_before == 2 * users
     assert len(browser.find_elements(By.CSS_SELECTOR, "#slack li")) == len(deployment.slack.posts)
-    # When: acknowledged from outside (the README's update-item), then the clock resumed
+    # When: acknowledged from outside (docs/alert-notification.md's update-item), then the clock resumed
     table = deployment.output("AlertNotificationStack", "AlertTableName")
     deployment.client("dynamodb").update_item(
         TableName=table, Key={"alert_id": item["alert_id"]}, UpdateExpression="SET #s = :s",

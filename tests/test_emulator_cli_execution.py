@@ -24,7 +24,7 @@ def test_run_alert_puts_the_sample_alert_item_and_sends_every_round(deployment, 
     rounds, users = int(item["notification_count"]["N"]), len(item["user_accounts"]["L"])
     # When
     code = run_deployed(deployment, "alert", sample.input)
-    # Then: the item was put, and the alert ran its rounds (README: count_reached)
+    # Then: the item was put, and the alert ran its rounds (docs/alert-notification.md: count_reached)
     out = capsys.readouterr().out
     assert code == 0
     assert f"Put alert item {sample.input['alert_id']} (samples/alert-items/{sample.input['alert_id']}.json) into " in out
@@ -34,7 +34,7 @@ def test_run_alert_puts_the_sample_alert_item_and_sends_every_round(deployment, 
 
 
 def test_run_alert_with_an_alert_item_file_runs_that_alert(deployment, tmp_path, capsys):
-    # Given: an item file of one's own, in the typed form the README shows
+    # Given: an item file of one's own, in the typed form docs/alert-notification.md shows
     alert_id = unique("one-round")
     path = tmp_path / "item.json"
     path.write_text(json.dumps({

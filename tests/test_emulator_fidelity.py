@@ -612,7 +612,7 @@ def test_concurrent_cold_starts_of_one_function_unpack_its_code_once_without_err
     # AWS: many instances of one function may start at once (a Map state, a burst of invocations).
     from concurrent.futures import ThreadPoolExecutor
 
-    from emulator.lambda_runtime import _unzip
+    from emulator.awslambda.runtime import _unzip
 
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:
@@ -670,7 +670,7 @@ def test_table_export_is_named_under_its_table_and_takes_minutes(aws):
     # AWS: an export's ARN is <table ARN>/export/<id> (what IAM scopes DescribeExport by), and an
     # export runs for minutes, IN_PROGRESS meanwhile. moto named it after the whole table ARN plus
     # "/import/", and finished at once.
-    from emulator.patches.dynamodb import DYNAMODB_EXPORT_SECONDS
+    from emulator.dynamodb.patches import DYNAMODB_EXPORT_SECONDS
 
     dynamodb, name, bucket = aws.client("dynamodb"), unique("export"), unique("export-bucket")
     aws.client("s3").create_bucket(Bucket=bucket)
@@ -907,7 +907,7 @@ def test_the_app_never_imports_the_emulator():
 
 
 def test_a_definition_parsed_once_still_gives_every_execution_components_of_its_own(aws):
-    # The parse cache (emulator.patches.stepfunctions.install_parse_once_per_definition) keeps the
+    # The parse cache (emulator.stepfunctions.patches.install_parse_once_per_definition) keeps the
     # parse tree only: two executions of one definition must not share evaluation components.
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
 

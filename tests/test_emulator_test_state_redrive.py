@@ -465,7 +465,7 @@ def test_a_map_retry_execution_that_gave_up_only_fails_again_when_redriven(deplo
     failed = deployment.run("map-retry", payload, name=unique("redrive-map-retry"))
     assert (failed.status, failed.error) == ("FAILED", "RetryFailed")
     # When it is redriven, Then the unsuccessful state is that Fail state: the execution fails
-    # again at once, and no item is processed again (as the README says: start a new execution)
+    # again at once, and no item is processed again (as docs/emulator.md says: start a new execution)
     sfn.redrive_execution(executionArn=failed.execution_arn)
     again = _finished(sfn, failed.execution_arn)
     assert (again["status"], again["error"], again["redriveCount"]) == ("FAILED", "RetryFailed", 1)

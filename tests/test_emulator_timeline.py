@@ -13,9 +13,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from bench import docs_pages
 from emulator import samples
 from emulator.follow import Timeline, changes
-from emulator.history import CANCELLED, CAUGHT, FAILED, IN_PROGRESS, SUCCEEDED, state_views
+from emulator.stepfunctions.history import CANCELLED, CAUGHT, FAILED, IN_PROGRESS, SUCCEEDED, state_views
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 LAMBDA_CAUSE = json.dumps({
@@ -178,11 +179,11 @@ def test_a_bad_input_file_is_one_clear_line(tmp_path):
         samples.read_alert_item(plain_item)
 
 
-def test_every_sample_file_the_readme_names_exists():
+def test_every_sample_file_the_docs_name_exists():
     # Given
-    readme = (samples.SAMPLES.parent / "README.md").read_text()
+    docs = "\n".join(page.read_text() for page in docs_pages.pages())
     # When
-    named = set(re.findall(r"samples/[\w./-]+\.json", readme))
+    named = set(re.findall(r"samples/[\w./-]+\.json", docs))
     # Then
-    assert named, "the README names no sample file"
+    assert named, "the docs name no sample file"
     assert [path for path in sorted(named) if not (samples.SAMPLES.parent / path).is_file()] == []

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from emulator.patches.dynamodb import DYNAMODB_EXPORT_SECONDS
+from emulator.dynamodb.patches import DYNAMODB_EXPORT_SECONDS
 from patterns_common.job_demo import MAX_DURATION_SECONDS
 
 # Lambda work (cold starts, S3 calls) takes a little real time, which the simulated clock counts too.
@@ -126,7 +126,7 @@ def test_a_runner_that_dies_after_writing_running_ends_in_job_timeout(deployment
     assert result.error == "JobTimeout"
     assert result.cause.endswith("timeout_seconds is 180")
     assert result.entered("Get Job Status") == 4  # at 0, 60, 120 and 180 s
-    # ...and the bucket says what the execution says (README: "What a reader of the bucket sees")
+    # ...and the bucket says what the execution says (docs/job-poller.md: "What a reader of the bucket sees")
     job = f"jobs/{md5_of(result.execution_arn)}"
     assert read_object(deployment, bucket, f"{job}/status.txt") == "timed_out"
     assert json.loads(read_object(deployment, bucket, f"{job}/result.json"))["status"] == "timed_out"

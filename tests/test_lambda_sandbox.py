@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from emulator import lambda_runtime, lambda_sandbox
-from emulator.lambda_sandbox import find_interpreter, substitution_notice
+from emulator.awslambda import runtime as lambda_runtime
+from emulator.awslambda import sandbox as lambda_sandbox
+from emulator.awslambda.sandbox import find_interpreter, substitution_notice
 from tests.emulator_helpers import create_function, unique
 
 ROOT = Path(__file__).resolve().parents[1]

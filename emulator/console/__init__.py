@@ -21,8 +21,8 @@ from werkzeug.wrappers import Request, Response
 from emulator import samples
 from emulator.deploy import ROOT
 from emulator.follow import ExecutionResult, duration, read_history
-from emulator.history import History, details, state_views
 from emulator.session import Deployment
+from emulator.stepfunctions.history import History, details, state_views
 
 STATIC = Path(__file__).with_name("static")
 # Files the page loads from node_modules (installed by `make setup` from package-lock.json).

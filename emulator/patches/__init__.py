@@ -4,24 +4,21 @@ Every patch but one corrects a difference between moto (the release requirements
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
 tests/test_emulator_conformance.py) pins it. The one under "Speed" changes only how fast moto works.
 Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
+Each lives beside the rest of its service's emulation (``emulator/<service>/patches.py`` and, for
+Step Functions, the engine's modules in ``emulator/stepfunctions/``); this list is the one place that
+says which run.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from emulator.awslambda import patches as awslambda
 from emulator.clock import SimClock
-from emulator.patches import (
-    awslambda,
-    cloudformation,
-    dynamodb,
-    engine_clock,
-    jsonata,
-    redrive,
-    states,
-    stepfunctions,
-    test_state,
-)
+from emulator.cloudformation import patches as cloudformation
+from emulator.dynamodb import patches as dynamodb
+from emulator.stepfunctions import engine_clock, jsonata, redrive, states, test_state
+from emulator.stepfunctions import patches as stepfunctions
 
 
 def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None]) -> None:

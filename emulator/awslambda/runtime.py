@@ -5,8 +5,8 @@ Powertools singletons) per function, and one handler may synchronously invoke an
 warm processes keep all of that apart and cannot deadlock. A process is started once per
 concurrent instance and reused, so an invocation costs a socket round trip, not a start-up.
 
-Each instance is a fork of a zygote (see lambda_worker.py) running the runtime's Python with only
-the Lambda sandbox's packages (lambda_sandbox.py): what the runtime and AWS-managed layers hold is
+Each instance is a fork of a zygote (see worker.py) running the runtime's Python with only
+the Lambda sandbox's packages (sandbox.py): what the runtime and AWS-managed layers hold is
 imported once and shared copy-on-write, so an instance costs a few MB instead of a whole interpreter.
 """
 
@@ -30,7 +30,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator import lambda_async, lambda_sandbox
+from emulator.awslambda import asynchronous as lambda_async
+from emulator.awslambda import sandbox as lambda_sandbox
 from emulator.clock import SimClock
 from emulator.faults import Faults
 
@@ -48,7 +49,7 @@ IDLE_INSTANCE_SECONDS = 10.0
 # first: each holds memory of its own, and a burst (fifty alerts started together) would otherwise
 # leave dozens idle beside the instances still at work. Busy instances are never stopped.
 MAX_INSTANCES = 100
-WORKER_SCRIPT = Path(__file__).with_name("lambda_worker.py")
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 # What a zygote imports before forking instances, per directory it preloads: the bulk of every
 # handler's start-up (boto3; Powertools and the X-Ray SDK its Tracer loads), none of it the handler's
 # own code, which each instance imports itself as a cold start does.

@@ -81,7 +81,7 @@ class CloudWatchAlarm(CloudFormationModel):
 class EventInvokeConfig(CloudFormationModel):
     """AWS::Lambda::EventInvokeConfig, put through moto's PutFunctionEventInvokeConfig.
 
-    Without it a function's asynchronous retries and destinations (emulator/lambda_async.py) would
+    Without it a function's asynchronous retries and destinations (emulator/awslambda/asynchronous.py) would
     always be Lambda's defaults: two retries and no destination.
     """
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from moto.core.exceptions import AWSError
 
-from emulator.patches.stepfunctions import HISTORY_LIMIT_CAUSE
+from emulator.stepfunctions.patches import HISTORY_LIMIT_CAUSE
 
 REDRIVABLE_STATUSES = ("FAILED", "TIMED_OUT", "ABORTED")
 REDRIVABLE_PERIOD = _datetime.timedelta(days=14)  # from the execution's end

@@ -20,7 +20,7 @@ from typing import Any
 from moto.core.exceptions import AWSError
 
 from emulator.clock import SimEvent
-from emulator.patches.stepfunctions import aws_timestamp
+from emulator.stepfunctions.patches import aws_timestamp
 
 ACCOUNT_ID, REGION = "123456789012", "us-east-1"  # the emulator's one account and region
 DEFAULT_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/TestStateRole"

@@ -9,7 +9,7 @@ def install_cloudformation_fidelity() -> None:
     from moto.cloudformation import parsing as cfn_parsing
     from moto.cloudformation import responses as cfn_responses
 
-    import emulator.cfn_models  # noqa: F401 - registers the extra resource models
+    import emulator.cloudformation.models  # noqa: F401 - registers the extra resource models
 
     cfn_parsing.get_model_list.cache_clear()
     cfn_parsing.get_model_map.cache_clear()

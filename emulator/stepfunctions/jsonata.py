@@ -26,7 +26,7 @@ from jsonata import jsonata as jsonata_module
 from jsonata.utils import Utils
 
 from emulator.clock import SimClock
-from emulator.patches.engine_clock import ClockModule
+from emulator.stepfunctions.engine_clock import ClockModule
 
 Jsonata = jsonata_module.Jsonata
 

@@ -67,7 +67,7 @@ def install_describe_execution() -> None:
     not) and a redriven execution has its last ``redriveDate``."""
     from moto.stepfunctions import responses as sfn_responses
 
-    from emulator.patches.redrive import redrive_status
+    from emulator.stepfunctions.redrive import redrive_status
 
     def describe_execution(self: Any) -> Any:
         arn = self._get_param("executionArn")

@@ -6,7 +6,7 @@ bundles — nothing else. The emulator gives its workers the same: the runtime's
 pinned release (requirements-powertools-layer.txt), each installed into a directory of their own. The
 interpreter is the runtime's Python version when the machine has it; otherwise the closest one found.
 
-``python -m emulator.lambda_sandbox`` (run by ``make setup``) builds the sandbox once; it is cached
+``python -m emulator.awslambda.sandbox`` (run by ``make setup``) builds the sandbox once; it is cached
 under .lambda-sandbox/, keyed by the pins and the interpreter's version, so a change to either
 builds a new one.
 """
@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = "python3.13"  # the runtime every function of this app declares
 RUNTIME_REQUIREMENTS = ROOT / "requirements-lambda-runtime.txt"
 POWERTOOLS_REQUIREMENTS = ROOT / "requirements-powertools-layer.txt"
@@ -150,7 +150,7 @@ def locate() -> Sandbox:
     root = CACHE_DIR / _key(interpreter)
     if not root.is_dir():
         raise RuntimeError(f"No Lambda sandbox for Python {interpreter.minor} and the current pins in {CACHE_DIR}; "
-                           "run `make setup` (or python -m emulator.lambda_sandbox)")
+                           "run `make setup` (or python -m emulator.awslambda.sandbox)")
     return _sandbox(interpreter, root)
 
 

@@ -1,0 +1,6 @@
+"""CloudFormation, emulated: what `cdk deploy` sends, answered as AWS does, for the app's resources.
+
+moto's CloudFormation skips resource types it does not model and lacks parts of change sets and
+exports that the CDK CLI relies on. ``patches.py`` corrects those; ``models.py`` models the resource
+types the app's stacks need that moto skips (so Ref and Fn::GetAtt on them resolve).
+"""
