@@ -88,7 +88,7 @@ def act(claim: ActionClaim, *, by: str, now: float) -> Outcome:
     issued = timestamp(claim.issued)
     update = act_update(claim.alert_id, claim.action, by=by, at=at, link_issued=issued)
     try:
-        table.update_item(**update)
+        table.update_item(**update, ReturnValuesOnConditionCheckFailure="ALL_OLD")
     except table.meta.client.exceptions.ConditionalCheckFailedException as refused:
         old = refused.response.get("Item")
         item = _plain(old) if old is not None else read_item(claim.alert_id)

@@ -14,6 +14,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from stacks.alert_notification.actions import AlertActions
+from stacks.alert_notification.alarms import AlarmRaisedAlerts
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
@@ -29,6 +30,7 @@ SCHEDULE_MAX_EVENT_AGE = Duration.hours(1)
 # dispatch failure queue; an older event is stale, the next schedule slot will dispatch anyway.
 DISPATCH_RETRY_ATTEMPTS = 2
 DISPATCH_MAX_EVENT_AGE = Duration.hours(1)
+ALARM_INDEX_NAME = "AlarmName"
 
 
 class AlertNotification(Construct):
@@ -55,6 +57,23 @@ class AlertNotification(Construct):
         )
         # Stateful: the logical id must never change, or CloudFormation replaces the table.
         self.table.node.default_child.override_logical_id("AlertTable")
+        # Alerts by the alarm that raises them (KEYS_ONLY: the alarm handler updates each item by key).
+        # Written on the CloudFormation resource: an index CDK knows of widens every Table.grant to
+        # <table>/index/*, and only the alarm handler may query it.
+        table_resource = self.table.node.default_child
+        table_resource.add_property_override(
+            "AttributeDefinitions.1", {"AttributeName": "alarm_name", "AttributeType": "S"}
+        )
+        table_resource.add_property_override(
+            "GlobalSecondaryIndexes",
+            [
+                {
+                    "IndexName": ALARM_INDEX_NAME,
+                    "KeySchema": [{"AttributeName": "alarm_name", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                }
+            ],
+        )
 
         # Powertools idempotency records of the notifier: short-lived, removed by TTL.
         self.idempotency_table = short_lived_table(
@@ -116,6 +135,15 @@ class AlertNotification(Construct):
         self.table.grant(machine.state_machine, "dynamodb:GetItem")
         self.state_machine = machine.state_machine
         self.state_machines: list[sfn.IStateMachine] = [self.state_machine]
+
+        self.alarms = AlarmRaisedAlerts(
+            self,
+            "Alarms",
+            table=self.table,
+            alarm_index_name=ALARM_INDEX_NAME,
+            state_machine=self.state_machine,
+            webhook_secret=webhook_secret,
+        )
 
         dispatcher = PythonFunction(
             self,
@@ -196,5 +224,6 @@ class AlertNotification(Construct):
                 "responsePayload.errorMessage) got no execution. The record waits in the dispatch "
                 "failure queue (14 days).",
             ),
+            self.alarms.failure_queue,
         ]
 

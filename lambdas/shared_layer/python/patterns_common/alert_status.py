@@ -58,7 +58,6 @@ def act_update(alert_id: str, action: str, *, by: str, at: str, link_issued: str
         ),
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
 
