@@ -50,7 +50,18 @@ def deploy_app(aws: LocalAws, context: dict[str, str] | None = None, app_dir: Pa
     for key, value in (context or {}).items():
         common += ["--context", f"{key}={value}"]
     started = time.monotonic()
-    _run([str(CDK), "bootstrap", f"aws://{ACCOUNT_ID}/{REGION}", *common ], env, log, app_dir)
-    _run([str(CDK), "deploy", "--all", "--require-approval", "never", *common ], env, log, app_dir)
+    _run([str(CDK), "bootstrap", f"aws://{ACCOUNT_ID}/{REGION}", *common], env, log, app_dir)
+    _run([str(CDK), "deploy", "--all", "--require-approval", "never", *common], env, log, app_dir)
     aws.deploy_seconds = time.monotonic() - started
+    return aws.stack_outputs()
+
+
+def deploy_assembly(aws: LocalAws, assembly: Path) -> dict[str, dict[str, str]]:
+    """Deploy every stack of an already synthesized cloud assembly into a bootstrapped LocalAws.
+
+    What a test uses to add a small stack beside the app's without synthesizing it in a new process.
+    """
+    env = cdk_environment(aws)
+    _run([str(CDK), "deploy", "--all", "--require-approval", "never", "--no-notices", "--app", str(assembly)],
+         env, aws.workdir / "cdk.log", assembly)
     return aws.stack_outputs()

@@ -16,6 +16,7 @@ import boto3
 from botocore.config import Config
 
 from emulator import patches
+from emulator.awslambda.function_urls import FunctionUrls
 from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
 from emulator.events import EventRouter
@@ -37,11 +38,17 @@ class _Current:
 
     runtime: LambdaRuntime | None = None
     router: EventRouter | None = None
+    function_urls: FunctionUrls | None = None
 
     def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> Any:
         if self.runtime is None:
             raise RuntimeError("No LocalAws is running in this process")
         return self.runtime.invoke(fn, payload, asynchronous)
+
+    def open_function_url(self, fn: Any) -> str:
+        if self.function_urls is None:
+            raise RuntimeError("No LocalAws is running in this process")
+        return self.function_urls.open(fn)
 
     def status_changed(self, execution: Any, status: str | None = None) -> None:
         if self.router is not None:
@@ -107,6 +114,7 @@ class LocalAws:
         self.clock: SimClock
         self.runtime: LambdaRuntime
         self.router: EventRouter
+        self.function_urls: FunctionUrls
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -156,13 +164,17 @@ class LocalAws:
 
         self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults)
         self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
-        _current.runtime, _current.router = self.runtime, self.router
+        self.function_urls = FunctionUrls(self.clock, lambda fn, payload: self.runtime.invoke(fn, payload, False),
+                                          _find_function)
+        _current.runtime, _current.router, _current.function_urls = self.runtime, self.router, self.function_urls
         return self
 
     def stop(self) -> None:
         self.faults.clear()
         self.abort_running_executions()
-        _current.runtime, _current.router = None, None
+        _current.runtime, _current.router, _current.function_urls = None, None, None
+        if hasattr(self, "function_urls"):
+            self.function_urls.close_all()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -287,6 +299,18 @@ class LocalAws:
 
         parts = layer_arn.split(":")
         return lambda_backends[parts[4]][parts[3]].layers_versions_by_arn(layer_arn)
+
+
+def _find_function(arn: str) -> Any:
+    """moto's function with this ARN, or None once it is deleted."""
+    from moto.awslambda.exceptions import UnknownFunctionException
+    from moto.awslambda.models import lambda_backends
+
+    region, account = arn.split(":")[3:5]
+    try:
+        return lambda_backends[account][region].get_function(arn)
+    except UnknownFunctionException:
+        return None
 
 
 def dumps(value: Any) -> str:

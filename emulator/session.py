@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import secrets
 import threading
 import time
 import warnings
@@ -20,6 +21,10 @@ from emulator.slack import SlackStandIn
 
 # The secret the alert stack reads the webhook URL from: cdk.json's context names it (one place).
 SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slackWebhookSecretName"]
+
+# Where the deployer keeps the Slack app's signing secret, and the context key that tells the app its name.
+SLACK_SIGNING_SECRET_NAME = "step-functions-patterns/slack-signing-secret"
+SLACK_SIGNING_SECRET_CONTEXT = "slackSigningSecretName"
 
 # Machines by the name users type (`python -m emulator run NAME`): (stack, output key).
 MACHINES: dict[str, tuple[str, str]] = {
@@ -91,24 +96,36 @@ class Deployment:
 
 @contextlib.contextmanager
 def deployed(workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None) -> Iterator[Deployment]:
-    """Start the Slack stand-in and a LocalAws, store the webhook secret, deploy the app.
+    """Start the Slack stand-in and a LocalAws, store the Slack secrets, deploy the app.
 
-    With ``progress``, says what it is doing and each stack as CloudFormation completes it.
+    As a deployer with a Slack app would: the webhook URL and the app's signing secret are in
+    Secrets Manager before the app is deployed, the app is told the signing secret's name, and the
+    app's Interactivity request URL is then set to the stack output ``AlertActionsUrl`` (if the app
+    has that endpoint). With ``progress``, says what it is doing and each stack as CloudFormation
+    completes it.
     """
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # moto logs each resource type it skips and every failed state; the timeline shows what matters.
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", message="Tried to parse .* not supported by moto", category=UserWarning)
     with SlackStandIn() as slack, LocalAws(workdir, auto_schedules=auto_schedules) as aws:
-        # The secret exists before the app, as on AWS (the stack references it by name).
-        aws.client("secretsmanager").create_secret(Name=SLACK_SECRET_NAME, SecretString=slack.url)
+        slack.now = aws.clock.now  # the app's handlers take the simulated clock for the time
+        # The secrets exist before the app, as on AWS (the stacks reference them by name).
+        signing_secret = secrets.token_hex(16)
+        secretsmanager = aws.client("secretsmanager")
+        secretsmanager.create_secret(Name=SLACK_SECRET_NAME, SecretString=slack.url)
+        secretsmanager.create_secret(Name=SLACK_SIGNING_SECRET_NAME, SecretString=signing_secret)
+        context = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME}
         if progress is None:
-            outputs = deploy_app(aws)
+            outputs = deploy_app(aws, context)
         else:
             print("Deploying the app into the local emulator with the real cdk CLI...", file=progress, flush=True)
             with _reporting_stacks(aws, progress):
-                outputs = deploy_app(aws)
+                outputs = deploy_app(aws, context)
             print(f"Deployed in {aws.deploy_seconds:.1f} s at {aws.endpoint_url}", file=progress, flush=True)
+        request_url = outputs.get("AlertNotificationStack", {}).get("AlertActionsUrl")
+        if request_url:
+            slack.set_up_interactivity(request_url, signing_secret)
         yield Deployment(aws=aws, slack=slack, outputs=outputs)
 
 

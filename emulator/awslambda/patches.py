@@ -1,4 +1,4 @@
-"""Lambda: handlers really run, InvocationType is honoured, task failures carry AWS's error names."""
+"""Lambda: handlers really run, function URLs answer, InvocationType is honoured, task failures carry AWS's error names."""
 
 from __future__ import annotations
 
@@ -51,6 +51,23 @@ def install_lambda_runtime(runtime: Any) -> None:
         return result.payload
 
     LambdaFunction.invoke = invoke
+
+
+def install_function_urls(urls: Any) -> None:
+    """A function URL answers HTTP requests on AWS; moto makes up an address that answers nowhere.
+
+    Each URL created (CreateFunctionUrlConfig, or AWS::Lambda::Url in a stack) gets a listener on
+    127.0.0.1 from ``urls.open_function_url(fn)``, and its ``FunctionUrl`` is that listener's URL.
+    """
+    from moto.awslambda.models import FunctionUrlConfig
+
+    original_init = FunctionUrlConfig.__init__
+
+    def __init__(self: Any, function: Any, config: dict[str, Any]) -> None:
+        original_init(self, function, config)
+        self.url = urls.open_function_url(function)
+
+    FunctionUrlConfig.__init__ = __init__
 
 
 def install_lambda_invocation_type() -> None:

@@ -199,7 +199,10 @@ class SecretsManagerSecret(CloudFormationModel):
 
 
 class LambdaUrl(CloudFormationModel):
-    """AWS::Lambda::Url, created through moto's CreateFunctionUrlConfig; FunctionUrl is its URL."""
+    """AWS::Lambda::Url, created through moto's CreateFunctionUrlConfig; FunctionUrl is its URL.
+
+    That URL answers on loopback (emulator/awslambda/function_urls.py), ending with "/" as Lambda's do.
+    """
 
     def __init__(self, config: Any) -> None:
         self.config = config
@@ -218,8 +221,7 @@ class LambdaUrl(CloudFormationModel):
 
     def get_cfn_attribute(self, attribute_name: str) -> Any:
         if attribute_name == "FunctionUrl":
-            # Lambda ends a function URL with "/" (moto leaves it off).
-            return self.config.url.rstrip("/") + "/"
+            return self.config.url
         if attribute_name == "FunctionArn":
             return self.config.function.function_arn
         from moto.cloudformation.exceptions import UnformattedGetAttTemplateException

@@ -208,7 +208,8 @@ class Console:
     def _slack(self, request: Request) -> Response:
         posts = self.deployment.slack.posts
         return _json([
-            {"seq": p.seq, "status": p.status, "text": p.body.get("text") if isinstance(p.body, dict) else p.body}
+            {"seq": p.seq, "status": p.status, "text": p.body.get("text") if isinstance(p.body, dict) else p.body,
+             "body": p.body}
             for p in reversed(posts)
         ])
 

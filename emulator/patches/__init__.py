@@ -61,6 +61,7 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     redrive.install_parallel_redrive()
     # Lambda.
     awslambda.install_lambda_runtime(lambda_runtime)
+    awslambda.install_function_urls(lambda_runtime)
     awslambda.install_lambda_invocation_type()
     awslambda.install_lambda_task_error_names()
     # DynamoDB.
