@@ -57,8 +57,9 @@ class AlertActions(Construct):
             "Endpoint",
             source="alert_actions",
             description="Public endpoint of the alert Acknowledge/Resolve links and Slack button clicks",
-            # Slack wants an answer to a button click within 3 s.
-            timeout=Duration.seconds(3),
+            # Slack wants an answer to a click within 3 s: a warm request takes milliseconds plus the
+            # follow-up post (at most 1.5 s); the timeout leaves a cold start under load room to finish.
+            timeout=Duration.seconds(10),
             environment={
                 "ALERT_TABLE_NAME": table.table_name,
                 "SIGNING_KEY_SECRET_ARN": self.signing_key.secret_arn,
