@@ -19,6 +19,7 @@ from emulator import patches
 from emulator.awslambda.function_urls import FunctionUrls
 from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
+from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
 
@@ -39,6 +40,7 @@ class _Current:
     runtime: LambdaRuntime | None = None
     router: EventRouter | None = None
     function_urls: FunctionUrls | None = None
+    cloudwatch: CloudWatch | None = None
 
     def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> Any:
         if self.runtime is None:
@@ -51,8 +53,14 @@ class _Current:
         return self.function_urls.open(fn)
 
     def status_changed(self, execution: Any, status: str | None = None) -> None:
+        if self.cloudwatch is not None:
+            self.cloudwatch.on_execution_status(execution, status)
         if self.router is not None:
             self.router.on_execution_status(execution, status)
+
+    def alarm_changed(self, alarm: Any, previous: Any) -> None:
+        if self.cloudwatch is not None:
+            self.cloudwatch.state_changed(alarm, previous)
 
 
 _current = _Current()
@@ -96,7 +104,10 @@ def _install_patches_once() -> SimClock:
     with _install_lock:
         if _clock is None:
             clock = SimClock()
-            patches.install_all(clock, lambda_runtime=_current, on_status_change=_current.status_changed)
+            patches.install_all(
+                clock, lambda_runtime=_current, on_status_change=_current.status_changed,
+                on_alarm_change=_current.alarm_changed,
+            )
             _clock = clock
         return _clock
 
@@ -162,17 +173,20 @@ class LocalAws:
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
         self._thread.start()
 
-        self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults)
         self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
+        self.cloudwatch = CloudWatch(self.clock, self.router, ACCOUNT_ID, REGION)
+        self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults,
+                                     on_output=self.cloudwatch.read_function_log)
         self.function_urls = FunctionUrls(self.clock, lambda fn, payload: self.runtime.invoke(fn, payload, False),
                                           _find_function)
-        _current.runtime, _current.router, _current.function_urls = self.runtime, self.router, self.function_urls
+        _current.runtime, _current.router = self.runtime, self.router
+        _current.function_urls, _current.cloudwatch = self.function_urls, self.cloudwatch
         return self
 
     def stop(self) -> None:
         self.faults.clear()
         self.abort_running_executions()
-        _current.runtime, _current.router, _current.function_urls = None, None, None
+        _current.runtime, _current.router, _current.function_urls, _current.cloudwatch = None, None, None, None
         if hasattr(self, "function_urls"):
             self.function_urls.close_all()
         if self._server is not None:
@@ -180,6 +194,8 @@ class LocalAws:
             self._server.server_close()
         if hasattr(self, "router"):
             self.router.stop()
+        if hasattr(self, "cloudwatch"):
+            self.cloudwatch.stop()
         if hasattr(self, "runtime"):
             self.runtime.close()
         from moto.core.base_backend import BackendDict

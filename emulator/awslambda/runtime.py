@@ -242,9 +242,12 @@ class _FunctionPool:
 
 class LambdaRuntime:
     def __init__(
-        self, clock: SimClock, endpoint_url: str, workdir: Path, layer_resolver: Callable[[str], Any], faults: Faults | None = None
+        self, clock: SimClock, endpoint_url: str, workdir: Path, layer_resolver: Callable[[str], Any], faults: Faults | None = None,
+        on_output: Callable[[Path], None] | None = None,
     ) -> None:
         self.clock = clock
+        # Told a function's log file after each invocation, as CloudWatch Logs reads what it printed.
+        self._on_output = on_output
         self.faults = faults or Faults()
         self.endpoint_url = endpoint_url
         self.workdir = workdir
@@ -355,6 +358,8 @@ class LambdaRuntime:
             result, healthy = self._await_reply(worker, deadline, request_id, float(fn.timeout))
         finally:
             pool.release(worker, healthy)
+            if self._on_output is not None:
+                self._on_output(self._log_path(fn))
         if timeout_fault is not None and result.error_type != "Sandbox.Timedout":
             # The handler did its work; its answer is lost when the function times out.
             self.clock.sleep(max(0.0, deadline - self.clock.now()))
@@ -446,7 +451,7 @@ class LambdaRuntime:
             "_HANDLER": fn.handler,
             **{k: str(v) for k, v in (fn.environment_vars or {}).items()},
         }
-        log_path = self.workdir / "logs" / f"{fn.function_name}.log"
+        log_path = self._log_path(fn)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         managed = [(kind, path) for kind, path in layers if kind != "function"]
         # Imports at the zygote's start see what every Lambda has: LAMBDA_TASK_ROOT set (the X-Ray
@@ -461,6 +466,10 @@ class LambdaRuntime:
         worker = _Worker(zygote, request, log_path)
         zygote.share(worker.loaded)
         return worker
+
+    def _log_path(self, fn: Any) -> Path:
+        """Where every instance of ``fn`` writes what its handler prints (stdout and stderr)."""
+        return self.workdir / "logs" / f"{fn.function_name}.log"
 
     def _zygote(self, managed: list[tuple[str, str]], env: dict[str, str]) -> _Zygote:
         key = tuple(path for _, path in managed)

@@ -1,7 +1,7 @@
 """The local console: a web page like the Step Functions console, served beside `python -m emulator serve`.
 
 A small JSON API over the deployed app (machines and their definitions, executions, histories,
-the clock, the Slack stand-in's posts) and static pages that draw it with plain JavaScript and
+the clock, the Slack stand-in's posts, alarms and what the app's topics received) and static pages that draw it with plain JavaScript and
 the graph layout library pinned in package.json, all served from this machine (no CDN).
 """
 
@@ -28,6 +28,10 @@ STATIC = Path(__file__).with_name("static")
 # Files the page loads from node_modules (installed by `make setup` from package-lock.json).
 VENDOR = {"dagre.min.js": ROOT / "node_modules" / "@dagrejs" / "dagre" / "dist" / "dagre.min.js"}
 _LISTED_EXECUTIONS = 100
+_LISTED_CHANGES = 50
+_LISTED_MESSAGES = 50
+_COMPARISONS = {"GreaterThanOrEqualToThreshold": ">=", "GreaterThanThreshold": ">", "LessThanThreshold": "<",
+                "LessThanOrEqualToThreshold": "<="}
 
 
 class Console:
@@ -49,6 +53,8 @@ class Console:
             Rule("/api/executions", endpoint="start", methods=["POST"]),
             Rule("/api/execution", endpoint="execution"),
             Rule("/api/slack", endpoint="slack"),
+            Rule("/api/alarms", endpoint="alarms"),
+            Rule("/api/topics", endpoint="topics"),
         ])
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -212,6 +218,54 @@ class Console:
              "body": p.body}
             for p in reversed(posts)
         ])
+
+    def _alarms(self, request: Request) -> Response:
+        """Every metric alarm with its state, and the latest state changes (newest first)."""
+        pages = self.aws.client("cloudwatch").get_paginator("describe_alarms").paginate(AlarmTypes=["MetricAlarm"])
+        alarms = [
+            {
+                "name": alarm["AlarmName"],
+                "state": alarm["StateValue"],
+                "reason": alarm["StateReason"],
+                "updated": _epoch(alarm["StateUpdatedTimestamp"]),
+                "metric": f"{alarm.get('Namespace')} {alarm.get('MetricName')}",
+                "dimensions": {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])},
+                "condition": _condition(alarm),
+                "actions": {"ALARM": alarm.get("AlarmActions", []), "OK": alarm.get("OKActions", []),
+                            "INSUFFICIENT_DATA": alarm.get("InsufficientDataActions", [])},
+            }
+            for page in pages for alarm in page["MetricAlarms"]
+        ]
+        changes = list(reversed(self.aws.cloudwatch.changes[-_LISTED_CHANGES:]))
+        return _json({"alarms": alarms, "changes": changes})
+
+    def _topics(self, request: Request) -> Response:
+        """What each topic the app's stacks output received, newest first (moto keeps every publish)."""
+        from moto.sns.models import sns_backends
+
+        topics = []
+        for stack, outputs in self.deployment.documented_outputs.items():
+            for key, arn in outputs.items():
+                if not key.endswith("TopicArn"):
+                    continue
+                region, account = arn.split(":")[3:5]
+                topic = sns_backends[account][region].topics.get(arn)
+                sent = list(topic.sent_notifications) if topic is not None else []
+                topics.append({
+                    "stack": stack, "output": key, "arn": arn,
+                    "messages": [{"seq": seq, "id": message_id, "subject": subject, "message": message}
+                                 for seq, (message_id, message, subject, *_) in reversed(list(enumerate(sent, 1)))][:_LISTED_MESSAGES],
+                })
+        return _json(topics)
+
+
+def _condition(alarm: dict) -> str:
+    """An alarm's condition as a person reads it: "Sum >= 1 for 1 of 1 periods of 300 s"."""
+    statistic = alarm.get("ExtendedStatistic") or alarm.get("Statistic")
+    operator = _COMPARISONS.get(alarm["ComparisonOperator"], alarm["ComparisonOperator"])
+    periods = alarm["EvaluationPeriods"]
+    return (f"{statistic} {operator} {alarm['Threshold']:g} for {alarm.get('DatapointsToAlarm') or periods} of "
+            f"{periods} periods of {alarm.get('Period')} s")
 
 
 def _event_row(history: History, event: dict, start: datetime) -> dict:

@@ -16,12 +16,15 @@ from typing import Any, Callable
 from emulator.awslambda import patches as awslambda
 from emulator.clock import SimClock
 from emulator.cloudformation import patches as cloudformation
+from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
 from emulator.stepfunctions import engine_clock, jsonata, redrive, states, test_state
 from emulator.stepfunctions import patches as stepfunctions
 
 
-def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None]) -> None:
+def install_all(
+    clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], on_alarm_change: Callable[..., None]
+) -> None:
     # Simulated time in the Step Functions engine.
     engine_clock.install_engine_clock(clock)
     engine_clock.install_program_timeout(clock)
@@ -69,5 +72,8 @@ def install_all(clock: SimClock, *, lambda_runtime: Any, on_status_change: Calla
     dynamodb.install_atomic_writes()
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
+    # CloudWatch.
+    cloudwatch.install_initial_alarm_state()
+    cloudwatch.install_alarm_state_changes(on_alarm_change)
     # Speed.
     stepfunctions.install_parse_once_per_definition()

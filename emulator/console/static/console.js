@@ -1,4 +1,4 @@
-// The local console's pages: state machines, executions, one execution; and the clock in the header.
+// The local console's pages: state machines, executions, one execution, alarms; and the clock in the header.
 // Plain JavaScript over the JSON API in emulator/console/__init__.py; every page polls once a second.
 "use strict";
 
@@ -222,6 +222,50 @@ async function executionPage(arn) {
   await loop();
 }
 
+// ---- alarms and what the app's topics received ------------------------------------------------
+
+async function alarmsPage() {
+  const alarms = el("tbody");
+  const changes = el("ol", { id: "alarm-changes", class: "plain" });
+  const topics = el("div", { id: "topics" });
+  // What changed comes first: a person advancing the clock watches these two, then reads the table.
+  view.replaceChildren(el("h1", {}, "Alarms"),
+    el("p", { class: "muted" }, "CloudWatch evaluates each alarm at the end of every period of simulated time: advance the clock to see them change."),
+    el("div", { class: "columns" },
+      el("div", { class: "card" }, el("h2", {}, "State changes (newest first)"), changes),
+      el("div", { class: "card wide" }, el("h2", {}, "Messages the app's topics received (newest first)"), topics)),
+    el("table", { class: "alarms", id: "alarms" },
+      el("thead", {}, el("tr", {}, ...["Alarm", "State", "Since", "Metric", "Condition", "Reason"].map((h) => el("th", {}, h)))),
+      alarms));
+  const refresh = async () => {
+    const [answer, received] = [await api("/api/alarms"), await api("/api/topics")];
+    alarms.replaceChildren(...answer.alarms.map((a) => el("tr", { "data-alarm": a.name, "data-state": a.state, "data-updated": String(a.updated) },
+      el("td", {}, a.name), el("td", {}, el("span", { class: `badge state-${a.state.toLowerCase()}` }, a.state)),
+      el("td", {}, when(a.updated)),
+      el("td", {}, a.metric, ...Object.entries(a.dimensions).map(([k, v]) => el("div", { class: "muted arn" }, `${k}: ${v}`))),
+      el("td", {}, a.condition), el("td", { class: "reason" }, a.reason))));
+    changes.replaceChildren(...answer.changes.map((c) => el("li", {},
+      el("span", { class: `badge state-${c.from.toLowerCase()}` }, c.from), " → ",
+      el("span", { class: `badge state-${c.to.toLowerCase()}` }, c.to), ` ${c.alarm} at ${when(c.time)}`)));
+    topics.replaceChildren(...received.map((topic) => el("section", { class: "topic", "data-topic": topic.arn },
+      el("h3", {}, `${topic.stack} · ${topic.output}`), el("p", { class: "muted arn" }, topic.arn),
+      topic.messages.length ? el("ol", { class: "messages plain" }, ...topic.messages.map((m) => el("li", { "data-seq": String(m.seq) },
+        el("details", {}, el("summary", {}, m.subject || firstLine(m.message)), el("pre", {}, pretty(m.message))))))
+        : el("p", { class: "muted" }, "No message yet."))));
+  };
+  await refresh();
+  pageTimer = setInterval(() => refresh().catch(() => {}), 1000);
+}
+
+function firstLine(text) {
+  try {
+    const message = JSON.parse(text);
+    return message.summary || message.AlarmName || text.slice(0, 120);
+  } catch {
+    return text.slice(0, 120);
+  }
+}
+
 // ---- routing -----------------------------------------------------------------------------------
 
 async function route() {
@@ -231,6 +275,7 @@ async function route() {
   try {
     if (hash.startsWith("#/execution/")) await executionPage(decodeURIComponent(hash.slice("#/execution/".length)));
     else if (hash === "#/executions") await executionsPage();
+    else if (hash === "#/alarms") await alarmsPage();
     else await machinesPage();
   } catch (failure) {
     view.replaceChildren(el("p", { class: "error" }, failure.message));

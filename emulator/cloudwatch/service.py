@@ -1,0 +1,154 @@
+"""The running CloudWatch of one LocalAws: metrics in, alarms evaluated on the simulated clock, changes out.
+
+A state change, whether SetAlarmState's or an evaluation's, puts the "CloudWatch Alarm State
+Change" event on the default bus through the EventRouter and runs the actions of the new state
+(SNS topics: the documented notification). Evaluation runs on a thread that watches the simulated
+clock: at each period boundary an alarm's window passes, as many as the clock skipped.
+"""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from emulator.clock import SimClock
+from emulator.cloudwatch import alarms as logic
+from emulator.cloudwatch.metrics import STATES_NAMESPACE, MetricStore, emf_metric_data, execution_metrics
+from emulator.events import EventRouter
+
+_POLL_SECONDS = 0.05
+_log = logging.getLogger(__name__)
+
+
+def _backend(account: str, region: str) -> Any:
+    from moto.cloudwatch.models import cloudwatch_backends
+
+    return cloudwatch_backends[account][region]
+
+
+class CloudWatch:
+    def __init__(self, clock: SimClock, router: EventRouter, account_id: str, region: str) -> None:
+        self.clock = clock
+        self.router = router
+        self.account_id = account_id
+        self.region = region
+        # What the console and tests read: each state change, each action's notification.
+        self.changes: list[dict] = []
+        self.notifications: list[dict] = []
+        self._store = MetricStore()
+        self._evaluated: dict[int, int] = {}  # id(moto alarm) -> the last boundary evaluated
+        self._log_offsets: dict[Path, int] = {}
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, name="cloudwatch-alarms", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # -- changes ----------------------------------------------------------------------------------
+    def state_changed(self, model: Any, previous: logic.State) -> None:
+        """``model`` (moto's alarm) has just left ``previous``: send the event, run the actions."""
+        alarm, current = logic.Alarm.of(model), logic.State.of(model)
+        event = logic.state_change_event(alarm, previous, current, self.account_id, self.region)
+        self.changes.append({"alarm": alarm.name, "from": previous.value, "to": current.value,
+                             "reason": current.reason, "time": current.timestamp})
+        self.router.put(event, account_id=self.account_id, region=self.region)
+        if not alarm.actions_enabled:
+            return
+        for arn in alarm.actions_for(current.value):
+            self._run_action(arn, alarm, previous, current)
+
+    def _run_action(self, arn: str, alarm: logic.Alarm, previous: logic.State, current: logic.State) -> None:
+        record = {"alarm": alarm.name, "state": current.value, "target": arn, "time": current.timestamp}
+        if arn.split(":")[2] != "sns":
+            self.notifications.append({**record, "error": "the emulator runs SNS alarm actions only"})
+            return
+        from moto.sns.models import sns_backends
+
+        subject, message = logic.sns_notification(alarm, previous, current, self.account_id, self.region)
+        region, account = arn.split(":")[3:5]
+        try:
+            sns_backends[account][region].publish(message, arn=arn, subject=subject)
+        except Exception as exc:  # noqa: BLE001 - a missing topic fails this action only, as on AWS
+            self.notifications.append({**record, "subject": subject, "message": message, "error": str(exc)})
+            return
+        self.notifications.append({**record, "subject": subject, "message": message, "error": None})
+
+    def set_state(self, model: Any, state: logic.State) -> None:
+        """An evaluation's verdict, recorded as moto records SetAlarmState's, then acted on."""
+        previous = logic.State.of(model)
+        model.history.append(("StateUpdate", model.state_reason, model.state_reason_data, model.state_value,
+                              model.state_updated_timestamp))
+        model.state_value, model.state_reason, model.state_reason_data = state.value, state.reason, state.reason_data
+        model.state_updated_timestamp = _datetime.datetime.fromtimestamp(
+            state.timestamp, _datetime.timezone.utc).replace(tzinfo=None)
+        self.state_changed(model, previous)
+
+    # -- metrics in -------------------------------------------------------------------------------
+    def on_execution_status(self, execution: Any, status: str | None = None) -> None:
+        """Step Functions' execution metrics for an execution that started or ended."""
+        if status is None:
+            status = execution.exec_status.value if hasattr(execution.exec_status, "value") else str(execution.exec_status)
+        start = logic.as_epoch(execution.start_date) if execution.start_date is not None else self.clock.now()
+        data = execution_metrics(status, execution.state_machine_arn, now=self.clock.now(), start=start,
+                                 redriven=getattr(execution, "redrive_count", 0) > 0)
+        if data:
+            _backend(execution.account_id, execution.region_name).put_metric_data(STATES_NAMESPACE, data)
+
+    def read_function_log(self, path: Path) -> None:
+        """Take the embedded-metric-format lines a function printed since the last read of its log."""
+        with self._lock:
+            offset = self._log_offsets.get(path, 0)
+            try:
+                with open(path, "rb") as log:
+                    log.seek(offset)
+                    text = log.read()
+            except FileNotFoundError:
+                return
+            complete = text.rfind(b"\n") + 1  # a line still being written waits for the next read
+            self._log_offsets[path] = offset + complete
+        backend = _backend(self.account_id, self.region)
+        for line in text[:complete].decode("utf-8", "replace").splitlines():
+            for namespace, data in emf_metric_data(line):
+                backend.put_metric_data(namespace, data)
+
+    # -- evaluation -------------------------------------------------------------------------------
+    def evaluate(self) -> None:
+        """Evaluate every alarm at each of its period boundaries the clock has passed since the last look."""
+        with self._lock:
+            backend = _backend(self.account_id, self.region)
+            self._store.index(id(backend), backend.metric_data)
+            now = self.clock.now()
+            for model in list(backend.alarms.values()):
+                alarm = logic.Alarm.of(model)
+                if not alarm.evaluable:
+                    continue
+                self._evaluate_alarm(model, alarm, now)
+
+    def _evaluate_alarm(self, model: Any, alarm: logic.Alarm, now: float) -> None:
+        period, n = alarm.period, alarm.evaluation_periods
+        latest = logic.period_start(now, period)
+        # First evaluated at the end of the period it was created (or updated) in.
+        last = self._evaluated.setdefault(id(model), logic.period_start(alarm.configuration_updated, period))
+        if latest <= last:
+            return
+        # Only boundaries where the window holds data, or has just lost it, can change the state;
+        # between them every window is empty and gives what the first empty one gave.
+        periods = self._store.periods(alarm, last - (n + 1) * period, latest)
+        boundaries = {last + period, latest} | {s + k * period for s in periods for k in range(1, n + 2)}
+        for at in sorted(b for b in boundaries if last < b <= latest):
+            verdict = logic.evaluate(alarm, periods, at, logic.State.of(model))
+            if verdict is not None:
+                with self.clock.busy():
+                    self.set_state(model, verdict)
+        self._evaluated[id(model)] = latest
+
+    def _run(self) -> None:
+        while not self._stop.wait(_POLL_SECONDS):
+            try:
+                self.evaluate()
+            except Exception:  # noqa: BLE001 - keep evaluating; say what went wrong
+                _log.exception("Alarm evaluation failed")

@@ -1,0 +1,311 @@
+"""CloudWatch alarms in the emulator: SetAlarmState's consequences, evaluation on the simulated clock.
+
+Against the emulator the app is deployed into (the ``deployment`` fixture), through the real API.
+Each test reads what an on-call tool would: an SQS queue subscribed to a topic, or a rule's queue
+target. Pages followed:
+- SetAlarmState: https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_SetAlarmState.html
+- PutMetricAlarm (a new alarm is INSUFFICIENT_DATA):
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html
+- The state-change event: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html
+- Alarm actions and their notification: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Notify_Users_Alarm_Changes.html
+- Alarm evaluation: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html
+- Step Functions metrics: https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from tests.emulator_helpers import create_function, unique
+
+ARRIVAL_SECONDS = 10
+SETTLE_SECONDS = 0.5
+
+
+class Inbox:
+    """An SQS queue; ``subscribe`` it to a topic (raw delivery) or make it a rule's target."""
+
+    def __init__(self, aws: Any) -> None:
+        self._sqs = aws.client("sqs")
+        self.url = self._sqs.create_queue(QueueName=unique("alarm-inbox"))["QueueUrl"]
+        self.arn = self._sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self._aws = aws
+
+    def subscribe(self, topic_arn: str) -> "Inbox":
+        self._aws.client("sns").subscribe(
+            TopicArn=topic_arn, Protocol="sqs", Endpoint=self.arn, Attributes={"RawMessageDelivery": "true"}
+        )
+        return self
+
+    def read(self, expected: int) -> list[str]:
+        """Every body that arrives: waits for ``expected``, then a little longer for strays."""
+        bodies: list[str] = []
+        deadline = time.monotonic() + ARRIVAL_SECONDS
+        settled_at = None
+        while True:
+            for message in self._sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10).get("Messages", []):
+                bodies.append(message["Body"])
+                self._sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
+            now = time.monotonic()
+            if settled_at is None and len(bodies) >= expected:
+                settled_at = now + SETTLE_SECONDS
+            if (settled_at is not None and now >= settled_at) or now >= deadline:
+                return bodies
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def aws(deployment):
+    return deployment.aws
+
+
+@pytest.fixture(scope="module")
+def cloudwatch(aws):
+    return aws.client("cloudwatch")
+
+
+def _topic(aws: Any) -> str:
+    return aws.client("sns").create_topic(Name=unique("alarm-topic"))["TopicArn"]
+
+
+def _put_alarm(cloudwatch: Any, **settings: Any) -> str:
+    name = unique("alarm")
+    cloudwatch.put_metric_alarm(**{
+        "AlarmName": name, "Namespace": unique("Emulator/Test"), "MetricName": "Errors", "Statistic": "Sum",
+        "Period": 60, "EvaluationPeriods": 1, "Threshold": 1.0,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold", **settings,
+    })
+    return name
+
+
+def _described(cloudwatch: Any, name: str) -> dict:
+    [alarm] = cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"]
+    return alarm
+
+
+def _wait_for_state(cloudwatch: Any, name: str, value: str) -> dict:
+    deadline = time.monotonic() + ARRIVAL_SECONDS
+    while True:
+        alarm = _described(cloudwatch, name)
+        if alarm["StateValue"] == value or time.monotonic() > deadline:
+            return alarm
+        time.sleep(0.05)
+
+
+# -- SetAlarmState ---------------------------------------------------------------------------------
+def test_a_new_alarm_is_insufficient_data(cloudwatch):
+    # When
+    alarm = _described(cloudwatch, _put_alarm(cloudwatch))
+    # Then
+    assert (alarm["StateValue"], alarm["StateReason"]) == ("INSUFFICIENT_DATA", "Unchecked: Initial alarm creation")
+
+
+def test_set_alarm_state_puts_the_state_change_event_on_the_default_bus(aws, cloudwatch):
+    # Given: a rule for this alarm's state changes, with a queue as its target
+    name = _put_alarm(cloudwatch, AlarmDescription="Errors seen")
+    inbox = Inbox(aws)
+    events = aws.client("events")
+    rule = unique("alarm-rule")
+    events.put_rule(Name=rule, EventPattern=json.dumps(
+        {"source": ["aws.cloudwatch"], "detail-type": ["CloudWatch Alarm State Change"], "detail": {"alarmName": [name]}}
+    ))
+    events.put_targets(Rule=rule, Targets=[{"Id": "inbox", "Arn": inbox.arn}])
+    before = aws.clock.now()
+    # When: as `aws cloudwatch set-alarm-state` sends it
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="Testing the alarm path",
+                               StateReasonData='{"by": "test"}')
+    # Then
+    [body] = inbox.read(expected=1)
+    event = json.loads(body)
+    arn = _described(cloudwatch, name)["AlarmArn"]
+    assert (event["source"], event["detail-type"], event["resources"]) == (
+        "aws.cloudwatch", "CloudWatch Alarm State Change", [arn]
+    )
+    detail = event["detail"]
+    assert detail["alarmName"] == name
+    assert {k: detail["state"][k] for k in ("value", "reason", "reasonData")} == {
+        "value": "ALARM", "reason": "Testing the alarm path", "reasonData": '{"by": "test"}'
+    }
+    assert (detail["previousState"]["value"], detail["previousState"]["reason"]) == (
+        "INSUFFICIENT_DATA", "Unchecked: Initial alarm creation"
+    )
+    assert detail["configuration"]["description"] == "Errors seen"
+    assert detail["configuration"]["metrics"][0]["metricStat"]["metric"]["name"] == "Errors"
+    # The change happened on the simulated clock
+    changed = time.mktime(time.strptime(event["time"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    assert before - 1 <= changed <= aws.clock.now() + 1
+
+
+def test_set_alarm_state_runs_only_the_new_states_actions(aws, cloudwatch):
+    # Given: a topic per state, each read by its own queue
+    topics = {state: _topic(aws) for state in ("ALARM", "OK", "INSUFFICIENT_DATA")}
+    inboxes = {state: Inbox(aws).subscribe(topic) for state, topic in topics.items()}
+    name = _put_alarm(cloudwatch, AlarmActions=[topics["ALARM"]], OKActions=[topics["OK"]],
+                      InsufficientDataActions=[topics["INSUFFICIENT_DATA"]])
+    # When
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="Testing ALARM")
+    # Then: the ALARM topic gets the documented notification; the others nothing
+    [body] = inboxes["ALARM"].read(expected=1)
+    assert inboxes["OK"].read(expected=0) == [] and inboxes["INSUFFICIENT_DATA"].read(expected=0) == []
+    message = json.loads(body)
+    assert {k: message[k] for k in ("AlarmName", "NewStateValue", "OldStateValue", "NewStateReason")} == {
+        "AlarmName": name, "NewStateValue": "ALARM", "OldStateValue": "INSUFFICIENT_DATA", "NewStateReason": "Testing ALARM"
+    }
+    assert message["AlarmActions"] == [topics["ALARM"]]
+    assert message["Trigger"]["MetricName"] == "Errors"
+    # When: back to OK
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="OK", StateReason="Testing OK")
+    # Then
+    [body] = inboxes["OK"].read(expected=1)
+    assert (json.loads(body)["NewStateValue"], json.loads(body)["OldStateValue"]) == ("OK", "ALARM")
+    assert inboxes["ALARM"].read(expected=0) == []
+
+
+def test_the_notification_carries_the_documented_subject(aws, cloudwatch):
+    # Given: a queue subscribed without raw delivery sees SNS's envelope, Subject included
+    topic = _topic(aws)
+    inbox = Inbox(aws)
+    aws.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox.arn)
+    name = _put_alarm(cloudwatch, AlarmActions=[topic])
+    # When
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="Testing the subject")
+    # Then
+    [body] = inbox.read(expected=1)
+    assert json.loads(body)["Subject"] == f'ALARM: "{name}" in US East (N. Virginia)'
+
+
+def test_setting_the_state_it_is_in_changes_nothing(aws, cloudwatch):
+    # Given
+    topic = _topic(aws)
+    inbox = Inbox(aws).subscribe(topic)
+    name = _put_alarm(cloudwatch, AlarmActions=[topic])
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="first")
+    assert len(inbox.read(expected=1)) == 1
+    # When
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="again")
+    # Then: no second notification
+    assert inbox.read(expected=0) == []
+
+
+def test_disabled_actions_do_not_run_but_the_event_is_sent(aws, cloudwatch):
+    # Given
+    topic = _topic(aws)
+    topic_inbox = Inbox(aws).subscribe(topic)
+    name = _put_alarm(cloudwatch, AlarmActions=[topic], ActionsEnabled=False)
+    rule_inbox = Inbox(aws)
+    rule = unique("alarm-rule")
+    aws.client("events").put_rule(Name=rule, EventPattern=json.dumps({"detail": {"alarmName": [name]}}))
+    aws.client("events").put_targets(Rule=rule, Targets=[{"Id": "inbox", "Arn": rule_inbox.arn}])
+    # When
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="actions are off")
+    # Then
+    assert len(rule_inbox.read(expected=1)) == 1
+    assert topic_inbox.read(expected=0) == []
+
+
+# -- evaluation on the simulated clock -----------------------------------------------------------------
+def test_put_metric_data_puts_the_alarm_in_alarm_at_the_next_period_boundary(aws, cloudwatch):
+    # Given: an alarm on Sum >= 1 per minute, and a datapoint of 3
+    topic = _topic(aws)
+    inbox = Inbox(aws).subscribe(topic)
+    name = _put_alarm(cloudwatch, AlarmActions=[topic], TreatMissingData="notBreaching")
+    namespace = _described(cloudwatch, name)["Namespace"]
+    cloudwatch.put_metric_data(Namespace=namespace, MetricData=[{"MetricName": "Errors", "Value": 3.0}])
+    put_at = aws.clock.now()
+    boundary = (int(put_at) // 60 + 1) * 60
+    # When: simulated time passes the end of the datapoint's minute
+    aws.clock.advance(boundary - put_at + 1)
+    # Then: ALARM, stamped at the boundary of simulated time, and the topic is told
+    alarm = _wait_for_state(cloudwatch, name, "ALARM")
+    assert alarm["StateValue"] == "ALARM", alarm["StateReason"]
+    assert alarm["StateUpdatedTimestamp"].timestamp() == boundary
+    assert alarm["StateReason"].startswith("Threshold Crossed: 1 out of the last 1 datapoints [3.0 (")
+    [body] = inbox.read(expected=1)
+    assert json.loads(body)["NewStateValue"] == "ALARM"
+    # When: a minute with no datapoint passes
+    aws.clock.advance(60)
+    # Then: missing data is not breaching, so OK again
+    assert _wait_for_state(cloudwatch, name, "OK")["StateValue"] == "OK"
+
+
+def test_a_failed_execution_puts_its_monitoring_alarm_in_alarm_within_its_period(deployment, aws, cloudwatch):
+    # Given: the deployed failed-executions alarm of the map retry machine, OK, and its status topic read
+    machine = deployment.machine_arn("map-retry")
+    [alarm] = [
+        a for a in cloudwatch.describe_alarms(AlarmTypes=["MetricAlarm"])["MetricAlarms"]
+        if a["MetricName"] == "ExecutionsFailed" and a["Dimensions"] == [{"Name": "StateMachineArn", "Value": machine}]
+    ]
+    topic = deployment.output("MonitoringStack", "StatusTopicArn")
+    inbox = Inbox(aws).subscribe(topic)
+    cloudwatch.set_alarm_state(AlarmName=alarm["AlarmName"], StateValue="OK", StateReason="Reset by the test")
+    # When: an execution fails, and the alarm's period (5 minutes) of simulated time passes
+    result = deployment.run("map-retry", {"items": "A-123"}, name=unique("fails-for-alarm"))
+    assert result.status == "FAILED"
+    failed_at = result.stop.timestamp()
+    aws.clock.advance(alarm["Period"])
+    # Then
+    described = _wait_for_state(cloudwatch, alarm["AlarmName"], "ALARM")
+    assert described["StateValue"] == "ALARM", described["StateReason"]
+    assert failed_at < described["StateUpdatedTimestamp"].timestamp() <= failed_at + alarm["Period"]
+    alarm_messages = [json.loads(b) for b in inbox.read(expected=2) if "AlarmName" in json.loads(b)]
+    assert [(m["AlarmName"], m["NewStateValue"], m["OldStateValue"]) for m in alarm_messages] == [
+        (alarm["AlarmName"], "ALARM", "OK")
+    ]
+    assert alarm_messages[0]["Trigger"]["Dimensions"] == [{"value": machine, "name": "StateMachineArn"}]
+
+
+def test_step_functions_publishes_its_execution_metrics(deployment, aws, cloudwatch):
+    # Given
+    machine = deployment.machine_arn("map-retry")
+    # When
+    result = deployment.run("map-retry", {"items": "A-123"}, name=unique("metrics"))
+    # Then: the execution's start, failure and duration are in AWS/States for its machine
+    dimensions = [{"Name": "StateMachineArn", "Value": machine}]
+    window = dict(StartTime=result.start.timestamp() - 1, EndTime=result.stop.timestamp() + 1, Period=60)
+
+    def total(metric: str, stat: str = "Sum") -> float:
+        points = cloudwatch.get_metric_statistics(Namespace="AWS/States", MetricName=metric, Dimensions=dimensions,
+                                                  Statistics=[stat], **window)["Datapoints"]
+        return sum(p[stat] for p in points)
+
+    assert total("ExecutionsStarted") >= 1
+    assert total("ExecutionsFailed") >= 1
+    assert total("ExecutionTime", "SampleCount") >= 1
+
+
+EMF_CODE = '''
+import json, time
+
+def lambda_handler(event, context):
+    print(json.dumps({
+        "_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [
+            {"Namespace": event["namespace"], "Dimensions": [["service"]], "Metrics": [{"Name": "JobsTimedOut", "Unit": "Count"}]}
+        ]},
+        "service": "emf-probe",
+        "JobsTimedOut": event["value"],
+    }))
+    return {}
+'''
+
+
+def test_embedded_metric_format_lines_a_function_prints_become_metrics(aws, cloudwatch):
+    # Given: a function that prints one EMF line, and an alarm on that metric
+    role = aws.client("iam").create_role(RoleName=unique("emf"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    function = create_function(aws, role, "emf", "emf", EMF_CODE)["FunctionName"]
+    namespace = unique("Emulator/EMF")
+    name = _put_alarm(cloudwatch, Namespace=namespace, MetricName="JobsTimedOut",
+                      Dimensions=[{"Name": "service", "Value": "emf-probe"}])
+    # When
+    aws.client("lambda").invoke(FunctionName=function, Payload=json.dumps({"namespace": namespace, "value": 2}))
+    invoked_at = aws.clock.now()
+    # Then: the metric is listed, and the alarm fires once its minute is over
+    listed = cloudwatch.list_metrics(Namespace=namespace)["Metrics"]
+    assert [(m["MetricName"], m["Dimensions"]) for m in listed] == [
+        ("JobsTimedOut", [{"Name": "service", "Value": "emf-probe"}])
+    ]
+    aws.clock.advance((int(invoked_at) // 60 + 1) * 60 - invoked_at + 1)
+    assert _wait_for_state(cloudwatch, name, "ALARM")["StateValue"] == "ALARM"
