@@ -2,15 +2,14 @@
 
 Requests go over real HTTP to the function URL the stack publishes (``AlertActionsUrl``) and run the
 deployed handler; Slack's clicks come from the Slack stand-in, signed with the signing secret the
-emulator set up as a deployer would; alarm changes are the documented EventBridge events put on the
-default bus, routed by the deployed rule. The links are signed with the key the stack generated,
-as the machine's Fetch Alert Config signs them.
+emulator set up as a deployer would; alarm changes are what `aws cloudwatch set-alarm-state` makes
+the emulator's CloudWatch put on the default bus, routed by the deployed rule. The links are signed
+with the key the stack generated, as the machine's Fetch Alert Config signs them.
 """
 
 from __future__ import annotations
 
 import calendar
-import copy
 import json
 import time
 import urllib.error
@@ -19,7 +18,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -30,7 +28,6 @@ from patterns_common import alert_action_links as links
 from patterns_common.alert_executions import alert_key, alert_key_of
 
 STACK = "AlertNotificationStack"
-ALARM_EVENT = json.loads((Path(__file__).parent / "events" / "alarm_state_change.json").read_text())
 
 
 def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
@@ -212,14 +209,17 @@ def test_a_click_in_slack_acts_for_the_clicker_and_the_opened_page_says_who(depl
 # -- alarms ----------------------------------------------------------------------------------------
 
 
-def put_alarm_change(deployment, alarm: str, state: str, at: str) -> None:
-    """CloudWatch's event for the change, put on the default bus through the emulator's event router
-    (where CloudWatch puts it: PutEvents refuses the reserved "aws." sources)."""
-    event = copy.deepcopy(ALARM_EVENT)
-    event.update(id=str(uuid.uuid4()), time=at[:19] + "Z", resources=[f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{alarm}"])
-    event["detail"]["alarmName"] = alarm
-    event["detail"]["state"].update(value=state, timestamp=at)
-    assert deployment.aws.router.put(event) == 1  # the alert stack's rule, and only it, matched
+def put_alarm(deployment, name: str) -> str:
+    deployment.client("cloudwatch").put_metric_alarm(
+        AlarmName=name, Namespace="Test/Alerts", MetricName=name, Statistic="Sum", Period=60, EvaluationPeriods=1,
+        Threshold=1.0, ComparisonOperator="GreaterThanOrEqualToThreshold",
+    )
+    return name
+
+
+def set_alarm_state(deployment, name: str, state: str) -> None:
+    """As `aws cloudwatch set-alarm-state` does: CloudWatch then puts the state-change event on the default bus."""
+    deployment.client("cloudwatch").set_alarm_state(AlarmName=name, StateValue=state, StateReason="test")
 
 
 def handled(deployment, function_part: str) -> int:
@@ -246,19 +246,19 @@ def executions_for(deployment, alert_ids: set[str]) -> Counter:
 
 def test_an_alarm_raises_its_alert_at_once_and_ok_resolves_it(deployment, alerts, slack):
     # Given: a resolved alert that names an alarm
-    alarm = f"disk-full-{uuid.uuid4().hex[:6]}"
+    alarm = put_alarm(deployment, f"disk-full-{uuid.uuid4().hex[:6]}")
     alert_id = alerts.put(alarm_name=alarm, user_accounts=["U0ALARM"], status="resolved", notification_count=2,
                           interval_seconds=3600)
     before = handled(deployment, "ApplyAlarmChange")
     # When: the alarm enters ALARM
-    put_alarm_change(deployment, alarm, "ALARM", "2026-11-24T13:40:05.123+0000")
+    set_alarm_state(deployment, alarm, "ALARM")
     _wait_for(lambda: handled(deployment, "ApplyAlarmChange") == before + 1, "the alarm change to be applied")
     # Then: active, and its escalation started at once (first post without waiting for the schedule)
     assert alerts.get(alert_id)["status"] == "active"
     assert executions_for(deployment, {alert_id}) == {alert_id: 1}
     _wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "the first notification")
     # When: the alarm returns to OK
-    put_alarm_change(deployment, alarm, "OK", "2026-11-24T13:42:00.000+0000")
+    set_alarm_state(deployment, alarm, "OK")
     _wait_for(lambda: handled(deployment, "ApplyAlarmChange") == before + 2, "the OK change to be applied")
     # Then: resolved by the alarm, said in the channel, and the execution ends resolved
     item = alerts.get(alert_id)
@@ -273,13 +273,22 @@ def test_an_alarm_raises_its_alert_at_once_and_ok_resolves_it(deployment, alerts
 def test_an_alarm_storm_with_redelivered_events_starts_each_escalation_exactly_once(deployment, alerts):
     # Given: 200 alerts, each named by its own alarm
     run = uuid.uuid4().hex[:6]
-    alarms = {f"storm-{run}-{n:03d}": alerts.put(alarm_name=f"storm-{run}-{n:03d}", user_accounts=[f"U0STORM{n:03d}"],
-                                                 status="resolved") for n in range(200)}
+    alarms = {put_alarm(deployment, f"storm-{run}-{n:03d}"): alerts.put(
+        alarm_name=f"storm-{run}-{n:03d}", user_accounts=[f"U0STORM{n:03d}"], status="resolved") for n in range(200)}
     before = handled(deployment, "ApplyAlarmChange")
-    # When: all 200 enter ALARM in the same second, and every event is delivered twice
-    stamp = "2026-11-24T14:00:00.250+0000"
-    with ThreadPoolExecutor(20) as pool:
-        list(pool.map(lambda alarm: put_alarm_change(deployment, alarm, "ALARM", stamp), list(alarms) * 2))
+    router = deployment.aws.router
+    # When: all 200 enter ALARM in the same second (the simulated clock paused meanwhile), and
+    # EventBridge delivers every event twice
+    deployment.aws.clock.pause()
+    try:
+        with ThreadPoolExecutor(20) as pool:
+            list(pool.map(lambda alarm: set_alarm_state(deployment, alarm, "ALARM"), alarms))
+    finally:
+        deployment.aws.clock.resume()
+    events = [d["event"] for d in list(router.delivered) if d["event"].get("detail", {}).get("alarmName") in alarms]
+    assert len(events) == 200 and len({e["detail"]["state"]["timestamp"][:19] for e in events}) == 1
+    for event in events:
+        router.put(event)
     _wait_for(lambda: handled(deployment, "ApplyAlarmChange") >= before + 400, "400 deliveries", timeout=240)
     # Then: 200 escalations, one per alert
     started = executions_for(deployment, set(alarms.values()))
