@@ -25,7 +25,14 @@ from moto import mock_aws
 
 from emulator.slack import SlackStandIn
 from patterns_common import alert_action_links as links
-from patterns_common.alert_status import followup_text, mention, outcome_for_page, outcome_of_refusal
+from patterns_common.alert_status import (
+    act_update,
+    followup_text,
+    mention,
+    outcome_for_page,
+    outcome_of_refusal,
+    raised_after,
+)
 from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import FakeLambdaContext
 
@@ -249,15 +256,23 @@ def test_an_expired_token_and_one_signed_with_another_key_are_refused():
 
 def test_a_page_shows_the_button_only_while_the_action_can_be_taken():
     issued = "2026-11-24T10:00:00Z"
-    assert outcome_for_page({"status": "active"}, "acknowledge", issued) is None
-    assert outcome_for_page({}, "acknowledge", issued) is None  # no status means active
-    assert outcome_for_page({"status": "acknowledged"}, "resolve", issued) is None
-    shown = outcome_for_page({"status": "acknowledged", "acknowledged_by": "U1", "acknowledged_at": issued}, "acknowledge", issued)
+    assert outcome_for_page({"status": "active"}, "acknowledge") is None
+    assert outcome_for_page({}, "acknowledge") is None  # no status means active
+    assert outcome_for_page({"status": "acknowledged"}, "resolve") is None
+    shown = outcome_for_page({"status": "acknowledged", "acknowledged_by": "U1", "acknowledged_at": issued}, "acknowledge")
     assert (shown.kind, shown.by, shown.at) == ("already", "U1", issued)
-    assert outcome_for_page(None, "resolve", issued).kind == "not_found"
-    later = outcome_for_page({"status": "active", "raised_at": "2026-11-24T11:00:00Z"}, "acknowledge", issued)
-    assert (later.kind, later.at) == ("earlier_occurrence", "2026-11-24T11:00:00Z")
-    assert outcome_of_refusal({"status": "snoozed"}, "acknowledge", issued).kind == "not_actionable"
+    assert outcome_for_page(None, "resolve").kind == "not_found"
+    assert outcome_of_refusal({"status": "snoozed"}, "acknowledge").kind == "not_actionable"
+
+
+def test_only_an_act_with_no_page_shown_is_refused_for_a_link_sent_before_the_alert_was_raised_again():
+    issued, raised = "2026-11-24T10:00:00Z", "2026-11-24T11:00:00Z"
+    assert raised_after({"raised_at": raised}, issued) == raised
+    assert raised_after({"raised_at": issued}, issued) is None and raised_after({}, issued) is None
+    refused = outcome_of_refusal({"status": "active", "raised_at": raised}, "acknowledge", current_since=issued)
+    assert (refused.kind, refused.at) == ("earlier_occurrence", raised)
+    assert "raised_at <= :issued" in act_update("a", "acknowledge", by="U1", at=raised, current_since=issued)["ConditionExpression"]
+    assert "raised_at" not in act_update("a", "acknowledge", by="U1", at=raised)["ConditionExpression"]
 
 
 def test_the_follow_up_mentions_a_slack_member_and_names_anyone_else():
@@ -380,17 +395,28 @@ def test_a_resolved_alert_cannot_be_acknowledged(endpoint, aws, slack):
     assert item(aws) == before and slack.posts == []
 
 
-def test_a_link_from_before_the_alert_was_raised_again_does_not_act_on_the_new_occurrence(endpoint, aws, slack):
+def test_a_link_sent_before_the_alert_was_raised_again_says_so_on_its_page_and_acts_once_confirmed(endpoint, aws, slack):
     # Given: a link issued an hour ago, and the alarm raised the alert again ten minutes ago
-    before = put_alert(aws, raised_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600)))
-    stale = token("acknowledge", issued_at=int(time.time()) - 3600)
+    raised_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
+    before = put_alert(aws, raised_at=raised_at)
+    earlier = token("acknowledge", issued_at=int(time.time()) - 3600)
     # When
-    answer = call(endpoint, confirm(stale))
-    # Then
-    assert answer["statusCode"] == 409 and "earlier occurrence" in answer["body"]
-    assert item(aws) == before and slack.posts == []
-    # And a link of the new occurrence acts
-    assert call(endpoint, confirm(token("acknowledge")))["statusCode"] == 200
+    page = call(endpoint, url_event(query={"t": earlier}))
+    # Then: the page says the alert was raised again since, and nothing changed
+    assert page["statusCode"] == 200 and f"raised again at {raised_at}, after this link was sent" in page["body"]
+    assert item(aws) == before
+    # And its button acts on the alert as it is now
+    assert call(endpoint, confirm(earlier))["statusCode"] == 200 and item(aws)["status"] == "acknowledged"
+
+
+def test_a_slack_click_on_a_message_sent_before_the_alert_was_raised_again_changes_nothing(endpoint, aws, slack, with_slack_app):
+    # Given: the click acts with no page shown, so it may only act on the occurrence its message was about
+    before = put_alert(aws, raised_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600)))
+    earlier = token("acknowledge", issued_at=int(time.time()) - 3600)
+    # When
+    answer = call(endpoint, slack_request(block_actions(links.action_url(BASE_URL, earlier))))
+    # Then: Slack shows the clicker a warning; the page the click opened offers the button
+    assert answer["statusCode"] == 409 and item(aws) == before and slack.posts == []
 
 
 def test_a_follow_up_that_slack_refuses_does_not_undo_or_fail_the_action(endpoint, aws, slack):

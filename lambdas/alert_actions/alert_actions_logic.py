@@ -197,9 +197,13 @@ def refused_page(refused: Refused) -> dict[str, Any]:
     return page(refused.status, refused.title, html.escape(refused.detail))
 
 
-def confirm_page(claim: ActionClaim, token: str, message: str) -> dict[str, Any]:
+def confirm_page(claim: ActionClaim, token: str, message: str, *, raised_again_at: str | None = None) -> dict[str, Any]:
     """GET: what the button will do, to whom, and the button (a POST of the token and what it confirms)."""
     label = LABELS[claim.action]
+    notes = ["Opening this page changes nothing; the button below does."]
+    if raised_again_at is not None:
+        notes.insert(0, f"<strong>This alert was raised again at {html.escape(raised_again_at)}, after this link "
+                        f"was sent:</strong> the button acts on the alert as it is now.")
     form = (
         '<form method="post">'
         f'<input type="hidden" name="{TOKEN_PARAMETER}" value="{html.escape(token)}">'
@@ -211,7 +215,7 @@ def confirm_page(claim: ActionClaim, token: str, message: str) -> dict[str, Any]
         200,
         f"{label} alert {claim.alert_id}?",
         _facts(claim, message),
-        "Opening this page changes nothing; the button below does.",
+        *notes,
         form=form,
     )
 
@@ -231,13 +235,6 @@ def outcome_page(claim: ActionClaim, outcome: Outcome, *, acted_now: bool = Fals
         done = f"{str(outcome.status).capitalize()} by {who} at {when}."
         after = "No further notification will be sent for it." if acted_now else "Nothing was changed."
         return page(200, title, done, after)
-    if outcome.kind == "earlier_occurrence":
-        return page(
-            409,
-            "This link is for an earlier occurrence",
-            f"Alert {alert} was raised again at {html.escape(str(outcome.at))}, after this link was sent. "
-            "Use the buttons of its latest notification.",
-        )
     if outcome.kind == "not_found":
         return page(404, "No such alert", f"There is no alert {alert} (it may have been deleted).")
     return page(

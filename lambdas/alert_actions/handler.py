@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 from alert_actions_logic import (
     Refused,
+    Request,
     check_form_matches,
     check_slack_signature,
     claim_of,
@@ -35,6 +36,7 @@ from patterns_common.alert_status import (
     followup_text,
     outcome_for_page,
     outcome_of_refusal,
+    raised_after,
     timestamp,
 )
 from patterns_common.observability import logger, tracer
@@ -56,16 +58,18 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         return refused_page(refused)
 
 
-def respond(request: Any) -> dict[str, Any]:
+def respond(request: Request) -> dict[str, Any]:
     now = time.time()
     if request.method in ("GET", "HEAD"):
         token = request.query.get(TOKEN_PARAMETER)
         claim = claim_of(signing_key(), token, now)
         item = read_item(claim.alert_id)
-        shown = outcome_for_page(item, claim.action, timestamp(claim.issued))
-        if shown is None:
-            return confirm_page(claim, token, str(item.get("message", "")))
-        return outcome_page(claim, shown)
+        shown = outcome_for_page(item, claim.action)
+        if shown is not None:
+            return outcome_page(claim, shown)
+        # The machine's default message when the item has none (alert_config_logic)
+        message = str(item.get("message", f"Alert {claim.alert_id} is active"))
+        return confirm_page(claim, token, message, raised_again_at=raised_after(item, timestamp(claim.issued)))
     if request.method != "POST":
         raise Refused(405, "Method not allowed", "Open the link (GET) and use its button (POST).")
     fields = form_fields(request)
@@ -76,23 +80,23 @@ def respond(request: Any) -> dict[str, Any]:
         check_slack_signature(_secret(secret_name).encode(), request, now)
         click = slack_click(fields)
         claim = claim_of(signing_key(), click.token, now)
-        return slack_answer(act(claim, by=click.user_id, now=now))
+        # No page is shown before a Slack click acts: only on the occurrence its message was about.
+        return slack_answer(act(claim, by=click.user_id, now=now, current_since=timestamp(claim.issued)))
     claim = claim_of(signing_key(), fields.get(TOKEN_PARAMETER), now)
     check_form_matches(claim, fields)
     outcome = act(claim, by=claim.user, now=now)
     return outcome_page(claim, outcome, acted_now=outcome.kind == "acted")
 
 
-def act(claim: ActionClaim, *, by: str, now: float) -> Outcome:
+def act(claim: ActionClaim, *, by: str, now: float, current_since: str | None = None) -> Outcome:
     at = timestamp(now)
-    issued = timestamp(claim.issued)
-    update = act_update(claim.alert_id, claim.action, by=by, at=at, link_issued=issued)
+    update = act_update(claim.alert_id, claim.action, by=by, at=at, current_since=current_since)
     try:
         table.update_item(**update, ReturnValuesOnConditionCheckFailure="ALL_OLD")
     except table.meta.client.exceptions.ConditionalCheckFailedException as refused:
         old = refused.response.get("Item")
         item = _plain(old) if old is not None else read_item(claim.alert_id)
-        outcome = outcome_of_refusal(item, claim.action, issued)
+        outcome = outcome_of_refusal(item, claim.action, current_since)
         logger.info("Not acted", extra={"alert_id": claim.alert_id, "action": claim.action, "outcome": outcome.kind})
         return outcome
     outcome = Outcome("acted", update["ExpressionAttributeValues"][":new"], by, at)

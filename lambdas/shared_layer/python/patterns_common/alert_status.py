@@ -3,8 +3,9 @@
 An alert is ``active`` (or has no status) while its escalation runs. A person acknowledges it
 (``acknowledged``: "I am on it", notifications stop) or resolves it (``resolved``: it is over); a
 resolution is also accepted on an acknowledged alert, since the one who acknowledged is usually the
-one who fixes it. Its CloudWatch alarm raises it again (``active``, a new occurrence whose
-``raised_at`` makes the links of earlier occurrences stale) and resolves it when it returns to OK.
+one who fixes it. Its CloudWatch alarm raises it again (``active``, a new occurrence from ``raised_at``) and
+resolves it when it returns to OK. A link sent before that still acts, after its page has said the
+alert was raised again; only a Slack click, which acts with no page, is refused for it.
 
 Every change is one conditional UpdateItem, so two clicks, a click and an alarm, or a redelivered
 alarm event cannot both win: the loser reads why from the item DynamoDB returns with the refusal.
@@ -37,26 +38,29 @@ def status_of(item: Mapping[str, Any]) -> Any:
     return item.get("status", ACTIVE)
 
 
-def act_update(alert_id: str, action: str, *, by: str, at: str, link_issued: str) -> dict[str, Any]:
-    """UpdateItem arguments (no TableName) for a person's ``action`` through a link issued at ``link_issued``.
+def act_update(alert_id: str, action: str, *, by: str, at: str, current_since: str | None = None) -> dict[str, Any]:
+    """UpdateItem arguments (no TableName) for a person's ``action``.
 
-    Acts only if the item exists, its status allows the action, and the link was made for the
-    current occurrence (no ``raised_at`` later than the link).
+    Acts only if the item exists and its status allows the action. With ``current_since`` (when the
+    link was issued), also only if the alert was not raised again after that: a click that acts at
+    once, with no page shown, must not act on an occurrence the person has not seen.
     """
     allowed = _ACTS_ON[action]
-    names = {"#status": "status"}
-    values: dict[str, Any] = {":new": SETS[action], ":by": by, ":at": at, ":issued": link_issued}
+    values: dict[str, Any] = {":new": SETS[action], ":by": by, ":at": at}
     values.update({f":allowed{index}": status for index, status in enumerate(allowed)})
+    condition = (
+        "attribute_exists(alert_id)"
+        f" AND (attribute_not_exists(#status) OR #status IN ({', '.join(f':allowed{i}' for i in range(len(allowed)))}))"
+    )
+    if current_since is not None:
+        values[":issued"] = current_since
+        condition += " AND (attribute_not_exists(raised_at) OR raised_at <= :issued)"
     field = SETS[action]
     return {
         "Key": {"alert_id": alert_id},
         "UpdateExpression": f"SET #status = :new, {field}_by = :by, {field}_at = :at",
-        "ConditionExpression": (
-            "attribute_exists(alert_id)"
-            f" AND (attribute_not_exists(#status) OR #status IN ({', '.join(f':allowed{i}' for i in range(len(allowed)))}))"
-            " AND (attribute_not_exists(raised_at) OR raised_at <= :issued)"
-        ),
-        "ExpressionAttributeNames": names,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": {"#status": "status"},
         "ExpressionAttributeValues": values,
     }
 
@@ -71,13 +75,18 @@ class Outcome:
     at: str | None = None
 
 
-def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, link_issued: str) -> Outcome:
+def raised_after(item: Mapping[str, Any] | None, link_issued: str) -> str | None:
+    """When the alert was raised again after the link was issued, if it was."""
+    raised_at = item.get("raised_at") if item is not None else None
+    return raised_at if isinstance(raised_at, str) and raised_at > link_issued else None
+
+
+def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, current_since: str | None = None) -> Outcome:
     """What a refused act_update means, read from the item as it was (None: there is no item)."""
     if item is None:
         return Outcome("not_found")
     status = status_of(item)
-    raised_at = item.get("raised_at")
-    if isinstance(raised_at, str) and raised_at > link_issued:
+    if current_since is not None and (raised_at := raised_after(item, current_since)):
         return Outcome("earlier_occurrence", status, at=raised_at)
     if status in (ACKNOWLEDGED, RESOLVED):
         by, at = item.get(f"{status}_by"), item.get(f"{status}_at")
@@ -85,13 +94,11 @@ def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, link_issued:
     return Outcome("not_actionable", status)
 
 
-def outcome_for_page(item: Mapping[str, Any] | None, action: str, link_issued: str) -> Outcome | None:
+def outcome_for_page(item: Mapping[str, Any] | None, action: str) -> Outcome | None:
     """What GET shows instead of the button: None while the action can still be taken."""
     if item is not None and status_of(item) in _ACTS_ON[action]:
-        raised_at = item.get("raised_at")
-        if not (isinstance(raised_at, str) and raised_at > link_issued):
-            return None
-    return outcome_of_refusal(item, action, link_issued)
+        return None
+    return outcome_of_refusal(item, action)
 
 
 def raise_update(alert_id: str, *, state_at: str, now: str) -> dict[str, Any]:
