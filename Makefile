@@ -37,8 +37,9 @@ node_modules/.installed: package.json package-lock.json
 demo: setup
 	$(PYTHON) -m emulator demo
 
+# Two pytest processes, one per core: the tests on the emulator's deployment and the rest (tests/parallel.py).
 test: setup
-	$(PYTHON) -m pytest
+	$(PYTHON) -m tests.parallel
 
 # Seed designs against ours in the local emulator: bench/results.md, charts, the figures docs/ quotes.
 bench: setup
