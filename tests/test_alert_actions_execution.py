@@ -226,11 +226,12 @@ def handled(deployment, function_part: str) -> int:
     return sum(1 for r in deployment.aws.runtime.invocations if function_part in r["function"] and "end" in r)
 
 
-def execution_arns(deployment, alert_ids: set[str]) -> dict[str, list[str]]:
+def execution_arns(deployment, alert_ids: set[str], **filters: str) -> dict[str, list[str]]:
     """The executions named for each alert (the names say which alert they are for)."""
     keys = {alert_key(a): a for a in alert_ids}
+    filters = {"statusFilter": filters["status"]} if "status" in filters else {}
     pages = deployment.client("stepfunctions").get_paginator("list_executions").paginate(
-        stateMachineArn=deployment.machine_arn("alert")
+        stateMachineArn=deployment.machine_arn("alert"), **filters
     )
     found: dict[str, list[str]] = {}
     for page in pages:
@@ -294,3 +295,6 @@ def test_an_alarm_storm_with_redelivered_events_starts_each_escalation_exactly_o
     started = executions_for(deployment, set(alarms.values()))
     assert len(started) == 200 and set(started.values()) == {1}
     assert all(alerts.get(alert_id)["status"] == "active" for alert_id in alarms.values())
+    # Leave nothing running for the tests after this one (each escalation is one round of one user)
+    _wait_for(lambda: not execution_arns(deployment, set(alarms.values()), status="RUNNING"), "the escalations to end",
+              timeout=300)
