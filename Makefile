@@ -11,7 +11,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup lambda-sandbox demo test bench synth lint deploy clean
+.PHONY: setup lambda-sandbox demo test bench synth lint deploy watch clean
 
 setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed node_modules/.installed lambda-sandbox
 
@@ -53,6 +53,10 @@ lint: synth
 	$(VENV)/bin/cfn-lint -a cfn_lint_serverless.rules -- cdk.out/*.template.json
 	$(CHECKOV_VENV)/bin/checkov -d cdk.out --framework cloudformation --compact --quiet --skip-download
 	$(PYTHON) -m pytest -q tests/test_definitions.py tests/test_app_infrastructure.py tests/test_scanners_infrastructure.py
+
+# The app in the local emulator, and `cdk watch` on it: save a handler or a definition, run it again.
+watch: setup
+	$(PYTHON) -m emulator serve --watch
 
 deploy: setup
 	$(CDK) deploy --all

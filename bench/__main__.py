@@ -10,16 +10,17 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import dispatch, docs_pages, emulator_speed, functions, report, scenarios
+from bench import dispatch, docs_pages, emulator_speed, functions, hotswap, report, scenarios
 from bench.deploy import deploy_bench
 from bench.measure import Run
 from emulator.session import deployed
 
 BENCH_DIR = Path(__file__).resolve().parent
-SECTIONS = ("alert", "poller", "map-retry", "emulator", "lambda", "dispatch")
+SECTIONS = ("alert", "poller", "map-retry", "emulator", "lambda", "dispatch", "hotswap")
 RUN_SECTIONS = {"alert": scenarios.alert_runs, "poller": scenarios.poller_runs, "map-retry": scenarios.map_runs}
 # What the other sections write into results.json (the run sections write runs, by machine).
-SECTION_KEYS = {"emulator": ("emulator", "deploy_seconds"), "lambda": ("functions",), "dispatch": ("dispatch",)}
+SECTION_KEYS = {"emulator": ("emulator", "deploy_seconds"), "lambda": ("functions",), "dispatch": ("dispatch",),
+                "hotswap": ("hotswap",)}
 
 
 def _print_runs(runs: list[Run], machine: str) -> None:
@@ -87,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             print("\n## Scheduled dispatch at scale", flush=True)
             data["dispatch"] = dispatch.dispatch_at_scale(deployment)
             print("\n".join(report.dispatch_table(data["dispatch"])), flush=True)
+        if "hotswap" in sections:  # last: it changes the deployed map-retry machine and function
+            print("\n## Hot-swap (cdk deploy --hotswap)", flush=True)
+            data["hotswap"] = hotswap.hotswaps(deployment)
+            print("\n".join(report.hotswap_table(data["hotswap"])), flush=True)
     data["total_seconds"] = time.monotonic() - started
 
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Keeps the generated parts of the documentation current: each machine's Mermaid diagram (on its
-pattern's page), the benchmark headline (docs/cost.md) and the dispatch figures
-(docs/alert-notification.md).
+pattern's page), the benchmark headline (docs/cost.md), the dispatch figures
+(docs/alert-notification.md) and the hot-swap figures (docs/emulator.md).
 
 `python -m bench.docs_pages` rewrites them in place, on whichever page holds their markers;
 tests/test_docs.py fails when one is stale or no page holds it.
@@ -42,7 +42,8 @@ def generated_parts() -> list[tuple[str, str, str]]:
     return [
         *((*diagram_markers(machine), diagram) for machine, diagram in diagrams.machine_diagrams().items()),
         *((start, end, block(results, start, end))
-          for start, end in ((report.HEADLINE_START, report.HEADLINE_END), (report.DISPATCH_START, report.DISPATCH_END))),
+          for start, end in ((report.HEADLINE_START, report.HEADLINE_END), (report.DISPATCH_START, report.DISPATCH_END),
+                             (report.HOTSWAP_START, report.HOTSWAP_END))),
     ]
 
 

@@ -53,15 +53,41 @@ def alert_runs(deployment: Deployment, machines: BenchMachines) -> list[Run]:
         try:
             for design, arn in ((SEED001, machines.seed001_alert), (OURS, deployment.machine_arn("alert"))):
                 deployment.slack.reset()
-                figures, _ = run(deployment.aws, arn, {"alert_id": alert_id}, machine="alert", scenario=scenario, design=design)
+                figures, observed = run(
+                    deployment.aws, arn, {"alert_id": alert_id}, machine="alert", scenario=scenario, design=design
+                )
                 figures.details["slack_posts"] = len(deployment.slack.posts)
                 figures.details["expected_posts"] = users * rounds
+                figures.details.update(notification_times(observed, NOTIFIERS[design]))
                 runs.append(figures)
         finally:
             # An active alert left in the table would be dispatched whenever the schedule fires on the
             # simulated clock (the poller's hour-long jobs pass the hour), and run beside later sections.
             dynamodb.delete_item(TableName=table, Key={"alert_id": {"S": alert_id}})
     return runs
+
+
+# The function that posts one notification, per design (a part of its name).
+NOTIFIERS = {SEED001: "seed001_notify_alerts", OURS: "NotifyUser"}
+
+
+def notification_times(observed: Observed, notifier: str) -> dict[str, float]:
+    """Simulated seconds from raising the alert (the execution's start) to its first notification
+    delivered, and the longest a round took from its first notification starting to its last done.
+
+    Rounds are told apart by the wait between them (300 s): a notification starting more than half
+    of it after the previous one starts a new round.
+    """
+    calls = sorted((r["start"], r["end"]) for r in observed.invocations if notifier in r["function"] and "end" in r)
+    rounds: list[list[tuple[float, float]]] = []
+    for call in calls:
+        if not rounds or call[0] - rounds[-1][-1][0] > ROUND_INTERVAL_SECONDS / 2:
+            rounds.append([])
+        rounds[-1].append(call)
+    return {
+        "first_notification_seconds": round(calls[0][1] - observed.result.start.timestamp(), 1),
+        "slowest_round_seconds": round(max(max(end for _, end in r) - r[0][0] for r in rounds), 1),
+    }
 
 
 def poller_runs(deployment: Deployment, machines: BenchMachines) -> list[Run]:

@@ -15,13 +15,20 @@ from pathlib import Path
 from emulator import demo, samples
 from emulator.clock import INSTANT, parse_speed
 from emulator.console import Console
+from emulator.deploy import watch
 from emulator.follow import duration
 from emulator.server import CLOCK_PATH
-from emulator.session import MACHINES, Deployment, deployed
+from emulator.session import MACHINES, SLACK_SIGNING_SECRET_NAME, Deployment, deployed
+from emulator.stepfunctions.mocks import MOCK_CONFIG_VARIABLE, MockConfig, MockConfigError
 
 
 def _serve(args: argparse.Namespace) -> int:
-    with deployed(auto_schedules=True, progress=sys.stdout) as deployment, Console(deployment) as console:
+    try:
+        mock_config = _mock_config()
+    except MockConfigError as exc:
+        print(f"error: {MOCK_CONFIG_VARIABLE}: {exc}", file=sys.stderr)
+        return 2
+    with deployed(auto_schedules=True, progress=sys.stdout, mock_config=mock_config) as deployment, Console(deployment) as console:
         deployment.aws.clock.set_speed(args.speed)
         if args.paused:
             deployment.aws.clock.pause()
@@ -30,17 +37,50 @@ def _serve(args: argparse.Namespace) -> int:
         for key, value in deployment.aws.environment.items():
             print(f"  export {key}={value}")
         print(f"Slack stand-in (webhook secret value): {deployment.slack.url}")
+        if deployment.slack.interactive:
+            print(f"Slack app interactivity: request URL {deployment.slack.request_url}, "
+                  f"signing secret in Secrets Manager {SLACK_SIGNING_SECRET_NAME}")
         print("Stack outputs:")
         print(json.dumps(deployment.documented_outputs, indent=2))
         for line in clock_lines(deployment.aws.clock_status()):
             print(line)
+        if mock_config is not None:
+            for line in mock_config_lines(mock_config, deployment):
+                print(line)
         print(f"Console: {console.url}")
+        print(f"Slack messages as a person sees them, buttons to click: {console.url}#/slack")
         print("Scheduled rules fire on the simulated clock. Ctrl-C stops.", flush=True)
+        watcher = None
+        if args.watch:
+            print("Watching the app (cdk watch): a saved change to a handler or a definition is hot-swapped, "
+                  "any other change deployed in full.", flush=True)
+            watcher = watch(deployment.aws)
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
             print("\nStopping.")
+        finally:
+            if watcher is not None:
+                watcher.terminate()
+                watcher.wait()
     return 0
+
+
+def _mock_config() -> MockConfig | None:
+    """The mock configuration named by SFN_MOCK_CONFIG, read and checked before anything is deployed."""
+    path = os.environ.get(MOCK_CONFIG_VARIABLE)
+    return MockConfig.load(path) if path else None
+
+
+def mock_config_lines(config: MockConfig, deployment: Deployment) -> list[str]:
+    """What `serve` says about the mock configuration: the test cases, and names matching no machine."""
+    lines = [f"Mocked service integrations ({MOCK_CONFIG_VARIABLE}={config.source}): start an execution on "
+             "<state machine ARN>#<test case> to run one of"]
+    lines += [f"  {case}" for case in config.test_cases()] or ["  (no test case)"]
+    deployed_names = [arn.rpartition(":")[2] for arn in deployment.machine_names()]
+    for machine in config.unknown_machines(deployed_names + sorted(MACHINES)):
+        lines.append(f"  warning: no deployed state machine is named {machine!r} (the app's: {', '.join(sorted(MACHINES))})")
+    return lines
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -148,10 +188,15 @@ def _speed(text: str) -> str | float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="deploy the app, keep the endpoint up for the AWS CLI / boto3, serve the console")
+    serve = commands.add_parser(
+        "serve", help="deploy the app, keep the endpoint up for the AWS CLI / boto3, serve the console",
+        epilog=f"{MOCK_CONFIG_VARIABLE}=FILE: a Step Functions Local mock configuration; start an execution on "
+               "<state machine ARN>#<test case> to run one of its test cases with mocked service integrations.")
     serve.add_argument("--speed", type=_speed, default=INSTANT,
                        help="simulated-clock speed: instant (default: jump to the next wake-up when idle) or a factor (1 = real time)")
     serve.add_argument("--paused", action="store_true", help="start with the simulated clock paused")
+    serve.add_argument("--watch", action="store_true",
+                       help="then run `cdk watch` against it: saved changes are hot-swapped, or deployed in full")
     run = commands.add_parser("run", help="deploy the app, start one execution and follow it")
     run.add_argument("machine", choices=sorted(MACHINES))
     run.add_argument("--input", help="JSON file with the execution input (default: the machine's first file in samples/MACHINE/, "

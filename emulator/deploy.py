@@ -1,4 +1,4 @@
-"""Deploys the app into a LocalAws with the real, pinned `cdk` CLI (bootstrap, then deploy --all)."""
+"""Deploys the app into a LocalAws with the real, pinned `cdk` CLI (bootstrap, then deploy --all; hot-swaps; watch)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,34 @@ def deploy_app(aws: LocalAws, context: dict[str, str] | None = None, app_dir: Pa
     _run([str(CDK), "deploy", "--all", "--require-approval", "never", *common], env, log, app_dir)
     aws.deploy_seconds = time.monotonic() - started
     return aws.stack_outputs()
+
+
+def run_cdk(aws: LocalAws, args: list[str], *, app_dir: Path = ROOT, outdir: Path) -> str:
+    """Run `cdk ARGS` in ``app_dir`` against ``aws``, synthesizing into ``outdir``; the CLI's output.
+
+    For `cdk deploy --hotswap` and the like on an app already deployed; DeployError if it fails.
+    """
+    result = subprocess.run(
+        [str(CDK), *args, "--require-approval", "never", "--no-notices", "--output", str(outdir),
+         "--app", f"{sys.executable} app.py"],
+        cwd=app_dir, env=cdk_environment(aws), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )
+    if result.returncode != 0:
+        raise DeployError(f"cdk {' '.join(args)} failed (exit {result.returncode}); last output:\n{result.stdout[-4000:]}")
+    return result.stdout
+
+
+def watch(aws: LocalAws) -> subprocess.Popen:
+    """`cdk watch` on the app against ``aws``: every saved change hot-swapped, else deployed in full.
+
+    Its output goes where this process's goes. cdk.json's ``watch`` says which files count.
+    """
+    return subprocess.Popen(
+        [str(CDK), "watch", "--all", "--hotswap-fallback", "--require-approval", "never", "--no-notices",
+         "--app", f"{sys.executable} app.py"],
+        cwd=ROOT, env=cdk_environment(aws), stdin=subprocess.DEVNULL,
+    )
 
 
 def deploy_assembly(aws: LocalAws, assembly: Path) -> dict[str, dict[str, str]]:

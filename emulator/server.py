@@ -19,9 +19,12 @@ from emulator import patches
 from emulator.awslambda.function_urls import FunctionUrls
 from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
+from emulator.cloudcontrol import TARGET_PREFIX as CLOUDCONTROL_TARGET
+from emulator.cloudcontrol import CloudControl
 from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
+from emulator.stepfunctions.mocks import MockConfig
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
@@ -41,11 +44,12 @@ class _Current:
     router: EventRouter | None = None
     function_urls: FunctionUrls | None = None
     cloudwatch: CloudWatch | None = None
+    mock_config: MockConfig | None = None
 
-    def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> Any:
+    def invoke(self, fn: Any, payload: bytes, asynchronous: bool, trace_id: str | None = None) -> Any:
         if self.runtime is None:
             raise RuntimeError("No LocalAws is running in this process")
-        return self.runtime.invoke(fn, payload, asynchronous)
+        return self.runtime.invoke(fn, payload, asynchronous, trace_id)
 
     def open_function_url(self, fn: Any) -> str:
         if self.function_urls is None:
@@ -106,7 +110,7 @@ def _install_patches_once() -> SimClock:
             clock = SimClock()
             patches.install_all(
                 clock, lambda_runtime=_current, on_status_change=_current.status_changed,
-                on_alarm_change=_current.alarm_changed,
+                on_alarm_change=_current.alarm_changed, mock_config=lambda: _current.mock_config,
             )
             _clock = clock
         return _clock
@@ -115,8 +119,9 @@ def _install_patches_once() -> SimClock:
 class LocalAws:
     """A local AWS endpoint. Use as a context manager, or call ``start()`` and ``stop()``."""
 
-    def __init__(self, workdir: Path | None = None, auto_schedules: bool = False) -> None:
+    def __init__(self, workdir: Path | None = None, auto_schedules: bool = False, mock_config: MockConfig | None = None) -> None:
         self._own_workdir = workdir is None
+        self.mock_config = mock_config  # Step Functions Local's mock configuration: see use_mock_config
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="local-aws-"))
         self.auto_schedules = auto_schedules
         self.faults = Faults()  # switched on per test: see emulator/faults.py
@@ -125,6 +130,7 @@ class LocalAws:
         self.clock: SimClock
         self.runtime: LambdaRuntime
         self.router: EventRouter
+        self.cloudcontrol: CloudControl
         self.function_urls: FunctionUrls
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -163,11 +169,17 @@ class LocalAws:
             # the caller handed over with the request keeps it still until the response is read,
             # except while this thread waits on the clock (a Lambda handler's sleep).
             with clock.busy(), clock.carrying(environ.get(ticket_key)):
-                return list(moto_app(environ, start_response))
+                if environ.get("HTTP_X_AMZ_TARGET", "").startswith(CLOUDCONTROL_TARGET):  # a service moto lacks
+                    return self.cloudcontrol.wsgi(environ, start_response)
+                body = list(moto_app(environ, start_response))
+            if environ.get("HTTP_X_AMZ_TARGET", "").endswith(".StartExecution") and environ.get("HTTP_X_AMZN_TRACE_ID"):
+                self.router.traced_start(environ["HTTP_X_AMZN_TRACE_ID"], b"".join(body))
+            return body
 
         self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
         port = self._server.server_address[1]
         self.endpoint_url = f"http://127.0.0.1:{port}"
+        self.cloudcontrol = CloudControl(self.client, REGION, self.clock.now)
         # moto's Step Functions engine calls services through this port.
         os.environ["MOTO_PORT"] = str(port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
@@ -181,12 +193,21 @@ class LocalAws:
                                           _find_function)
         _current.runtime, _current.router = self.runtime, self.router
         _current.function_urls, _current.cloudwatch = self.function_urls, self.cloudwatch
+        _current.mock_config = self.mock_config
         return self
+
+    def use_mock_config(self, config: MockConfig | None) -> None:
+        """Test cases that StartExecution selects with ``<state machine ARN>#<test case>`` from now on
+        (None: none). Executions already running keep the test case they started with."""
+        self.mock_config = config
+        if self._server is not None:
+            _current.mock_config = config
 
     def stop(self) -> None:
         self.faults.clear()
         self.abort_running_executions()
         _current.runtime, _current.router, _current.function_urls, _current.cloudwatch = None, None, None, None
+        _current.mock_config = None
         if hasattr(self, "function_urls"):
             self.function_urls.close_all()
         if self._server is not None:

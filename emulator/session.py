@@ -18,6 +18,7 @@ from emulator.deploy import ROOT, deploy_app
 from emulator.follow import ExecutionResult, run
 from emulator.server import LocalAws
 from emulator.slack import SlackStandIn
+from emulator.stepfunctions.mocks import MockConfig
 
 # The secret the alert stack reads the webhook URL from: cdk.json's context names it (one place).
 SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slackWebhookSecretName"]
@@ -71,6 +72,12 @@ class Deployment:
         stack, key = MACHINES[machine]
         return self.output(stack, key)
 
+    def use_mock_config(self, config: MockConfig | None) -> None:
+        """Mocked service integrations from ``config`` (None: none), whose state machines may also be
+        named as `run` names the app's (alert, poller...): CloudFormation gives them random suffixes."""
+        aliases = {arn.rpartition(":")[2]: name for arn, name in self.machine_names().items()}
+        self.aws.use_mock_config(config.naming(aliases) if config is not None else None)
+
     def machine_names(self) -> dict[str, str]:
         """The name users type for each deployed machine, by ARN."""
         return {self.machine_arn(name): name for name in MACHINES}
@@ -95,14 +102,17 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def deployed(workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None) -> Iterator[Deployment]:
+def deployed(
+    workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None,
+    mock_config: MockConfig | None = None,
+) -> Iterator[Deployment]:
     """Start the Slack stand-in and a LocalAws, store the Slack secrets, deploy the app.
 
     As a deployer with a Slack app would: the webhook URL and the app's signing secret are in
     Secrets Manager before the app is deployed, the app is told the signing secret's name, and the
     app's Interactivity request URL is then set to the stack output ``AlertActionsUrl`` (if the app
     has that endpoint). With ``progress``, says what it is doing and each stack as CloudFormation
-    completes it.
+    completes it; with ``mock_config``, executions can run its test cases (Deployment.use_mock_config).
     """
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # moto logs each resource type it skips and every failed state; the timeline shows what matters.
@@ -126,7 +136,9 @@ def deployed(workdir: Path | None = None, *, auto_schedules: bool = False, progr
         request_url = outputs.get("AlertNotificationStack", {}).get("AlertActionsUrl")
         if request_url:
             slack.set_up_interactivity(request_url, signing_secret)
-        yield Deployment(aws=aws, slack=slack, outputs=outputs)
+        deployment = Deployment(aws=aws, slack=slack, outputs=outputs)
+        deployment.use_mock_config(mock_config)
+        yield deployment
 
 
 @contextlib.contextmanager

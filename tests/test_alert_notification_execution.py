@@ -14,7 +14,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -25,7 +24,7 @@ from tests.emulator_helpers import unique
 
 STACK = "AlertNotificationStack"
 MACHINE = "alert"
-NOTIFY = "Notify Next User"
+NOTIFY = "Notify User"
 WAIT = "Wait Before Next Round"
 # The text the notifier posts (lambdas/alert_notifier/slack_webhook.py), read back per post.
 POST_TEXT = re.compile(
@@ -95,6 +94,16 @@ class AlertTable:
             message=f"Disk above 90% on {alert_id}",
         )
 
+    def acknowledge(self, alert_id: str, *, by: str) -> None:
+        """What the action endpoint records for an acknowledgement (the status and who)."""
+        self.client.update_item(
+            TableName=self.name,
+            Key={"alert_id": {"S": alert_id}},
+            UpdateExpression="SET #status = :status, acknowledged_by = :by",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":status": {"S": "acknowledged"}, ":by": {"S": by}},
+        )
+
     def set_status(self, alert_id: str, status: str) -> None:
         self.client.update_item(
             TableName=self.name,
@@ -134,6 +143,13 @@ def assert_delivered_at_most_once(slack, alert_id: str) -> None:
     """
     delivered = Counter((n.round, n.user) for n in notifications(slack, alert_id, delivered_only=True))
     assert [key for key, count in delivered.items() if count > 1] == []
+
+
+def by_round(entries: list[tuple]) -> list[tuple]:
+    """``(round, ...)`` entries in arrival order, sorted within each round after checking the rounds
+    came in order: a round's first three posts go out together, in any order."""
+    assert [entry[0] for entry in entries] == sorted(entry[0] for entry in entries), entries
+    return sorted(entries)
 
 
 def task_parameters(result: ExecutionResult, state: str) -> list[dict]:
@@ -185,7 +201,7 @@ def test_one_user_one_round_posts_once_and_stops_at_the_count(deployment, slack,
     assert result.retries == 0
 
 
-def test_three_users_three_rounds_post_nine_messages_in_order_with_two_simulated_waits(deployment, slack, alerts):
+def test_three_users_three_rounds_post_nine_messages_round_by_round_with_two_simulated_waits(deployment, slack, alerts):
     # Given
     users = _users("foo", "bar", "baz")
     alert_id = alerts.put_alert(users, rounds=3, interval=300)
@@ -201,23 +217,27 @@ def test_three_users_three_rounds_post_nine_messages_in_order_with_two_simulated
         "stopped_reason": "count_reached",
     }
     sent = notifications(slack, alert_id)
-    assert [(n.round, n.user) for n in sent] == [(r, u) for r in (1, 2, 3) for u in users]
+    assert by_round([(n.round, n.user) for n in sent]) == sorted((r, u) for r in (1, 2, 3) for u in users)
     assert {n.message for n in sent} == {f"Disk above 90% on {alert_id}"}
     assert {n.status for n in sent} == {200}
     assert_delivered_at_most_once(slack, alert_id)
     # Then: two 300 s waits, both between rounds; round 1 went out at once
     waits = state_spans(result, WAIT)
     assert len(waits) == 2
-    assert all(300 <= exited - entered < 305 for entered, exited in waits)
+    # (each wait is the interval; simulated time also runs while the engine works, so a loaded
+    # machine adds a little)
+    assert all(300 <= exited - entered < 330 for entered, exited in waits), waits
     notify_times = [entered for entered, _ in state_spans(result, NOTIFY)]
     assert len(notify_times) == 9
-    assert notify_times[0] < 5
+    assert result.entered(WAIT) == 2 and notify_times[0] < waits[0][0]
     assert max(notify_times[:3]) < waits[0][0] and waits[0][1] <= min(notify_times[3:6])
     assert max(notify_times[3:6]) < waits[1][0] and waits[1][1] <= min(notify_times[6:])
     assert 600 <= result.simulated_seconds < 630
-    # Then: the status was re-read before each round, and no state ran more than the loops need
-    assert result.entered("Read Alert Status") == 3
+    # Then: the status was read before each round (by Fetch Alert Config before the first), and no
+    # state ran more than the loops need: the issue's budget is 25 transitions for 3 users x 3 rounds
+    assert result.entered("Read Alert Status") == 2
     assert result.lambda_invocations == 1 + 9
+    assert result.transitions <= 25
 
 
 def test_map_form_user_accounts_are_notified_in_numeric_key_order(deployment, slack, alerts):
@@ -229,9 +249,12 @@ def test_map_form_user_accounts_are_notified_in_numeric_key_order(deployment, sl
     # Then
     assert result.status == "SUCCEEDED", result.cause
     assert result.output["notifications_sent"] == 6
-    assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [
+    assert by_round([(n.round, n.user) for n in notifications(slack, alert_id)]) == sorted(
         (r, u) for r in (1, 2) for u in (first, second, tenth)
-    ]
+    )
+    # Then: the round's Map takes them in numeric key order (what Fetch Alert Config returned)
+    fetched = next(e for e in result.events if e["type"] == "TaskSucceeded")
+    assert json.loads(fetched["taskSucceededEventDetails"]["output"])["Payload"]["levels"] == [[first, second, tenth]]
     assert_delivered_at_most_once(slack, alert_id)
 
 
@@ -250,7 +273,7 @@ def test_acknowledging_between_rounds_stops_before_the_next_round(deployment, sl
             stateMachineArn=deployment.machine_arn(MACHINE), input=json.dumps({"alert_id": alert_id})
         )["executionArn"]
         _wait_for(lambda: len(notifications(slack, alert_id, delivered_only=True)) == 2, "round 1 on Slack")
-        alerts.set_status(alert_id, "acknowledged")
+        alerts.acknowledge(alert_id, by=users[1])
     result = follow(deployment.aws, execution_arn)
     # Then: round 2 never went out; the machine stopped after the wait, when it re-read the status
     assert result.status == "SUCCEEDED", result.cause
@@ -260,11 +283,12 @@ def test_acknowledging_between_rounds_stops_before_the_next_round(deployment, sl
         "notifications_sent": 2,
         "notifications_failed": [],
         "stopped_reason": "acknowledged",
+        "acknowledged_by": users[1],
     }
-    assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [(1, u) for u in users]
+    assert by_round([(n.round, n.user) for n in notifications(slack, alert_id)]) == sorted((1, u) for u in users)
     assert_delivered_at_most_once(slack, alert_id)
     assert result.entered(WAIT) == 1
-    assert result.entered("Read Alert Status") == 2
+    assert result.entered("Read Alert Status") == 1
     assert 3600 <= result.simulated_seconds < 3630
 
 
@@ -281,6 +305,7 @@ def test_an_alert_resolved_before_the_first_round_notifies_nobody(deployment, sl
         "notifications_sent": 0,
         "notifications_failed": [],
         "stopped_reason": "resolved",
+        "resolved_by": None,
     }
     assert notifications(slack, alert_id) == []
     assert result.entered(NOTIFY) == 0
@@ -326,32 +351,15 @@ def _item(**overrides: Any) -> dict:
     return {key: value for key, value in item.items() if value is not None}
 
 
+# One execution per way an alert is refused; every field's own rule is a logic test in
+# test_alert_notification_runtime.py (the same Catch and Fail state carry them all).
 INVALID_ITEMS = {
-    "count missing": (_item(notification_count=None), "notification_count"),
     "count zero": (_item(notification_count=0), "notification_count"),
-    "count fractional": (_item(notification_count=Decimal("1.5")), "notification_count"),
-    "count a string": (_item(notification_count="3"), "notification_count"),
-    "count a boolean": (_item(notification_count=True), "notification_count"),
     "more rounds than the history limit allows": (
         _item(notification_count=1000, interval_seconds=0, user_accounts=[f"u{i}@example.com" for i in range(60)]),
         "notification_count",
     ),
-    "users missing": (_item(user_accounts=None), "user_accounts"),
-    "users empty": (_item(user_accounts=[]), "user_accounts"),
-    "users a string set": (_item(user_accounts={"foo@example.com", "bar@example.com"}), "user_accounts"),
-    "users a string": (_item(user_accounts="foo@example.com"), "user_accounts"),
-    "user listed twice": (_item(user_accounts=["foo@example.com", "foo@example.com"]), "user_accounts[1]"),
-    "user not a string": (_item(user_accounts=["foo@example.com", 7]), "user_accounts[1]"),
-    "map user empty": (_item(user_accounts={"1": "foo@example.com", "2": ""}), "user_accounts['2']"),
-    "too many users for one round": (
-        _item(notification_count=1, user_accounts=[f"u{i}@example.com" for i in range(1000)]),
-        "user_accounts",
-    ),
-    "interval negative": (_item(interval_seconds=-1), "interval_seconds"),
-    "interval over a day": (_item(interval_seconds=86_401), "interval_seconds"),
-    "waits over a day in total": (_item(notification_count=3, interval_seconds=50_000), "interval_seconds"),
-    "message empty": (_item(message=""), "message"),
-    "message too long": (_item(message="x" * 4001), "message"),
+    "an empty escalation level": (_item(user_accounts=None, escalation=[["foo@example.com"], []]), "escalation[1]"),
     "status unknown": (_item(status="snoozed"), "status"),
 }
 
@@ -381,7 +389,7 @@ def test_a_rejected_alert_ends_with_the_plain_message_not_the_lambda_error_docum
     assert result.entered("Alert Cannot Run") == 1
 
 
-@pytest.mark.parametrize("payload", [{}, {"alert_id": ""}, {"alert_id": 7}, {"id": "disk-full-web-1"}])
+@pytest.mark.parametrize("payload", [{}, {"id": "disk-full-web-1"}])
 def test_an_input_without_a_usable_alert_id_fails_with_invalid_alert_config(deployment, payload):
     # When
     result = deployment.run(MACHINE, payload)
@@ -405,15 +413,16 @@ def test_slack_500_then_success_retries_and_posts_exactly_once(deployment, slack
     assert result.status == "SUCCEEDED", result.cause
     assert result.output["notifications_sent"] == 2
     assert result.output["notifications_failed"] == []
-    assert [(n.user, n.status) for n in notifications(slack, alert_id)] == [
+    assert [(n.user, n.status) for n in notifications(slack, alert_id) if n.user == users[0]] == [
         (users[0], 500),
         (users[0], 200),
-        (users[1], 200),
     ]
+    assert [(n.user, n.status) for n in notifications(slack, alert_id) if n.user == users[1]] == [(users[1], 200)]
     assert_delivered_at_most_once(slack, alert_id)
     assert result.retries == 1
-    assert 5 <= result.simulated_seconds < 30
-    assert [p["user"] for p in task_parameters(result, NOTIFY)] == [users[0], users[0], users[1]]
+    # Full jitter: the retry comes at a random moment within the first back-off interval (5 s).
+    assert result.simulated_seconds < 30
+    assert Counter(p["user"] for p in task_parameters(result, NOTIFY)) == {users[0]: 2, users[1]: 1}
 
 
 def test_a_user_slack_always_fails_for_is_reported_and_the_others_are_still_notified(deployment, slack, alerts):
@@ -436,7 +445,7 @@ def test_a_user_slack_always_fails_for_is_reported_and_the_others_are_still_noti
         "stopped_reason": "count_reached",
     }
     delivered = notifications(slack, alert_id, delivered_only=True)
-    assert [(n.round, n.user) for n in delivered] == [(1, foo), (1, baz), (2, foo), (2, baz)]
+    assert by_round([(n.round, n.user) for n in delivered]) == sorted([(1, foo), (1, baz), (2, foo), (2, baz)])
     assert_delivered_at_most_once(slack, alert_id)
     # Then: each of bar's notifications was tried 1 + 4 times (the ASL's retry budget), no more
     attempts = Counter(n.round for n in notifications(slack, alert_id) if n.user == bar)
@@ -457,10 +466,10 @@ def test_every_notification_failing_fails_with_notification_delivery_failed(depl
     assert result.error == "NotificationDeliveryFailed"
     assert result.cause == (
         f"All 4 notifications of alert {alert_id} failed; each failure is in the execution history at"
-        " Notify Next User."
+        " Notify User."
     )
     sent = notifications(slack, alert_id)
-    assert [(n.round, n.user, n.status) for n in sent] == [(r, u, 404) for r in (1, 2) for u in users]
+    assert by_round([(n.round, n.user, n.status) for n in sent]) == sorted((r, u, 404) for r in (1, 2) for u in users)
     assert result.retries == 0
     assert result.entered(WAIT) == 1
 
@@ -483,6 +492,7 @@ def test_a_repeated_notification_for_the_same_execution_round_and_user_posts_onc
         "message": "Disk above 90% on web-1",
         "round": 1,
         "user": user,
+        "links": {"acknowledge": "https://alerts.example/?t=a", "resolve": "https://alerts.example/?t=r"},
     }
     lam = deployment.client("lambda")
     # When: the same notification is invoked again (a retry after a lost response), then round 2
@@ -770,3 +780,207 @@ def test_a_start_throttled_fewer_times_than_the_retries_allow_starts_every_alert
         assert _failure_records(deployment, schedule, event_id, expected=1, timeout=1) == []
     finally:
         _resolve_and_finish(deployment, alerts, executions[first] + executions[throttled])
+
+
+# --------------------------------------------------------------------------------------------------
+# Escalation levels and the message (issue 23, parts 2-4)
+# --------------------------------------------------------------------------------------------------
+def test_escalation_levels_notify_level_k_in_round_k_and_repeat_the_last(deployment, slack, alerts):
+    # Given: the on-call first, then the on-call and the lead for every later round
+    oncall, lead = _users("oncall", "lead")
+    alert_id = alerts.put(
+        alert_id=unique("escalating"),
+        notification_count=3,
+        escalation=[[oncall], [oncall, lead]],
+        interval_seconds=60,
+        message="Error rate above 5%",
+    )
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output["notifications_sent"] == 5
+    assert by_round([(n.round, n.user) for n in notifications(slack, alert_id)]) == sorted(
+        [(1, oncall), (2, oncall), (2, lead), (3, oncall), (3, lead)]
+    )
+
+
+def _link_key(deployment) -> bytes:
+    arn = _stack_resource(deployment, "AWS::SecretsManager::Secret", "SigningKey")
+    return deployment.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"].encode()
+
+
+def test_a_member_id_is_mentioned_and_the_buttons_carry_that_users_signed_links(deployment, slack, alerts):
+    # Given: a Slack member ID and an e-mail address
+    from patterns_common.alert_action_links import verify
+
+    member, [email] = f"U{uuid.uuid4().hex[:10].upper()}", _users("foo")
+    alert_id = alerts.put_alert([member, email])
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the member is mentioned (Slack notifies them), the e-mail named
+    assert result.status == "SUCCEEDED", result.cause
+    posts = [p.body for p in slack.posts if alert_id in p.body.get("text", "")]
+    assert [p["text"].split(":", 1)[0] for p in posts] == [f"<@{member}>", email]
+    # Then: every post has the two buttons, each opening a link the stack's key signed for that user,
+    # that action and this alert, valid at least a day; links are not unfurled
+    key, now = _link_key(deployment), deployment.aws.clock.now()
+    for post, user in zip(posts, (member, email)):
+        assert post["unfurl_links"] is False
+        buttons = post["blocks"][1]["elements"]
+        assert [b["text"]["text"] for b in buttons] == ["Acknowledge", "Resolve"]
+        for button, action in zip(buttons, ("acknowledge", "resolve")):
+            claim = verify(key, button["url"].split("?t=", 1)[1], now=now)
+            assert (claim.alert_id, claim.user, claim.action) == (alert_id, user, action)
+            assert claim.expires_at >= now + 23 * 3600
+
+
+# --------------------------------------------------------------------------------------------------
+# One escalation per alert (issue 23 part 1; issue 26 item 9)
+# --------------------------------------------------------------------------------------------------
+def _start(deployment, alert_id: str, name: str | None = None) -> str:
+    return deployment.client("stepfunctions").start_execution(
+        stateMachineArn=deployment.machine_arn(MACHINE),
+        name=name or unique("by-hand"),
+        input=json.dumps({"alert_id": alert_id}),
+    )["executionArn"]
+
+
+def _claim(alerts: AlertTable, alert_id: str) -> str | None:
+    item = alerts.client.get_item(TableName=alerts.name, Key={"alert_id": {"S": alert_id}}, ConsistentRead=True)["Item"]
+    return item.get("escalation_execution_arn", {}).get("S")
+
+
+def test_a_second_execution_for_an_escalating_alert_ends_at_once_naming_the_first(deployment, slack, alerts):
+    # Given: an alert escalating (round 1 sent, an hour until round 2; the test holds the clock)
+    users = _users("foo", "bar")
+    alert_id = alerts.put_alert(users, rounds=2, interval=3600)
+    with deployment.aws.clock.busy():
+        first = _start(deployment, alert_id)
+        _wait_for(lambda: len(notifications(slack, alert_id, delivered_only=True)) == 2, "round 1 on Slack")
+        # When: the alert is started again seconds later, as a person or a redelivered event would
+        second = follow(deployment.aws, _start(deployment, alert_id))
+        alerts.set_status(alert_id, "resolved")
+    # Then: the second notified nobody and named the running one; the first went on and ended
+    assert second.status == "SUCCEEDED", second.cause
+    assert second.output == {
+        "alert_id": alert_id,
+        "rounds_completed": 0,
+        "notifications_sent": 0,
+        "notifications_failed": [],
+        "stopped_reason": "already_running",
+        "running_execution_arn": first,
+    }
+    assert second.lambda_invocations == 1
+    first_result = follow(deployment.aws, first)
+    assert first_result.output["stopped_reason"] == "resolved"
+    assert len(notifications(slack, alert_id)) == 2
+    # Then: the first's end released the alert, so the next escalation may start at once
+    assert _claim(alerts, alert_id) is None
+
+
+def test_executions_started_together_for_one_alert_notify_once(deployment, slack, alerts):
+    # Given: five starts of one alert in the same moment (an alarm storm's redelivered events), the
+    # alert's rounds an hour apart (the test holds the clock, so the escalation is still running)
+    [user] = _users("foo")
+    alert_id = alerts.put_alert([user], rounds=2, interval=3600)
+    sfn = deployment.client("stepfunctions")
+    with deployment.aws.clock.busy():
+        arns = [_start(deployment, alert_id) for _ in range(5)]
+        ended = lambda: [a for a in arns if sfn.describe_execution(executionArn=a)["status"] != "RUNNING"]  # noqa: E731
+        _wait_for(lambda: len(ended()) == 4, "four of them to end")
+        [winner] = set(arns) - set(ended())
+        _wait_for(lambda: _is_waiting(deployment, winner), "the escalation's round 1 to end")
+        alerts.set_status(alert_id, "resolved")
+    results = {arn: follow(deployment.aws, arn) for arn in arns}
+    # Then: exactly one escalated; each other one ended at once naming it
+    assert results[winner].output["stopped_reason"] == "resolved"
+    others = [r.output for arn, r in results.items() if arn != winner]
+    assert [(o["stopped_reason"], o["running_execution_arn"], o["notifications_sent"]) for o in others] == [
+        ("already_running", winner, 0)
+    ] * 4
+    assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [(1, user)]
+
+
+def test_a_stopped_escalation_does_not_block_the_next_one(deployment, slack, alerts):
+    # Given: an escalation stopped by an operator in its wait: its end never released the alert
+    [user] = _users("foo")
+    alert_id = alerts.put_alert([user], rounds=2, interval=3600)
+    sfn = deployment.client("stepfunctions")
+    with deployment.aws.clock.busy():
+        stopped = _start(deployment, alert_id)
+        _wait_for(lambda: _is_waiting(deployment, stopped), "round 1 to end")
+        sfn.stop_execution(executionArn=stopped)
+    assert _claim(alerts, alert_id) == stopped
+    # When: the alert is started again
+    with deployment.aws.clock.busy():
+        again = _start(deployment, alert_id)
+        _wait_for(lambda: _is_waiting(deployment, again), "round 1 to end")
+        alerts.set_status(alert_id, "resolved")
+    result = follow(deployment.aws, again)
+    # Then: it took the claim over and notified
+    assert result.output["stopped_reason"] == "resolved"
+    assert result.output["notifications_sent"] == 1
+    assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [(1, user), (1, user)]
+
+
+# --------------------------------------------------------------------------------------------------
+# Slack's pace (issue 23 part 2)
+# --------------------------------------------------------------------------------------------------
+def test_a_round_of_forty_users_keeps_slacks_rate_limit(deployment, slack, alerts):
+    # Given: the stand-in keeps Slack's webhook limit, about one message per second with short
+    # bursts (https://api.slack.com/docs/rate-limits), in simulated time
+    users = _users(*(f"user{n:02d}" for n in range(40)))
+    alert_id = alerts.put_alert(users, rounds=1)
+    slack.limit_rate(per_second=1, burst=4)
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: every user notified once, and Slack never had to refuse a post
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output["notifications_sent"] == 40
+    posts = notifications(slack, alert_id)
+    assert [n.status for n in posts].count(429) == 0
+    assert sorted(n.user for n in posts) == sorted(users)
+    # Then: the round took about 40 s of simulated time (three at once, then one a second), not one second
+    assert 37 <= result.simulated_seconds < 80
+
+
+# --------------------------------------------------------------------------------------------------
+# The history-limit guard against a real worst case (issue 26, "Tests that cannot see these")
+# --------------------------------------------------------------------------------------------------
+def test_the_history_model_matches_an_execution_whose_every_notification_failed_after_every_retry(
+    deployment, slack, alerts
+):
+    # Given: two escalation levels, every post failing with 500 (retried until the machine gives up),
+    # and a start delay (the wait and status read the dispatcher's starts add)
+    from tests.lambda_loader import load_lambda_module
+
+    config_logic = load_lambda_module("alert_config", "alert_config_logic")
+    first, second, third = _users("first", "second", "third")
+    alert_id = alerts.put(
+        alert_id=unique("worst-case"),
+        notification_count=2,
+        escalation=[[first], [second, third]],
+        interval_seconds=0,
+    )
+    for user in (first, second, third):
+        slack.fail_for(user, status=500)
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id, "start_delay_seconds": 10})
+    # Then: every notification was tried 1 + 4 times and failed
+    assert (result.status, result.error) == ("FAILED", "NotificationDeliveryFailed")
+    attempts = Counter((n.round, n.user) for n in notifications(slack, alert_id))
+    assert attempts == {(1, first): 5, (2, second): 5, (2, third): 5}
+    # Then: the model counts exactly the events this execution wrote, and its worst case bounds them
+    modelled = config_logic.history_events(
+        [1, 2],
+        fetch_attempts=1,
+        read_attempts=1,
+        notify_attempts=5,
+        release_attempts=0,
+        delayed=True,
+        notifications_failed=True,
+        released=False,
+    )
+    assert len(result.events) == modelled
+    assert len(result.events) < config_logic.worst_case_history_events([1, 2])

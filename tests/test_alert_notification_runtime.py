@@ -51,9 +51,32 @@ def alert_item(**overrides):
     return {key: value for key, value in item.items() if value is not None}
 
 
+def asl_state(name: str, states: dict | None = None) -> dict:
+    """A state of the machine by name, at the top level or inside a Map's ItemProcessor."""
+    for state_name, state in (states or ASL["States"]).items():
+        if state_name == name:
+            return state
+        if "ItemProcessor" in state:
+            found = asl_state(name, state["ItemProcessor"]["States"])
+            if found:
+                return found
+    return {}
+
+
 def retry_attempts(state: str) -> int:
     """Most attempts a task can make: the first plus every retrier's MaxAttempts."""
-    return 1 + sum(retrier.get("MaxAttempts", 3) for retrier in ASL["States"][state].get("Retry", []))
+    return 1 + sum(retrier.get("MaxAttempts", 3) for retrier in asl_state(state).get("Retry", []))
+
+
+LINK_KEY = b"k" * 64
+# As long as a Lambda function URL: https://<32-character url-id>.lambda-url.<region>.on.aws/
+ACTIONS_URL = "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-east-1.on.aws/"
+
+
+def signed_links(user: str, notifying_for: int) -> dict[str, str]:
+    from patterns_common.alert_action_links import links_for
+
+    return links_for(LINK_KEY, ACTIONS_URL, alert_id="disk-full-web-1", user=user, expires_at=2_000_000_000 + notifying_for)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -73,12 +96,44 @@ def test_config_of_a_complete_item_is_what_the_machine_loops_on(config_logic):
     assert config.to_state() == {
         "alert_id": "disk-full-web-1",
         "message": "Disk above 90% on web-1",
-        "users": ["foo@example.com", "bar@example.com", "baz@example.com"],
-        "user_count": 3,
+        "levels": [["foo@example.com", "bar@example.com", "baz@example.com"]],
         "rounds": 3,
         "interval_seconds": 300,
+        "start_delay_seconds": 0,
+        "links": {},
     }
-    assert all(type(value) is int for value in (config.rounds, config.interval_seconds, config.user_count))
+    assert all(type(value) is int for value in (config.rounds, config.interval_seconds))
+
+
+def test_escalation_levels_notify_level_k_in_round_k_and_the_last_level_after(config_logic):
+    # Given: three levels, five rounds
+    levels = [["oncall@example.com"], ["oncall@example.com", "lead@example.com"], ["U012AB3CD"]]
+    item = alert_item(user_accounts=None, escalation=levels, notification_count=Decimal(5))
+    # When
+    config = config_logic.parse_alert_config(item)
+    # Then: round k notifies level k; rounds 4 and 5 repeat the last level
+    assert config.levels == levels
+    assert config.level_sizes() == [1, 2, 1, 1, 1]
+    assert config.users == ["oncall@example.com", "lead@example.com", "U012AB3CD"]
+
+
+def test_each_user_gets_signed_links_valid_a_day_after_the_last_round(config_logic):
+    # Given: 3 rounds 300 s apart, started 60 s late
+    from patterns_common.alert_action_links import LINK_LIFETIME_SECONDS, verify
+
+    signed = []
+    # When
+    config = config_logic.parse_alert_config(
+        alert_item(), start_delay_seconds=60, links_for=lambda user, span: signed.append(span) or signed_links(user, span)
+    )
+    # Then: one pair per user, each verifying for that user and action
+    assert sorted(config.links) == sorted(config.users)
+    assert set(signed) == {60 + 2 * 300}
+    for user, links in config.links.items():
+        for action, url in links.items():
+            claim = verify(LINK_KEY, url.split("?t=", 1)[1], now=0)
+            assert (claim.alert_id, claim.user, claim.action) == ("disk-full-web-1", user, action)
+    assert LINK_LIFETIME_SECONDS == 24 * 3600
 
 
 def test_config_defaults_interval_message_and_status(config_logic):
@@ -98,7 +153,7 @@ def test_map_form_user_accounts_are_notified_in_numeric_key_order(config_logic):
     config = config_logic.parse_alert_config(alert_item(user_accounts=accounts))
     # Then: numbers in numeric order, then any other keys
     assert config.users == ["a@example.com", "b@example.com", "j@example.com", "z@example.com"]
-    assert config.user_count == 4
+    assert config.levels == [config.users]
 
 
 @pytest.mark.parametrize(
@@ -128,6 +183,13 @@ def test_map_form_user_accounts_are_notified_in_numeric_key_order(config_logic):
         ({"message": Decimal(1)}, "message", "non-empty string"),
         ({"status": "snoozed"}, "status", "must be one of active, acknowledged, resolved"),
         ({"status": Decimal(1)}, "status", "must be one of"),
+        ({"escalation": [["a@example.com"]]}, "escalation", "not both"),
+        ({"user_accounts": None, "escalation": []}, "escalation", "non-empty list of levels"),
+        ({"user_accounts": None, "escalation": "a@example.com"}, "escalation", "non-empty list of levels"),
+        ({"user_accounts": None, "escalation": [["a@example.com"], []]}, "escalation[1]", "non-empty list"),
+        ({"user_accounts": None, "escalation": [["a@example.com"], "b@example.com"]}, "escalation[1]", "non-empty list"),
+        ({"user_accounts": None, "escalation": [["a@example.com", ""]]}, "escalation[0][1]", "non-empty string"),
+        ({"user_accounts": None, "escalation": [["a@example.com", "a@example.com"]]}, "escalation[0][1]", "listed twice"),
     ],
 )
 def test_invalid_config_names_the_field_and_the_problem(config_logic, overrides, field, problem):
@@ -142,7 +204,17 @@ def test_invalid_config_names_the_field_and_the_problem(config_logic, overrides,
 @pytest.mark.parametrize("event", [{}, {"alert_id": ""}, {"alert_id": 7}, {"alert_id": "x" * 257}, ["x"]])
 def test_execution_input_without_a_usable_alert_id_is_rejected(config_logic, event):
     with pytest.raises(config_logic.InvalidAlertConfig, match=r"^alert_id: "):
-        config_logic.read_alert_id(event)
+        config_logic.read_input(event)
+
+
+@pytest.mark.parametrize("delay, accepted", [(0, True), (900, True), (901, False), (-1, False), ("5", False), (True, False)])
+def test_a_start_delay_in_the_input_is_bounded(config_logic, delay, accepted):
+    event = {"alert_id": "disk-full-web-1", "start_delay_seconds": delay}
+    if accepted:
+        assert config_logic.read_input(event).start_delay_seconds == delay
+    else:
+        with pytest.raises(config_logic.InvalidAlertConfig, match=r"^start_delay_seconds: "):
+            config_logic.read_input(event)
 
 
 @pytest.mark.parametrize(("value", "shown"), [(Decimal(0), "got 0"), (Decimal("-3"), "got -3"), (Decimal("2.50"), "got 2.5"), ("3", "got '3'")])
@@ -155,7 +227,7 @@ def test_a_bad_count_is_quoted_as_written_in_the_item(config_logic, value, shown
 def test_execution_input_with_another_field_is_rejected_naming_it(config_logic):
     # The config lives in the item; a count in the input would be silently ignored.
     with pytest.raises(config_logic.InvalidAlertConfig, match=r"^notification_count: is not an input field"):
-        config_logic.read_alert_id({"alert_id": "disk-full-web-1", "notification_count": 1})
+        config_logic.read_input({"alert_id": "disk-full-web-1", "notification_count": 1})
 
 
 def test_rounds_that_could_exceed_the_history_limit_are_rejected_with_the_largest_that_fits(config_logic):
@@ -169,7 +241,9 @@ def test_rounds_that_could_exceed_the_history_limit_are_rejected_with_the_larges
     message = str(raised.value)
     assert message.startswith("notification_count: ") and "25,000 history events" in message
     most = int(re.search(r"at most (\d+) rounds", message).group(1))
-    assert config_logic.worst_case_history_events(most, 60) <= 25_000 < config_logic.worst_case_history_events(most + 1, 60)
+    assert (
+        config_logic.worst_case_history_events([60] * most) <= 25_000 < config_logic.worst_case_history_events([60] * (most + 1))
+    )
     assert config_logic.parse_alert_config({**item, "notification_count": Decimal(most)}).rounds == most
 
 
@@ -186,32 +260,39 @@ def test_long_user_names_are_bounded_by_the_payload_limit(config_logic):
     users = [f"{i:04d}" + "u" * 250 for i in range(400)]
     item = alert_item(user_accounts=users, notification_count=Decimal(1), interval_seconds=Decimal(0))
     # Then
-    assert config_logic.worst_case_history_events(1, 400) <= 25_000
+    assert config_logic.worst_case_history_events([400]) <= 25_000
     with pytest.raises(config_logic.InvalidAlertConfig, match=r"^user_accounts: .*256 KiB payload limit"):
         config_logic.parse_alert_config(item)
 
 
 def test_the_worst_case_state_estimate_bounds_the_state_the_machine_builds(config_logic):
-    # Given: an accepted config at its limit, every notification failed with a long error name
+    # Given: an accepted config at its limit (two levels, each user with signed links), every
+    # notification failed with a long error name
     users = [f"{i:03d}-\u00e9\"<{'u' * 200}" for i in range(40)]
-    item = alert_item(user_accounts=users, interval_seconds=Decimal(0), notification_count=Decimal(1000))
-    config = _largest_accepted(config_logic, item)
+    item = alert_item(
+        user_accounts=None, escalation=[users[:10], users], interval_seconds=Decimal(0), notification_count=Decimal(1000)
+    )
+    config = _largest_accepted(config_logic, item, links_for=signed_links)
     most = config.rounds
-    # When: what the execution holds inside the last Catch: its variables and the caught error
     failures = [
         {"round": r, "user": u, "error": "E" * config_logic.MAX_ERROR_NAME_LENGTH}
         for r in range(1, most + 1)
-        for u in config.users
+        for u in config.levels[min(r, 2) - 1]
     ]
+    # When: what the execution holds when the last round's Map ends: its variables, that round's
+    # results, and a caught error inside it
     state = {
         "variables": {
-            "config": config.to_state(),
-            "round": most,
-            "next_user": config.user_count,
+            "config": {**config.to_state(), "status": "active", "acknowledged_by": None, "resolved_by": None},
+            "status": "active",
+            "acted_by": {},
+            "outcome": {"stopped_reason": "count_reached"},
+            "rounds_done": most,
+            "due": False,
             "sent": 0,
             "failed": failures,
-            "status": "active",
         },
+        "result": failures[-len(users):],
         "errorOutput": {"Error": "E" * 64, "Cause": "c" * 32_000},
     }
     # Then
@@ -219,11 +300,11 @@ def test_the_worst_case_state_estimate_bounds_the_state_the_machine_builds(confi
     assert actual <= config_logic.worst_case_state_bytes(config) <= config_logic.MAX_PAYLOAD_BYTES
 
 
-def _largest_accepted(config_logic, item):
+def _largest_accepted(config_logic, item, **kwargs):
     """Lower notification_count to what each rejection names as the most, until the config is accepted."""
     while True:
         try:
-            return config_logic.parse_alert_config(item)
+            return config_logic.parse_alert_config(item, **kwargs)
         except config_logic.InvalidAlertConfig as rejected:
             most = re.search(r"at most (\d+) rounds", str(rejected))
             assert most and int(most.group(1)) < item["notification_count"], rejected
@@ -235,7 +316,8 @@ def _largest_accepted(config_logic, item):
     [
         ("FETCH_MAX_ATTEMPTS", "Fetch Alert Config"),
         ("READ_STATUS_MAX_ATTEMPTS", "Read Alert Status"),
-        ("NOTIFY_MAX_ATTEMPTS", "Notify Next User"),
+        ("NOTIFY_MAX_ATTEMPTS", "Notify User"),
+        ("RELEASE_MAX_ATTEMPTS", "End Escalation"),
     ],
 )
 def test_history_budget_uses_the_retry_budgets_the_asl_declares(config_logic, constant, state):
@@ -254,7 +336,11 @@ def test_the_longest_accepted_wait_fits_in_the_machine_timeout(config_logic):
 @pytest.fixture
 def alert_table(monkeypatch):
     monkeypatch.setenv("ALERT_TABLE_NAME", "alerts")
+    monkeypatch.setenv("ALERT_ACTIONS_URL", ACTIONS_URL)
     with mock_aws():
+        secret = boto3.client("secretsmanager").create_secret(Name="action-link-key", SecretString=LINK_KEY.decode())
+        monkeypatch.setenv("ACTION_LINK_KEY_SECRET_ARN", secret["ARN"])
+        parameters.clear_caches()
         table = boto3.resource("dynamodb").create_table(
             TableName="alerts",
             KeySchema=[{"AttributeName": "alert_id", "KeyType": "HASH"}],
@@ -262,10 +348,29 @@ def alert_table(monkeypatch):
             BillingMode="PAY_PER_REQUEST",
         )
         yield table
+    parameters.clear_caches()
 
 
-def test_fetch_handler_returns_the_config_of_a_map_form_item(alert_table):
+@pytest.fixture
+def executions():
+    """Start executions of a machine in moto (they stay RUNNING until stopped): claim holders."""
+    stepfunctions = boto3.client("stepfunctions")
+    machine = stepfunctions.create_state_machine(
+        name="alerts", definition='{"StartAt": "A", "States": {"A": {"Type": "Succeed"}}}',
+        roleArn="arn:aws:iam::123456789012:role/sfn",
+    )["stateMachineArn"]
+    return lambda name: stepfunctions.start_execution(stateMachineArn=machine, name=name)["executionArn"]
+
+
+def fetch_event(alert_id: str, execution_arn: str = "arn:aws:states:us-east-1:123456789012:execution:alerts:me") -> dict:
+    """What Fetch Alert Config's task sends: the execution input and the execution's ARN."""
+    return {"input": {"alert_id": alert_id}, "execution_arn": execution_arn}
+
+
+def test_fetch_handler_returns_the_config_of_a_map_form_item_with_signed_links(alert_table):
     # Given: the item as the seed stores it
+    from patterns_common.alert_action_links import verify
+
     alert_table.put_item(
         Item={
             "alert_id": "cpu-high",
@@ -275,22 +380,33 @@ def test_fetch_handler_returns_the_config_of_a_map_form_item(alert_table):
     )
     handler = load_lambda_module("alert_config", "handler")
     # When
-    result = handler.lambda_handler({"alert_id": "cpu-high"}, FakeLambdaContext())
-    # Then: JSON-ready (no Decimal), ordered, defaults applied
+    result = handler.lambda_handler(fetch_event("cpu-high"), FakeLambdaContext())
+    # Then: JSON-ready (no Decimal), ordered, defaults applied, the item's status for the first round
+    links = result.pop("links")
     assert json.loads(json.dumps(result)) == {
         "alert_id": "cpu-high",
         "message": "Alert cpu-high is active",
-        "users": ["foo@example.com", "bar@example.com"],
-        "user_count": 2,
+        "levels": [["foo@example.com", "bar@example.com"]],
         "rounds": 2,
         "interval_seconds": 300,
+        "start_delay_seconds": 0,
+        "status": "active",
+        "acknowledged_by": None,
+        "resolved_by": None,
     }
+    # Then: each user's two links carry a token the stack's key verifies, for that user and action
+    for user in ("foo@example.com", "bar@example.com"):
+        assert set(links[user]) == {"acknowledge", "resolve"}
+        for action, url in links[user].items():
+            assert url.startswith(ACTIONS_URL + "?t=")
+            claim = verify(LINK_KEY, url.split("?t=", 1)[1], now=0)
+            assert (claim.alert_id, claim.user, claim.action) == ("cpu-high", user, action)
 
 
 def test_fetch_handler_raises_alert_not_found_for_a_missing_item(alert_table):
     handler = load_lambda_module("alert_config", "handler")
     with pytest.raises(handler.AlertNotFound, match=r"^alert_id: .*'no-such-alert'"):
-        handler.lambda_handler({"alert_id": "no-such-alert"}, FakeLambdaContext())
+        handler.lambda_handler(fetch_event("no-such-alert"), FakeLambdaContext())
 
 
 def test_fetch_handler_raises_invalid_alert_config_for_a_bad_item(alert_table):
@@ -299,10 +415,82 @@ def test_fetch_handler_raises_invalid_alert_config_for_a_bad_item(alert_table):
     handler = load_lambda_module("alert_config", "handler")
     # When
     with pytest.raises(Exception) as raised:
-        handler.lambda_handler({"alert_id": "broken"}, FakeLambdaContext())
-    # Then: the class name is the error name the execution fails with
+        handler.lambda_handler(fetch_event("broken"), FakeLambdaContext())
+    # Then: the class name is the error name the execution fails with, and nothing was claimed
     assert type(raised.value).__name__ == "InvalidAlertConfig"
     assert str(raised.value).startswith("notification_count: ")
+    assert "escalation_execution_arn" not in alert_table.get_item(Key={"alert_id": "broken"})["Item"]
+
+
+def _claim_of(table, alert_id: str) -> str | None:
+    return table.get_item(Key={"alert_id": alert_id}, ConsistentRead=True)["Item"].get("escalation_execution_arn")
+
+
+def test_fetch_claims_the_alert_and_a_second_execution_finds_it_running(alert_table, executions):
+    # Given: an alert, and two executions for it
+    alert_table.put_item(Item={"alert_id": "cpu-high", "notification_count": 1, "user_accounts": ["a@example.com"]})
+    handler = load_lambda_module("alert_config", "handler")
+    first, second = executions("first"), executions("second")
+    # When
+    handler.lambda_handler(fetch_event("cpu-high", first), FakeLambdaContext())
+    with pytest.raises(Exception) as raised:
+        handler.lambda_handler(fetch_event("cpu-high", second), FakeLambdaContext())
+    # Then: the second ends with the first's ARN; the claim stays the first's
+    assert type(raised.value).__name__ == "AlertAlreadyRunning"
+    assert str(raised.value) == first
+    assert _claim_of(alert_table, "cpu-high") == first
+    # Then: a retried fetch of the first (a lost response) still runs
+    assert handler.lambda_handler(fetch_event("cpu-high", first), FakeLambdaContext())["alert_id"] == "cpu-high"
+
+
+def test_a_claim_whose_execution_ended_is_taken_over(alert_table, executions):
+    # Given: the alert claimed by an execution that was stopped (its end never released the claim)
+    import boto3 as aws
+
+    alert_table.put_item(Item={"alert_id": "cpu-high", "notification_count": 1, "user_accounts": ["a@example.com"]})
+    handler = load_lambda_module("alert_config", "handler")
+    stopped, later = executions("stopped"), executions("later")
+    handler.lambda_handler(fetch_event("cpu-high", stopped), FakeLambdaContext())
+    aws.client("stepfunctions").stop_execution(executionArn=stopped)
+    # When
+    handler.lambda_handler(fetch_event("cpu-high", later), FakeLambdaContext())
+    # Then
+    assert _claim_of(alert_table, "cpu-high") == later
+
+
+@pytest.mark.parametrize(
+    "holder, expires_at",
+    [
+        ("arn:aws:states:us-east-1:123456789012:execution:alerts:gone", 4_000_000_000),  # no such execution
+        ("arn:aws:states:us-east-1:123456789012:execution:alerts:long-ago", 1),  # past the machine timeout
+    ],
+    ids=["execution-does-not-exist", "claim-expired"],
+)
+def test_a_claim_that_cannot_be_running_never_blocks(alert_table, executions, holder, expires_at):
+    # Given: a claim left behind (a deleted machine's execution, or one older than any execution lives)
+    alert_table.put_item(
+        Item={
+            "alert_id": "cpu-high",
+            "notification_count": 1,
+            "user_accounts": ["a@example.com"],
+            "escalation_execution_arn": holder,
+            "escalation_claim_expires_at": expires_at,
+        }
+    )
+    handler = load_lambda_module("alert_config", "handler")
+    me = executions("me")
+    # When
+    handler.lambda_handler(fetch_event("cpu-high", me), FakeLambdaContext())
+    # Then
+    assert _claim_of(alert_table, "cpu-high") == me
+
+
+def test_a_claim_expires_only_after_the_machine_timeout(config_logic):
+    # The claim may be ignored once its execution cannot be running any more: the machine's timeout.
+    assert config_logic.MACHINE_TIMEOUT_SECONDS == ASL["TimeoutSeconds"]
+    item = {"escalation_execution_arn": "arn:other", "escalation_claim_expires_at": Decimal(config_logic.claim_expiry(1000))}
+    assert config_logic.claim_to_check(item, me="arn:me", now=1000 + ASL["TimeoutSeconds"] - 1) == "arn:other"
+    assert config_logic.claim_to_check(item, me="arn:me", now=1000 + ASL["TimeoutSeconds"]) is None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -321,20 +509,69 @@ def slack():
         yield stand_in
 
 
+LINKS = {"acknowledge": "https://actions.example/?t=ack-token", "resolve": "https://actions.example/?t=res-token"}
+
+
 def test_notification_text_names_the_user_and_the_message_escaped_for_slack(slack_webhook):
-    notification = slack_webhook.Notification(alert_id="db<1>", message="CPU > 90% & rising", round=2, user="foo@example.com")
+    notification = slack_webhook.Notification(
+        alert_id="db<1>", message="CPU > 90% & rising", round=2, user="foo@example.com", links=LINKS
+    )
     assert notification.text() == (
         "foo@example.com: alert db&lt;1&gt; is active (notification round 2). CPU &gt; 90% &amp; rising"
     )
 
 
-def test_post_message_sends_json_text_to_the_webhook(slack_webhook, slack):
+@pytest.mark.parametrize(
+    "user, addressed",
+    [("U012AB3CD", "<@U012AB3CD>"), ("W012AB3CD", "<@W012AB3CD>"), ("foo@example.com", "foo@example.com"), ("ops", "ops")],
+)
+def test_a_slack_member_id_is_mentioned_and_anything_else_named(slack_webhook, user, addressed):
+    # Slack notifies a member mentioned as <@ID> (https://api.slack.com/reference/surfaces/formatting#mentioning-users);
+    # member IDs start with U (or W in Enterprise Grid).
+    notification = slack_webhook.Notification(alert_id="db-1", message="m", round=1, user=user, links=LINKS)
+    assert notification.text().startswith(f"{addressed}: alert db-1 is active")
+
+
+def test_every_notification_is_block_kit_with_acknowledge_and_resolve_link_buttons(slack_webhook):
+    # Given
+    notification = slack_webhook.Notification(alert_id="db-1", message="Disk full", round=3, user="U012AB3CD", links=LINKS)
     # When
-    status = slack_webhook.post_message(slack.url, "hello foo@example.com")
+    payload = notification.payload()
+    # Then: a section, then the two buttons opening the user's links; the text as the fallback; no
+    # unfurling (https://api.slack.com/reference/block-kit/block-elements#button,
+    # https://api.slack.com/messaging/webhooks, https://api.slack.com/reference/messaging/link-unfurling)
+    assert payload["text"] == notification.text()
+    section, actions = payload["blocks"]
+    assert section["type"] == "section" and "<@U012AB3CD>" in section["text"]["text"]
+    assert "Disk full" in section["text"]["text"] and "round 3" in section["text"]["text"]
+    assert actions["type"] == "actions"
+    assert [(b["type"], b["text"]["type"], b["text"]["text"], b["url"]) for b in actions["elements"]] == [
+        ("button", "plain_text", "Acknowledge", LINKS["acknowledge"]),
+        ("button", "plain_text", "Resolve", LINKS["resolve"]),
+    ]
+    assert payload["unfurl_links"] is False
+
+
+def test_a_long_message_fits_the_section_block_and_stays_whole_in_the_fallback(slack_webhook):
+    # A section's text holds at most 3,000 characters (https://api.slack.com/reference/block-kit/blocks#section).
+    notification = slack_webhook.Notification(alert_id="db-1", message="x" * 4000, round=1, user="u@example.com", links=LINKS)
+    payload = notification.payload()
+    assert len(payload["blocks"][0]["text"]["text"]) == 3000
+    assert payload["text"].endswith("x" * 4000)
+
+
+@pytest.mark.parametrize("post_at, now, wait", [(None, 100.0, 0.0), (102.5, 100.0, 2.5), (99.0, 100.0, 0.0), (200.0, 100.0, 5.0)])
+def test_a_notification_waits_for_its_slot_in_the_round_at_most_five_seconds(slack_webhook, post_at, now, wait):
+    assert slack_webhook.pacing_wait(post_at, now) == wait
+
+
+def test_post_message_sends_the_json_payload_to_the_webhook(slack_webhook, slack):
+    # When
+    status = slack_webhook.post_message(slack.url, {"text": "hello foo@example.com", "unfurl_links": False})
     # Then
     assert status == 200
     [post] = slack.posts
-    assert post.body == {"text": "hello foo@example.com"}
+    assert post.body == {"text": "hello foo@example.com", "unfurl_links": False}
     assert post.path == "/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"
     assert post.headers["Content-Type"].startswith("application/json")
 
@@ -343,14 +580,14 @@ def test_post_message_sends_json_text_to_the_webhook(slack_webhook, slack):
 def test_server_errors_are_transient(slack_webhook, slack, status):
     slack.fail_next(1, status=status)
     with pytest.raises(slack_webhook.SlackTransientError, match=str(status)):
-        slack_webhook.post_message(slack.url, "hi")
+        slack_webhook.post_message(slack.url, {"text": "hi"})
 
 
 @pytest.mark.parametrize("status", [400, 403, 404, 410])
 def test_client_errors_are_permanent(slack_webhook, slack, status):
     slack.fail_next(1, status=status)
     with pytest.raises(slack_webhook.SlackRejectedError, match=str(status)):
-        slack_webhook.post_message(slack.url, "hi")
+        slack_webhook.post_message(slack.url, {"text": "hi"})
 
 
 def test_a_short_retry_after_is_honoured_before_one_more_try(slack_webhook, slack):
@@ -358,7 +595,7 @@ def test_a_short_retry_after_is_honoured_before_one_more_try(slack_webhook, slac
     slack.fail_next(1, status=429, retry_after=3)
     pauses: list[float] = []
     # When
-    status = slack_webhook.post_message(slack.url, "hi", sleep=pauses.append)
+    status = slack_webhook.post_message(slack.url, {"text": "hi"}, sleep=pauses.append)
     # Then
     assert status == 200
     assert pauses == [3]
@@ -372,7 +609,7 @@ def test_rate_limits_not_settled_in_the_function_are_transient(slack_webhook, sl
     pauses: list[float] = []
     # Then
     with pytest.raises(slack_webhook.SlackTransientError, match="429"):
-        slack_webhook.post_message(slack.url, "hi", sleep=pauses.append)
+        slack_webhook.post_message(slack.url, {"text": "hi"}, sleep=pauses.append)
     assert len(slack.posts) == posts
     assert pauses == ([retry_after] if posts == 2 else [])
 
@@ -380,20 +617,20 @@ def test_rate_limits_not_settled_in_the_function_are_transient(slack_webhook, sl
 def test_a_hanging_webhook_is_a_transient_timeout(slack_webhook, slack):
     slack.hang_next(seconds=5)
     with pytest.raises(slack_webhook.SlackTransientError, match="did not answer"):
-        slack_webhook.post_message(slack.url, "hi", timeout=0.2)
+        slack_webhook.post_message(slack.url, {"text": "hi"}, timeout=0.2)
 
 
 def test_a_webhook_that_is_not_listening_is_transient(slack_webhook):
     with SlackStandIn() as gone:
         url = gone.url
     with pytest.raises(slack_webhook.SlackTransientError):
-        slack_webhook.post_message(url, "hi", timeout=1)
+        slack_webhook.post_message(url, {"text": "hi"}, timeout=1)
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "not a url", ""])
 def test_a_secret_that_is_not_an_http_url_is_rejected_without_a_request(slack_webhook, url):
     with pytest.raises(slack_webhook.SlackRejectedError, match="http"):
-        slack_webhook.post_message(url, "hi")
+        slack_webhook.post_message(url, {"text": "hi"})
 
 
 def test_stand_in_fails_every_post_mentioning_a_user_and_numbers_posts(slack_webhook, slack):
@@ -403,7 +640,7 @@ def test_stand_in_fails_every_post_mentioning_a_user_and_numbers_posts(slack_web
     results = []
     for user in ("foo@example.com", "bar@example.com", "baz@example.com"):
         try:
-            results.append(slack_webhook.post_message(slack.url, f"{user}: disk full"))
+            results.append(slack_webhook.post_message(slack.url, {"text": f"{user}: disk full"}))
         except slack_webhook.SlackTransientError:
             results.append("transient")
     # Then
@@ -441,6 +678,7 @@ def notification_event(round_: int = 1, user: str = "foo@example.com") -> dict:
         "message": "Disk above 90% on web-1",
         "round": round_,
         "user": user,
+        "links": LINKS,
     }
 
 
@@ -451,6 +689,7 @@ def test_notifier_posts_one_message_naming_the_user_and_the_alert_message(notifi
     assert result == {"user": "foo@example.com", "round": 1, "status": 200}
     [post] = slack.posts
     assert "foo@example.com" in post.body["text"] and "Disk above 90% on web-1" in post.body["text"]
+    assert [button["url"] for button in post.body["blocks"][1]["elements"]] == [LINKS["acknowledge"], LINKS["resolve"]]
 
 
 def test_a_repeated_notification_does_not_post_again(notifier, slack):
@@ -488,17 +727,25 @@ def test_a_rejected_notification_is_not_retryable(notifier, slack):
     with pytest.raises(Exception) as raised:
         notifier.lambda_handler(notification_event(), FakeLambdaContext())
     assert type(raised.value).__name__ == "SlackRejectedError"
-    retry_names = {name for retrier in ASL["States"]["Notify Next User"]["Retry"] for name in retrier["ErrorEquals"]}
+    retry_names = {name for retrier in asl_state("Notify User")["Retry"] for name in retrier["ErrorEquals"]}
     assert "SlackRejectedError" not in retry_names and "SlackTransientError" in retry_names
 
 
-def test_a_delivered_notification_counts_as_sent_for_its_alert_once(notifier, slack, capsys):
+def test_a_delivered_notification_counts_as_sent_once_with_the_alert_id_as_a_property_not_a_dimension(
+    notifier, slack, capsys
+):
     # When: delivered, then replayed by a retried task
     notifier.lambda_handler(notification_event(), FakeLambdaContext())
     notifier.lambda_handler(notification_event(), FakeLambdaContext())
-    # Then
-    metrics = emf_metrics(capsys.readouterr().out)
-    assert [(m.get("AlertId"), m.get("NotificationsSent")) for m in metrics] == [("disk-full-web-1", [1.0])]
+    # Then: one count; its only dimension is the function's service (a dimension value per alert would
+    # be a custom metric each), and the alert id is a property of the EMF document
+    # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html)
+    output = capsys.readouterr().out
+    metrics = emf_metrics(output)
+    assert [m.get("NotificationsSent") for m in metrics] == [[1.0]]
+    [document] = [json.loads(line) for line in output.splitlines() if '"NotificationsSent"' in line and '"_aws"' in line]
+    assert [dimensions for d in document["_aws"]["CloudWatchMetrics"] for dimensions in d["Dimensions"]] == [["service"]]
+    assert document["alert_id"] == "disk-full-web-1"
 
 
 @pytest.mark.parametrize(
@@ -508,7 +755,7 @@ def test_a_delivered_notification_counts_as_sent_for_its_alert_once(notifier, sl
 )
 def test_a_notification_counts_as_failed_once_the_machine_gives_up_on_it(notifier, slack, capsys, status, attempt, counted):
     # Given: the attempt number the machine passes ($states.context.State.RetryCount + 1)
-    slack_retrier = next(r for r in ASL["States"]["Notify Next User"]["Retry"] if "SlackTransientError" in r["ErrorEquals"])
+    slack_retrier = next(r for r in asl_state("Notify User")["Retry"] if "SlackTransientError" in r["ErrorEquals"])
     event = {**notification_event(), "attempt": 1 + slack_retrier["MaxAttempts"] if attempt == "last" else attempt}
     slack.fail_next(1, status=status)
     # When
@@ -521,10 +768,8 @@ def test_a_notification_counts_as_failed_once_the_machine_gives_up_on_it(notifie
 
 def test_the_notifier_knows_how_many_attempts_the_machine_gives_a_transient_failure():
     slack_webhook = load_lambda_module("alert_notifier", "slack_webhook")
-    [retrier] = [r for r in ASL["States"]["Notify Next User"]["Retry"] if "SlackTransientError" in r["ErrorEquals"]]
+    [retrier] = [r for r in asl_state("Notify User")["Retry"] if "SlackTransientError" in r["ErrorEquals"]]
     assert slack_webhook.SLACK_MAX_ATTEMPTS == 1 + retrier["MaxAttempts"]
-    payload = ASL["States"]["Notify Next User"]["Arguments"]["Payload"]
-    assert payload["attempt"] == "{% $states.context.State.RetryCount + 1 %}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -642,6 +887,20 @@ def test_running_executions_are_matched_to_alerts_by_name_and_only_others_are_le
     assert found == {"a/b"} and to_describe == ["arn:by-hand"]
 
 
+def test_a_dispatch_spreads_its_starts_a_few_at_once_then_seconds_apart_within_a_quarter_hour(dispatch_logic):
+    # Slack takes about one message per second per channel, with short bursts
+    # (https://api.slack.com/docs/rate-limits): a few alerts start at once, then they are spread.
+    assert dispatch_logic.start_delays(3) == [0, 0, 0]
+    assert dispatch_logic.start_delays(5) == [0, 0, 0, 5, 10]
+    many = dispatch_logic.start_delays(1000)
+    assert many == sorted(many) and many[-1] <= 900 and len(set(many)) > 900
+    # the machine accepts every delay the dispatcher gives
+    config_logic = load_lambda_module("alert_config", "alert_config_logic")
+    assert max(many) <= config_logic.MAX_START_DELAY_SECONDS
+    assert dispatch_logic.execution_input("a", 0) == {"alert_id": "a"}
+    assert dispatch_logic.execution_input("a", 5) == {"alert_id": "a", "start_delay_seconds": 5}
+
+
 def test_failure_message_names_every_alert_not_started(dispatch_logic):
     message = dispatch_logic.failure_message({"b": "ThrottlingException", "a": "AccessDeniedException"}, 5)
     assert message == "2 of 5 alerts were not started: a (AccessDeniedException), b (ThrottlingException)"
@@ -694,3 +953,4 @@ def test_a_dispatch_that_fails_for_one_alert_starts_the_others_and_names_the_fai
         for e in stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]
     ]
     assert sorted(inputs) == ["a", "c"]
+

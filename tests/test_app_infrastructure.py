@@ -114,7 +114,44 @@ def test_a_powertools_release_without_a_known_layer_version_fails_synthesis(tmp_
     monkeypatch.setattr(python_function, "POWERTOOLS_REQUIREMENTS", pins)
     # When / Then
     with pytest.raises(ValueError, match="Powertools 3.24.0 is pinned"):
-        python_function.powertools_layer_arn()
+        python_function.powertools_layer_version()
+
+
+def _layer_arn_in(region: str | None) -> str:
+    from aws_cdk import App, Environment, Stack
+
+    from stacks.common import python_function
+
+    app = App(context={"@aws-cdk/core:enablePartitionLiterals": True})
+    stack = Stack(app, "Layers", env=Environment(account="123456789012", region=region) if region else None)
+    return stack.resolve(python_function.powertools_layer_arn(stack))
+
+
+@pytest.mark.parametrize(
+    ("region", "arn"),
+    [
+        # The Powertools install page lists the publisher per partition and region:
+        # https://docs.aws.amazon.com/powertools/python/latest/getting-started/install/
+        ("eu-west-1", "arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-x86_64:27"),
+        ("cn-north-1", "arn:aws-cn:lambda:cn-north-1:498634801083:layer:AWSLambdaPowertoolsPythonV3-python313-x86_64:27"),
+        ("us-gov-west-1", "arn:aws-us-gov:lambda:us-gov-west-1:165093116878:layer:AWSLambdaPowertoolsPythonV3-python313-x86_64:27"),
+    ],
+)
+def test_the_powertools_layer_is_the_one_published_in_the_stacks_partition_and_region(region, arn):
+    assert _layer_arn_in(region) == arn
+
+
+def test_a_region_where_no_powertools_layer_is_published_fails_synthesis():
+    # Ningxia is in the China partition, but Powertools publishes its layer in cn-north-1 only.
+    with pytest.raises(ValueError, match="no AWSLambdaPowertoolsPythonV3-python313-x86_64 layer is published in cn-northwest-1"):
+        _layer_arn_in("cn-northwest-1")
+
+
+def test_an_environment_agnostic_stack_looks_the_publisher_up_at_deploy_time():
+    # Given: no region at synthesis, so the template must pick the account in the region it lands in
+    arn = json.dumps(_layer_arn_in(None))
+    # Then: the commercial account in the aws partition, else the region's from a mapping
+    assert '{"Fn::If": ["CommercialPartition", "017000801446", {"Fn::FindInMap": ["PowertoolsLayerPublisher", {"Ref": "AWS::Region"}, "Account"]}]}' in arn
 
 
 def test_every_state_machine_is_standard_with_inline_definition_logs_and_xray(synthesized_app):
@@ -129,7 +166,10 @@ def test_every_state_machine_is_standard_with_inline_definition_logs_and_xray(sy
         assert "DefinitionString" in props and "DefinitionSubstitutions" not in props
         assert props.get("StateMachineType", "STANDARD") == "STANDARD"
         assert props["TracingConfiguration"] == {"Enabled": True}
-        assert props["LoggingConfiguration"]["Level"] == "ALL"
+        # Error events without execution data: no input, output or task token in the logs
+        # (tests/test_job_poller_execution.py reads what an execution logs)
+        assert props["LoggingConfiguration"]["Level"] == "ERROR"
+        assert props["LoggingConfiguration"]["IncludeExecutionData"] is False
 
 
 def test_every_log_group_has_retention(synthesized_app):
@@ -172,13 +212,13 @@ def test_both_alert_failure_queues_raise_an_alarm_on_the_status_topic(synthesize
         for v in monitoring.values()
         if v["Type"] == "AWS::CloudWatch::Alarm" and isinstance(v["Properties"]["AlarmName"], str)
     }
-    # Then: one alarm per queue, on its depth, notifying the topic that people subscribe to
+    # Then: one alarm per queue, on the failures sent to it, notifying the topic that people subscribe to
     for name, queue in (
         ("MonitoringStack-AlertScheduleDeadLettered", "ScheduleDeadLetterQueue"),
         ("MonitoringStack-AlertDispatchFailed", "DispatchFailureQueue"),
     ):
         alarm = alarms[name]
-        assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible" and alarm["Namespace"] == "AWS/SQS"
+        assert alarm["MetricName"] == "NumberOfMessagesSent" and alarm["Namespace"] == "AWS/SQS"
         assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert queue in json.dumps(alarm["Dimensions"])  # the import of the alert stack's queue name
         assert alarm["AlarmActions"] == [{"Ref": topic}]

@@ -75,6 +75,47 @@ def test_the_machines_page_draws_every_state_of_each_deployed_definition(deploym
     assert json.loads(editor.get_attribute("value")) == samples.for_machine("map-retry")[0].input
 
 
+# Rectangles overlapping by more than this many pixels each way hide one another's text.
+_OVERLAP_PX = 2
+_READ_GRAPH = """
+const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > arguments[1]
+  && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > arguments[1];
+const section = arguments[0], svg = section.querySelector("svg.graph"), box = svg.parentElement.getBoundingClientRect();
+const labels = [...svg.querySelectorAll("text.edge-label")].map((t) => t.getBoundingClientRect());
+const nodes = [...svg.querySelectorAll("g.node:not(.join) rect")].map((r) => r.getBoundingClientRect());
+const rect = svg.getBoundingClientRect();
+return {
+  scale: rect.width / svg.viewBox.baseVal.width,
+  inside: rect.left >= box.left - 1 && rect.right <= box.right + 1 && rect.right <= window.innerWidth,
+  labels: labels.length,
+  labelsOverlapping: labels.flatMap((a, i) => labels.slice(i + 1).filter((b) => overlap(a, b))).length,
+  labelsOnNodes: labels.flatMap((a) => nodes.filter((b) => overlap(a, b))).length,
+};
+"""
+
+
+def test_every_machine_graph_is_readable_in_a_1400_px_window(deployment, console, browser):
+    # Given: the console in the 1,400 px wide window tests/browser.py opens
+    browser.get(console.url)
+    machines = deployment.machine_names().values()
+    _until(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "section.machine svg.graph")) >= len(machines),
+           "graphs drawn")
+    assert browser.execute_script("return window.innerWidth") <= 1400
+    # Then: nothing runs off the side of the page
+    assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    for name in machines:
+        section = browser.find_element(By.CSS_SELECTOR, f'section[data-machine="{name}"]')
+        # When: its graph is measured as drawn
+        graph = browser.execute_script(_READ_GRAPH, section, _OVERLAP_PX)
+        # Then: all of it in its box at a size text can be read, no label over another or over a state
+        assert graph["inside"], (name, graph)
+        assert graph["scale"] >= 0.7, (name, graph)
+        assert graph["labelsOverlapping"] == 0 and graph["labelsOnNodes"] == 0, (name, graph)
+    # The alert machine's Choice has labelled branches to check (more than the four it needs to stagger)
+    alert = browser.execute_script(_READ_GRAPH, browser.find_element(By.CSS_SELECTOR, 'section[data-machine="alert"]'), 0)
+    assert alert["labels"] >= 4
+
+
 def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it(deployment, console, browser):
     # Given: the sample alert and what its item says (users per round, seconds between rounds)
     sfn = deployment.client("stepfunctions")
@@ -137,3 +178,201 @@ def _unquote(text: str) -> str:
     from urllib.parse import unquote
 
     return unquote(text)
+
+
+# -- The Slack panel (issue 22, part 3) -----------------------------------------------------------
+# What Slack shows and sends: https://api.slack.com/reference/surfaces/formatting (mrkdwn),
+# https://api.slack.com/interactivity/handling (a click on a button, response_url),
+# https://api.slack.com/docs/verifying-requests-from-slack (the signature).
+
+def _slack_message(actions_url: str) -> dict:
+    return {
+        "text": "<@U0123ABCD>: alert console-slack-test is active",
+        "unfurl_links": False,
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn",
+                                         "text": "*Disk full* on web-1 for <@U0123ABCD>, see <https://example.com/runbook|the runbook>"}},
+            {"type": "actions", "block_id": "alert-actions", "elements": [
+                {"type": "button", "action_id": "acknowledge", "text": {"type": "plain_text", "text": "Acknowledge"},
+                 "url": f"{actions_url}?token=console-test", "style": "primary"},
+                {"type": "button", "action_id": "resolve", "text": {"type": "plain_text", "text": "Resolve"}, "value": "resolve"},
+            ]},
+        ],
+    }
+
+
+def _post_json(url: str, body: dict) -> int:
+    import urllib.request
+
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status
+
+
+def test_the_slack_panel_shows_a_message_as_slack_does_and_its_buttons_act(deployment, console, browser):
+    import hashlib
+    import hmac
+
+    from emulator.session import SLACK_SIGNING_SECRET_NAME
+
+    # Given: the deployer's set-up: interactivity's request URL is the app's action endpoint
+    actions_url = deployment.output("AlertNotificationStack", "AlertActionsUrl")
+    slack = deployment.slack
+    assert slack.request_url == actions_url
+    secret = deployment.client("secretsmanager").get_secret_value(SecretId=SLACK_SIGNING_SECRET_NAME)["SecretString"]
+    # Given: a message with mrkdwn, a mention, a link, a link button and a plain button
+    assert _post_json(slack.url, _slack_message(actions_url)) == 200
+    seq = slack.posts[-1].seq
+    interactions_before = len(slack.interactions)
+    # When: the Slack page is open
+    browser.get(console.url + "#/slack")
+    item = f'#slack li[data-seq="{seq}"]'
+    _until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f"{item} .slack-button"), "message drawn")
+    # Then: drawn as Slack shows it: bold, the mention, the link, two buttons
+    message = browser.find_element(By.CSS_SELECTOR, item)
+    assert message.find_element(By.TAG_NAME, "strong").text == "Disk full"
+    assert message.find_element(By.CSS_SELECTOR, ".mention").text == "@U0123ABCD"
+    link = message.find_element(By.LINK_TEXT, "the runbook")
+    assert link.get_attribute("href") == "https://example.com/runbook"
+    assert [b.text for b in message.find_elements(By.CSS_SELECTOR, ".slack-button")] == ["Acknowledge", "Resolve"]
+    # When: the link button is clicked
+    tabs = set(browser.window_handles)
+    message.find_element(By.LINK_TEXT, "Acknowledge").click()
+    # Then: its url opens in a new tab: the app's endpoint answers the browser
+    _until(browser, lambda: len(browser.window_handles) == len(tabs) + 1, "a new tab")
+    [opened] = set(browser.window_handles) - tabs
+    browser.switch_to.window(opened)
+    _until(browser, lambda: browser.current_url.startswith(actions_url), "the link's page")
+    browser.close()
+    browser.switch_to.window(next(iter(tabs)))
+    # Then: and the app got Slack's signed block_actions request for it
+    _until(browser, lambda: len(slack.interactions) == interactions_before + 1, "block_actions sent")
+    sent = slack.interactions[-1]
+    timestamp = sent.headers["X-Slack-Request-Timestamp"]
+    expected = "v0=" + hmac.new(secret.encode(), f"v0:{timestamp}:{sent.request_body}".encode(), hashlib.sha256).hexdigest()
+    assert sent.headers["X-Slack-Signature"] == expected
+    assert sent.payload["type"] == "block_actions" and sent.payload["actions"][0]["action_id"] == "acknowledge"
+    assert sent.status is not None  # the request URL answered
+    # When: the plain (interactive) button is clicked
+    browser.find_element(By.CSS_SELECTOR, f'{item} button.slack-button[data-action="resolve"]').click()
+    # Then: the request is sent, and the panel says what the app answered
+    _until(browser, lambda: len(slack.interactions) == interactions_before + 2, "second block_actions sent")
+    resolve = slack.interactions[-1]
+    assert resolve.payload["actions"][0]["value"] == "resolve" and resolve.payload["user"]["id"] == "U0123ABCD"
+    _until(browser, lambda: f"HTTP {resolve.status}" in browser.find_element(By.CSS_SELECTOR, f"{item} .slack-outcome").text,
+           "outcome shown")
+    # When: the app replaces the message through the click's response_url
+    replaced = {"replace_original": True, "text": "Resolved by <@U0123ABCD>",
+                "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "Resolved by <@U0123ABCD>"}}]}
+    assert _post_json(resolve.payload["response_url"], replaced) == 200
+    # Then: the panel shows the new message in place of the old one, without its buttons
+    _until(browser, lambda: "Resolved by @U0123ABCD" in browser.find_element(By.CSS_SELECTOR, item).text, "message replaced")
+    assert browser.find_elements(By.CSS_SELECTOR, f"{item} .slack-button") == []
+
+
+def test_the_console_api_returns_each_posts_whole_body(deployment, console):
+    import urllib.request
+
+    message = _slack_message("http://127.0.0.1:9/")
+    assert _post_json(deployment.slack.url, message) == 200
+    with urllib.request.urlopen(console.url + "api/slack", timeout=30) as response:
+        newest = json.loads(response.read())[0]
+    assert newest["body"] == message and newest["text"] == message["text"] and newest["status"] == 200
+
+
+def test_the_execution_page_shows_the_alarm_event_that_started_it(deployment, console, browser):
+    # Given: a rule on CloudWatch alarm state changes whose target is the alert machine
+    # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html)
+    sample = samples.sample("alert", "disk-full-web-1")
+    deployment.seed("alert", sample.input)
+    events = deployment.client("events")
+    events.put_rule(Name="console-test-alarm-starts-alert", EventPattern=json.dumps({
+        "source": ["aws.cloudwatch"], "detail-type": ["CloudWatch Alarm State Change"],
+        "detail": {"alarmName": ["console-test-alarm"]}}))
+    events.put_targets(Rule="console-test-alarm-starts-alert", Targets=[{
+        "Id": "alert", "Arn": deployment.machine_arn("alert"), "Input": json.dumps(sample.input),
+        "RoleArn": "arn:aws:iam::123456789012:role/console-test"}])
+    event = {
+        "version": "0", "id": "c4a2d1e0-0000-4000-8000-000000000001", "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch", "account": "123456789012", "time": "2026-11-24T12:00:00Z", "region": "us-east-1",
+        "resources": ["arn:aws:cloudwatch:us-east-1:123456789012:alarm:console-test-alarm"],
+        "detail": {"alarmName": "console-test-alarm", "state": {"value": "ALARM", "reason": "Threshold Crossed"},
+                   "previousState": {"value": "OK"}, "configuration": {"metrics": []}},
+    }
+    try:
+        # When: the alarm's state-change event reaches the default bus
+        assert deployment.aws.router.put(event) == 1
+        [started] = [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
+        browser.get(console.url + "#/execution/" + started)
+        _until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#started-by dd"), "started-by shown")
+        # Then: the page names the event, the alarm, its state change and the rule
+        shown = browser.find_element(By.ID, "started-by").text
+        for expected in ("aws.cloudwatch · CloudWatch Alarm State Change", "console-test-alarm", "OK → ALARM",
+                         "console-test-alarm-starts-alert"):
+            assert expected in shown
+    finally:
+        events.remove_targets(Rule="console-test-alarm-starts-alert", Ids=["alert"])
+        events.delete_rule(Name="console-test-alarm-starts-alert")
+
+
+_STARTER = '''
+import json, os
+import boto3
+
+def handler(event, context):
+    # What an app's alarm handler does: start an escalation for the alarm it was told about.
+    return boto3.client("stepfunctions").start_execution(
+        stateMachineArn=os.environ["MACHINE_ARN"], input=os.environ["INPUT"])["executionArn"]
+'''
+
+
+def test_an_execution_a_lambda_target_started_names_the_event_that_invoked_it(deployment, console):
+    import io
+    import time
+    import urllib.parse
+    import urllib.request
+    import zipfile
+
+    # Given: a rule whose Lambda target starts the alert machine (as the app's alarm handler does)
+    sample = samples.sample("alert", "disk-full-web-1")
+    deployment.seed("alert", sample.input)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("index.py", _STARTER)
+    role = deployment.client("iam").create_role(RoleName="console-test-starter", AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+    }))["Role"]["Arn"]
+    function = deployment.client("lambda").create_function(
+        FunctionName="console-test-starter", Runtime="python3.13", Role=role, Handler="index.handler",
+        Code={"ZipFile": archive.getvalue()}, Timeout=30,
+        Environment={"Variables": {"MACHINE_ARN": deployment.machine_arn("alert"), "INPUT": json.dumps(sample.input)}},
+    )["FunctionArn"]
+    events = deployment.client("events")
+    events.put_rule(Name="console-test-alarm-invokes-starter", EventPattern=json.dumps({
+        "source": ["aws.cloudwatch"], "detail": {"alarmName": ["console-test-lambda-alarm"]}}))
+    events.put_targets(Rule="console-test-alarm-invokes-starter", Targets=[{"Id": "starter", "Arn": function}])
+    event = {
+        "version": "0", "id": "c4a2d1e0-0000-4000-8000-000000000002", "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch", "account": "123456789012", "time": "2026-11-24T12:00:00Z", "region": "us-east-1",
+        "resources": ["arn:aws:cloudwatch:us-east-1:123456789012:alarm:console-test-lambda-alarm"],
+        "detail": {"alarmName": "console-test-lambda-alarm", "state": {"value": "ALARM"}, "previousState": {"value": "OK"}},
+    }
+    try:
+        # When: the event is delivered, and the function starts an execution
+        assert deployment.aws.router.put(event) == 1
+        deadline = time.monotonic() + TIMEOUT
+        started: list[str] = []
+        while not started and time.monotonic() < deadline:
+            started = [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
+            time.sleep(0.1)
+        # Then: the console's execution names the event and the Lambda target it went through
+        [arn] = started
+        with urllib.request.urlopen(console.url + "api/execution?arn=" + urllib.parse.quote(arn), timeout=30) as response:
+            shown = json.loads(response.read())["started_by"]
+        assert shown["event"] == event and shown["target"] == function
+        assert shown["rule"] == "console-test-alarm-invokes-starter"
+    finally:
+        events.remove_targets(Rule="console-test-alarm-invokes-starter", Ids=["starter"])
+        events.delete_rule(Name="console-test-alarm-invokes-starter")
+        deployment.client("lambda").delete_function(FunctionName="console-test-starter")

@@ -1,5 +1,5 @@
 """The documentation: README.md as the front door, a page per topic under docs/, links that resolve, and
-the generated parts (each machine's diagram, the benchmark headline, the dispatch figures) current."""
+the generated parts (each machine's diagram, the benchmark headline, the dispatch and hot-swap figures) current."""
 
 from __future__ import annotations
 
@@ -65,6 +65,20 @@ def test_the_alert_page_shows_the_dispatch_figures_as_results_md_has_them():
         f"docs/alert-notification.md's dispatch figures are stale: {STALE}"
     )
     assert "StartExecution calls" in quoted
+
+
+def test_the_emulator_page_shows_the_hot_swap_figures_as_results_md_has_them():
+    # Given
+    results = docs_pages.RESULTS.read_text()
+    # When
+    page = docs_pages.page_holding(report.HOTSWAP_START, report.HOTSWAP_END)
+    quoted = docs_pages.block(page.read_text(), report.HOTSWAP_START, report.HOTSWAP_END)
+    # Then
+    assert page == docs_pages.DOCS / "emulator.md"
+    assert quoted == docs_pages.block(results, report.HOTSWAP_START, report.HOTSWAP_END), (
+        f"docs/emulator.md's hot-swap figures are stale: {STALE}"
+    )
+    assert "hotswap-deployment time" in quoted
 
 
 def test_every_relative_link_in_the_docs_reaches_a_file_and_heading_that_exist():

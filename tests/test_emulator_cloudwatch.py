@@ -309,3 +309,24 @@ def test_embedded_metric_format_lines_a_function_prints_become_metrics(aws, clou
     ]
     aws.clock.advance((int(invoked_at) // 60 + 1) * 60 - invoked_at + 1)
     assert _wait_for_state(cloudwatch, name, "ALARM")["StateValue"] == "ALARM"
+
+
+def test_a_queue_with_a_message_waiting_raises_its_depth_alarm(aws, cloudwatch):
+    # Given: an alarm on a queue's depth as the app's failure-queue alarms are (Maximum >= 1), and a
+    # message waiting in it (SQS pushes the depth to AWS/SQS every minute:
+    # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html)
+    sqs = aws.client("sqs")
+    queue = unique("failures")
+    url = sqs.create_queue(QueueName=queue)["QueueUrl"]
+    name = _put_alarm(cloudwatch, Namespace="AWS/SQS", MetricName="ApproximateNumberOfMessagesVisible",
+                      Statistic="Maximum", Dimensions=[{"Name": "QueueName", "Value": queue}],
+                      TreatMissingData="notBreaching")
+    sqs.send_message(QueueUrl=url, MessageBody="a record nobody handled")
+    # When: two minutes of simulated time pass (a sample, then the end of its period)
+    aws.clock.advance(60)
+    time.sleep(0.2)
+    aws.clock.advance(60)
+    # Then
+    alarm = _wait_for_state(cloudwatch, name, "ALARM")
+    assert alarm["StateValue"] == "ALARM", alarm["StateReason"]
+    assert alarm["StateReason"].startswith("Threshold Crossed: 1 out of the last 1 datapoints [1.0 (")

@@ -9,6 +9,7 @@ https://docs.aws.amazon.com/step-functions/latest/dg/test-state-isolation.html
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 
@@ -118,35 +119,41 @@ def test_get_job_status_retries_a_lambda_service_error_then_gives_up(sfn, machin
 
 
 ALERT_LOOP = {
-    "config": {"alert_id": "a-1", "message": "m", "users": ["u1", "u2"], "user_count": 2, "rounds": 1},
+    "config": {"alert_id": "a-1", "message": "m", "levels": [["u1", "u2"]], "rounds": 2, "interval_seconds": 60},
     "status": "active",
-    "round": 1,
+    "acted_by": {"acknowledged_by": "U012AB3CD"},
+    "outcome": {"stopped_reason": "count_reached"},
+    "rounds_done": 0,
+    "due": True,
     "sent": 0,
     "failed": [],
 }
 
 
-def test_notify_next_user_reports_a_user_it_cannot_notify(sfn, machines):
-    # Given the Slack post fails with an error no Retrier names
-    error = {"error": "SlackRejectedError", "cause": "channel_not_found"}
-    variables = {**ALERT_LOOP, "next_user": 1}
-    result = _test_state(
-        sfn, machines, "alert", "Notify Next User", {}, variables=json.dumps(variables),
-        mock={"errorOutput": error}, inspectionLevel="DEBUG",
-    )
-    # Then the States.ALL Catcher appends {round, user, error} to $failed and the loop goes on
-    assert result["status"] == "CAUGHT_ERROR"
-    assert result["nextState"] == "Notify Next User?"
-    assigned = json.loads(result["inspectionData"]["variables"])
-    assert assigned["next_user"] == 2
-    assert assigned["failed"] == [{"round": 1, "user": "u2", "error": "SlackRejectedError"}]
-
-
-@pytest.mark.parametrize(("next_user", "next_state"), [(0, "Notify Next User"), (1, "Notify Next User"), (2, "All Rounds Sent")])
-def test_alert_loop_exits_after_the_last_user(sfn, machines, next_user, next_state):
-    variables = {**ALERT_LOOP, "next_user": next_user, "sent": next_user}
-    result = _test_state(sfn, machines, "alert", "Notify Next User?", {}, variables=json.dumps(variables))
+@pytest.mark.parametrize(
+    ("changes", "next_state"),
+    [
+        ({}, "Notify This Round's Users"),
+        ({"rounds_done": 1, "due": False, "sent": 2}, "Wait Before Next Round"),
+        ({"rounds_done": 1, "due": True, "sent": 2}, "Notify This Round's Users"),
+        ({"rounds_done": 2, "due": False, "sent": 4}, "End Escalation"),
+        ({"rounds_done": 2, "due": False, "failed": [{"round": 1, "user": "u1", "error": "E"}]}, "Notification Delivery Failed"),
+        ({"status": "snoozed"}, "Alert Status Is Invalid"),
+    ],
+)
+def test_alert_loop_decides_each_round(sfn, machines, changes, next_state):
+    result = _test_state(sfn, machines, "alert", "Keep Escalating?", {}, variables=json.dumps({**ALERT_LOOP, **changes}))
     assert (result["status"], result["nextState"]) == ("SUCCEEDED", next_state)
+
+
+def test_an_acknowledged_alert_ends_naming_who_acknowledged(sfn, machines):
+    variables = {**ALERT_LOOP, "status": "acknowledged", "rounds_done": 1, "sent": 2}
+    result = _test_state(
+        sfn, machines, "alert", "Keep Escalating?", {}, variables=json.dumps(variables), inspectionLevel="DEBUG"
+    )
+    assert (result["status"], result["nextState"]) == ("SUCCEEDED", "End Escalation")
+    assigned = json.loads(result["inspectionData"]["variables"])
+    assert assigned["outcome"] == {"stopped_reason": "acknowledged", "acknowledged_by": "U012AB3CD"}
 
 
 @pytest.mark.parametrize(
@@ -472,3 +479,32 @@ def test_a_map_retry_execution_that_gave_up_only_fails_again_when_redriven(deplo
     history = sfn.get_execution_history(executionArn=failed.execution_arn, maxResults=1000)["events"]
     after = [e["type"] for e in history[[e["type"] for e in history].index("ExecutionRedriven") + 1 :]]
     assert after == ["FailStateEntered", "ExecutionFailed"]
+
+
+def test_test_state_debug_reports_after_parameters_of_a_jsonpath_pass_state(sfn):
+    # API_InspectionData.html: afterInputPath, afterParameters ("the effective input after Step
+    # Functions applies the Parameters filter"), afterResultPath.
+    state = {"Type": "Pass", "InputPath": "$.order", "Parameters": {"id.$": "$.id"}, "ResultPath": "$.picked", "End": True}
+    result = sfn.test_state(
+        definition=json.dumps(state), input=json.dumps({"order": {"id": 7, "note": "x"}}), inspectionLevel="DEBUG")
+    inspection = result["inspectionData"]
+    assert json.loads(inspection["afterInputPath"]) == {"id": 7, "note": "x"}
+    assert json.loads(inspection["afterParameters"]) == {"id": 7}
+    assert json.loads(inspection["afterResultPath"]) == {"id": 7, "note": "x", "picked": {"id": 7}}
+    assert json.loads(result["output"]) == {"id": 7, "note": "x", "picked": {"id": 7}}
+
+
+@pytest.mark.parametrize(("hours_ago", "next_state"), [(11, "Wait Before Next Chunk Pass"), (13, "Give Up On Failed Items")])
+def test_no_map_pass_starts_twelve_hours_after_the_execution_did(deployment, sfn, machines, hours_ago, next_state):
+    # Given: items still failed and passes left, in an execution started hours_ago (simulated clock)
+    now = datetime.datetime.fromtimestamp(deployment.aws.clock.now(), tz=datetime.timezone.utc)
+    started = (now - datetime.timedelta(hours=hours_ago)).isoformat().replace("+00:00", "Z")
+    payload = {"retry": True, "manifest": {"Bucket": "b", "Key": "k"}, "remaining_count": 3, "fail_on_remaining": True}
+    # When "Retry Failed Items?" decides
+    result = _test_state(
+        sfn, machines, "map-retry", "Retry Failed Items?", payload,
+        context=json.dumps({"Execution": {"StartTime": started}}),
+    )
+    # Then: past 12 hours the run ends with its summary, well inside the machine's timeout
+    assert result["status"] == "SUCCEEDED"
+    assert result["nextState"] == next_state

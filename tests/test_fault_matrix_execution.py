@@ -286,7 +286,8 @@ def _export_payload(_w: World) -> dict:
 
 
 def _throttled_getitem(w: World, p: Any):
-    # The engine's read (Read Alert Status) projects the status; Fetch Alert Config's own read does not.
+    # The engine's read (Read Alert Status, before every round but the first) projects the status;
+    # Fetch Alert Config's own read does not.
     return w.faults.dynamodb_throttled("GetItem", table="AlertTable", times=2, matching="alert_id, #status")
 
 
@@ -311,7 +312,7 @@ CASES: dict[str, Case] = {
     ),
     "alert: alert status read (DynamoDB GetItem) throttled twice": Case(
         "alert",
-        lambda w: w.alert(),
+        lambda w: w.alert(users=1, rounds=2),  # the status is read before the second round
         _throttled_getitem,
         "SUCCEEDED",
         retried="DynamoDB.ProvisionedThroughputExceededException",

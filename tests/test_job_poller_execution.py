@@ -16,6 +16,7 @@ import pytest
 
 from emulator.dynamodb.patches import DYNAMODB_EXPORT_SECONDS
 from patterns_common.job_demo import MAX_DURATION_SECONDS
+from tests.lambda_loader import load_lambda_module
 
 # Lambda work (cold starts, S3 calls) takes a little real time, which the simulated clock counts too.
 SLACK_SECONDS = 5
@@ -138,6 +139,19 @@ def test_a_runner_that_dies_after_writing_running_ends_in_job_timeout(deployment
     assert runner_errors == ["SimulatedCrash"]
 
 
+def test_the_history_model_counts_the_events_of_a_job_that_never_finishes(deployment):
+    # Given: the poller's worst case, a runner that dies and is polled every second until the timeout
+    validation = load_lambda_module("job_validate_input", "job_validate_input_logic")
+    payload = {"job": {"duration_seconds": 1, "crash": True}, "timeout_seconds": 20, "poll_interval_seconds": 1}
+    # When
+    result = deployment.run("poller", payload, name=unique("history-model"))
+    # Then: the history is what the model that bounds the input says, poll for poll
+    assert result.error == "JobTimeout"
+    polls = result.entered("Get Job Status")
+    assert 0 < polls <= validation.polls_until_timeout(20, 0, 1)
+    assert len(result.events) == validation.EVENTS_PER_POLL * polls + validation.EVENTS_OUTSIDE_POLLS
+
+
 def test_poller_waits_the_initial_wait_then_polls_at_the_interval(deployment):
     # Given: a 100-second job, first checked after 60 s, then every 15 s
     payload = {
@@ -252,16 +266,20 @@ def test_export_poller_times_out_once_it_has_waited_timeout_seconds(deployment):
     assert result.error == "JobTimeout"
     assert re.fullmatch(r"export \S+ still IN_PROGRESS after 120 s of waiting; timeout_seconds is 120", result.cause)
     assert result.entered("Describe Export") == 2
+    # ... and its history has the 9 events per poll and 12 around them that Check Export Input's
+    # history budget counts
+    assert len(result.events) == 9 * 2 + 12
 
 
 # ---------------------------------------------------------------------------------------------
 # Callback variant
 # ---------------------------------------------------------------------------------------------
 def test_callback_job_succeeds_with_no_polling(deployment):
-    # Given: a 2-minute job, twice the task's HeartbeatSeconds: the runner heartbeats every 15 s
-    job = {"duration_seconds": 120}
+    # Given: a job longer than the task's HeartbeatSeconds (300)
+    job = {"duration_seconds": 330}
     # When
-    result = deployment.run("callback", {"job": job, "timeout_seconds": 600}, name=unique("callback"))
+    with deployment.aws.api_calls.counting() as calls:
+        result = deployment.run("callback", {"job": job, "timeout_seconds": 600}, name=unique("callback"))
     # Then: the runner's own report ends the task and the execution; no Wait, no poll; three
     # transitions in all (validate, check the timeout, run)
     assert result.status == "SUCCEEDED", result.cause
@@ -269,7 +287,10 @@ def test_callback_job_succeeds_with_no_polling(deployment):
     assert waits_entered(result) == 0
     assert result.entered("Run Job And Wait For Callback") == 1
     assert result.transitions == 3
-    assert 120 <= result.simulated_seconds < 120 + SLACK_SECONDS
+    # (each heartbeat is a real call, whose real time the simulated clock counts too)
+    assert 330 <= result.simulated_seconds < 330 + 2 * SLACK_SECONDS
+    # ... and the runner kept it alive: a heartbeat at once, then one every 15 s of work (0, 15 ... 315)
+    assert calls["SendTaskHeartbeat"] == 22
 
 
 def test_callback_job_that_finishes_at_once_is_reported_at_once(deployment):
@@ -277,7 +298,7 @@ def test_callback_job_that_finishes_at_once_is_reported_at_once(deployment):
     payload = {"job": {"duration_seconds": 0}, "timeout_seconds": 600}
     # When
     result = deployment.run("callback", payload, name=unique("callback-instant"))
-    # Then: no HeartbeatSeconds (60 s) wait for a result that is already there
+    # Then: no HeartbeatSeconds (300 s) wait for a result that is already there
     assert result.status == "SUCCEEDED", result.cause
     assert result.simulated_seconds < SLACK_SECONDS
 
@@ -290,31 +311,65 @@ def test_callback_job_fails_with_the_runners_message(deployment):
     assert result.cause == "upstream API answered 503"
 
 
-def test_callback_runner_that_stops_heartbeating_ends_in_job_timeout_a_minute_later(deployment):
+def machine_log_events(deployment, machine: str, execution_arn: str) -> tuple[str, list[dict]]:
+    """The machine's log group name and the log events of one execution, as Step Functions wrote them."""
+    config = deployment.client("stepfunctions").describe_state_machine(stateMachineArn=deployment.machine_arn(machine))
+    group_arn = config["loggingConfiguration"]["destinations"][0]["cloudWatchLogsLogGroup"]["logGroupArn"]
+    group = group_arn.split(":log-group:", 1)[1].removesuffix(":*")
+    pages = deployment.client("logs").get_paginator("filter_log_events").paginate(logGroupName=group)
+    events = [json.loads(event["message"]) for page in pages for event in page["events"]]
+    return group, [event for event in events if event["execution_arn"] == execution_arn]
+
+
+def test_machine_logs_name_the_failure_but_hold_no_input_output_or_task_token(deployment):
+    # Given: a callback job whose runner fails it; its task token and job parameters are execution data
+    job = {"duration_seconds": 30, "fail": True, "error_message": "upstream API answered 503"}
+    # When
+    result = deployment.run("callback", {"job": job, "timeout_seconds": 600}, name=unique("callback-logs"))
+    # Then: the log group is under the prefix AWS asks for (https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html)
+    group, logged = machine_log_events(deployment, "callback", result.execution_arn)
+    assert group.startswith("/aws/vendedlogs/states/")
+    # ... and an operator reads there which execution failed, with which error
+    failed = [event for event in logged if event["type"] == "ExecutionFailed"]
+    assert [event["details"]["error"] for event in failed] == ["JobFailed"]
+    assert failed[0]["details"]["cause"] == "upstream API answered 503"
+    # ... but nothing the execution carried: no input, output or parameters, no task token
+    token = next(
+        json.loads(event["taskScheduledEventDetails"]["parameters"])["Payload"]["task_token"]
+        for event in result.events
+        if event["type"] == "TaskScheduled"
+        and "task_token" in event["taskScheduledEventDetails"]["parameters"]
+    )
+    text = json.dumps(logged)
+    assert token not in text
+    assert not any(key in event.get("details", {}) for event in logged for key in ("input", "output", "parameters"))
+
+
+def test_callback_runner_that_stops_heartbeating_ends_in_job_timeout_after_heartbeat_seconds(deployment):
     # Given: a runner that heartbeats every 15 s, then dies at 120 s without reporting; the job
     # was allowed 30 minutes
     job = {"duration_seconds": 120, "crash": True}
     # When
     result = deployment.run("callback", {"job": job, "timeout_seconds": 1800}, name=unique("callback-crash"))
-    # Then: HeartbeatSeconds (60) after the last heartbeat (105 s), not at the 30-minute timeout
+    # Then: HeartbeatSeconds (300) after the last heartbeat (105 s), not at the 30-minute timeout
     assert result.status == "FAILED"
     assert result.error == "JobTimeout"
-    assert result.cause.startswith("no heartbeat from the job runner for 60 s")
+    assert result.cause.startswith("no heartbeat from the job runner for 300 s")
     timed_out = [e["taskTimedOutEventDetails"]["error"] for e in result.events if e["type"] == "TaskTimedOut"]
     assert timed_out == ["States.HeartbeatTimeout"]
-    assert 165 <= result.simulated_seconds < 165 + SLACK_SECONDS
+    assert 405 <= result.simulated_seconds < 405 + SLACK_SECONDS
 
 
 def test_callback_job_past_its_timeout_ends_in_job_timeout(deployment):
-    # Given: a 5-minute job, heartbeating all along, allowed 2 minutes
-    job = {"duration_seconds": 300}
+    # Given: a 10-minute job, heartbeating all along, allowed 400 s
+    job = {"duration_seconds": 600}
     # When
-    result = deployment.run("callback", {"job": job, "timeout_seconds": 120}, name=unique("callback-timeout"))
+    result = deployment.run("callback", {"job": job, "timeout_seconds": 400}, name=unique("callback-timeout"))
     # Then
     assert result.status == "FAILED"
     assert result.error == "JobTimeout"
-    assert result.cause == "job still running after 120 s; timeout_seconds is 120"
-    assert 120 <= result.simulated_seconds < 120 + SLACK_SECONDS
+    assert result.cause == "job still running after 400 s; timeout_seconds is 400"
+    assert 400 <= result.simulated_seconds < 400 + SLACK_SECONDS
 
 
 def test_callback_runner_refusing_the_job_parameters_fails_the_job_naming_the_field(deployment):
@@ -329,6 +384,25 @@ def test_callback_runner_refusing_the_job_parameters_fails_the_job_naming_the_fi
 # Bad input: refused before any job starts
 # ---------------------------------------------------------------------------------------------
 FIRST_JOB_STATE = {"poller": "Run Job", "callback": "Run Job And Wait For Callback", "export-poller": "Start Table Export"}
+
+
+@pytest.mark.parametrize("machine", ["poller", "export-poller"])
+def test_a_day_polled_every_30_s_is_refused_before_it_passes_the_history_limit(deployment, machine):
+    # Given: 2,881 polls of 9 events, past the 25,000 events a history may hold
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html)
+    payload = {"timeout_seconds": 86_400, "initial_wait_seconds": 0, "poll_interval_seconds": 30}
+    if machine == "poller":
+        payload["job"] = {"duration_seconds": 1}
+    # When
+    result = deployment.run(machine, payload, name=unique("history-limit"))
+    # Then: refused up front, naming the field and the interval that fits
+    assert result.error == "InvalidJobInput"
+    assert result.cause == (
+        "poll_interval_seconds must be at least 35 with timeout_seconds 86400 and initial_wait_seconds 0: "
+        "polling every 30 s would make 2,881 polls of 9 history events, past the 25,000-event history "
+        "limit of Step Functions, got 30"
+    )
+    assert result.entered(FIRST_JOB_STATE[machine]) == 0
 
 
 @pytest.mark.parametrize(

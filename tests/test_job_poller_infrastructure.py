@@ -425,3 +425,19 @@ def test_export_loop_counts_waited_seconds_and_times_out_at_the_limit():
     assert wait["Assign"] == {"waited": "{% $waited + $settings.poll_interval_seconds %}"}
     assert wait["Next"] == "Describe Export"
     assert {states[n]["Error"] for n in ("Export Failed", "Export Timed Out")} == {"JobFailed", "JobTimeout"}
+
+
+def test_a_throttled_callback_runner_is_dropped_before_its_task_stops_waiting_for_heartbeats(synthesized):
+    # Lambda keeps a throttled asynchronous event up to MaximumEventAgeInSeconds, then drops it
+    # (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html); the runner
+    # heartbeats as soon as it starts, so a task whose HeartbeatSeconds is longer never times out a
+    # runner that did start.
+    runner = synthesized.logical_id("AWS::Lambda::Function", "JobPollerCallbackJobRunner")
+    configs = [
+        resource["Properties"]
+        for resource in synthesized.resources.values()
+        if resource["Type"] == "AWS::Lambda::EventInvokeConfig" and resource["Properties"]["FunctionName"] == {"Ref": runner}
+    ]
+    heartbeat = asl("callback_job")["States"]["Run Job And Wait For Callback"]["HeartbeatSeconds"]
+    assert [c["MaximumRetryAttempts"] for c in configs] == [0]
+    assert configs[0]["MaximumEventAgeInSeconds"] < heartbeat

@@ -654,3 +654,34 @@ def test_callback_runner_stops_quietly_when_nobody_waits_for_the_token():
         )
     # Then: the runner returned instead of failing its invocation (which would only log an error)
     assert outcome is None
+
+
+@pytest.mark.parametrize(
+    ("timeout", "initial_wait", "poll_interval", "refused"),
+    [
+        (86_400, 0, 35, False),  # 2,469 polls: 22,231 events, inside 25,000 less the 2,500 kept for retries
+        (86_400, 0, 34, True),  # 2,542 polls: 22,888 events
+        (86_400, 86_000, 1, False),  # the initial wait costs two events however long it is
+        (3_600, 0, 1, True),  # the seed's one-hour job polled every second
+        (900, 0, 1, False),
+    ],
+)
+def test_settings_whose_polls_would_pass_the_history_limit_are_refused(validation, timeout, initial_wait, poll_interval, refused):
+    settings = validation.normalize_job_input(
+        {"job": {}, "timeout_seconds": timeout, "initial_wait_seconds": initial_wait, "poll_interval_seconds": poll_interval}
+    )
+    if refused:
+        with pytest.raises(validation.InvalidJobInput, match=r"^poll_interval_seconds must be at least \d+ "):
+            validation.check_history_budget(settings)
+    else:
+        assert validation.check_history_budget(settings) == settings
+
+
+def test_the_interval_a_refusal_names_is_the_shortest_accepted(validation):
+    settings = validation.normalize_job_input({"job": {}, "timeout_seconds": 50_000, "poll_interval_seconds": 1})
+    with pytest.raises(validation.InvalidJobInput) as refusal:
+        validation.check_history_budget(settings)
+    shortest = int(str(refusal.value).split("at least ")[1].split(" ")[0])
+    assert validation.check_history_budget({**settings, "poll_interval_seconds": shortest})
+    with pytest.raises(validation.InvalidJobInput):
+        validation.check_history_budget({**settings, "poll_interval_seconds": shortest - 1})

@@ -235,6 +235,23 @@ def test_a_timed_out_processor_fails_that_item_only(runner):
     assert not [e for e in result.events if e["type"] in ("MapStateFailed", "MapIterationFailed")]
 
 
+def test_an_answer_over_the_payload_limit_fails_that_item_only(runner):
+    # Given: one item's processor answers 300 KiB, more than the 256 KiB a state may pass on
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html); States.ALL does not
+    # catch the States.DataLimitExceeded that follows
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html)
+    good, big = unique("good"), unique("big")
+    items = [{"id": good}, {"id": big, "answer_kib": 300}]
+    # When
+    result = runner.run({"items": items, "max_attempts": 1, "fail_on_remaining": False})
+    # Then: the item's error, not the Map's, and the run ends with its results
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output["succeeded"] == [good]
+    assert result.output["failed"] == [{"id": big, "error": "States.DataLimitExceeded"}]
+    assert len(runner.calls_of("ItemProcessor")) == 2
+    assert not [e for e in result.events if e["type"] == "MapStateFailed"]
+
+
 def test_with_random_failures_each_item_succeeds_once_and_is_never_processed_after(runner):
     # Given: 100 items failing each attempt with probability 0.3 (seeded by id and attempt, so the
     # attempt on which each item first succeeds is known in advance)
@@ -401,6 +418,47 @@ def test_slow_items_in_s3_mode_spread_over_passes_instead_of_timing_their_chunk_
     ]
     assert sorted(processed) == sorted(ids)
     assert all(call["error"] is None for call in runner.calls_of("ChunkProcessor"))
+
+
+def _s3_items(deployment: Any, ids: list[str]) -> str:
+    bucket = deployment.output("MapRetryStack", "ItemsBucketName")
+    key = f"inputs/{unique('items')}.json"
+    deployment.client("s3").put_object(Bucket=bucket, Key=key, Body=json.dumps([{"id": i} for i in ids]).encode())
+    return f"s3://{bucket}/{key}"
+
+
+def test_a_manifest_read_that_fails_for_a_moment_is_retried(deployment, runner):
+    # Given: S3 answers the Map's first read of the pass manifest with 503 SlowDown
+    ids = [unique("read") for _ in range(3)]
+    uri = _s3_items(deployment, ids)
+    bucket = deployment.output("MapRetryStack", "ItemsBucketName")
+    with deployment.aws.faults.s3_throttled("GetObject", bucket=bucket, matching="/manifest.json", times=1) as fault:
+        # When
+        result = runner.run({"items_s3_uri": uri})
+    # Then: the ItemReader's States.ItemReaderFailed is retried and the pass runs once
+    assert fault.hits == 1
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output["succeeded_count"] == 3 and result.output["passes"] == 1
+    assert result.entered("Process Pending Chunks") == 1
+
+
+def test_a_pass_whose_map_fails_loses_no_item_and_the_next_pass_runs_them(deployment, runner):
+    # Given: the first pass's manifest cannot be read, first try and the Map's three retries
+    ids = [unique("unread") for _ in range(3)]
+    uri = _s3_items(deployment, ids)
+    bucket = deployment.output("MapRetryStack", "ItemsBucketName")
+    with deployment.aws.faults.s3_throttled("GetObject", bucket=bucket, matching="pass-01/manifest.json", times=4) as fault:
+        # When
+        result = runner.run({"items_s3_uri": uri, "max_attempts": 2})
+    # Then: the Map's failure is caught and recorded as a pass in which no item was attempted; the
+    # second pass runs every item, at its first attempt, and the run ends with its summary
+    assert fault.hits == 4
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output["succeeded_count"] == 3 and result.output["passes"] == 2
+    s3 = deployment.client("s3")
+    run_prefix = f"runs/{result.execution_arn.rsplit(':', 1)[-1]}/"
+    assert _read_json(s3, bucket, f"{run_prefix}result.json")["attempts"] == {i: 1 for i in ids}
+    assert "States.ItemReaderFailed" in json.dumps(result.events, default=str)
 
 
 def test_items_a_chunk_finished_before_it_timed_out_are_not_run_again(deployment, runner):

@@ -129,38 +129,25 @@ def test_every_task_retries_lambda_service_exceptions(definition):
             assert retrier["MaxAttempts"] >= 2 and retrier["BackoffRate"] > 1, name
 
 
-def test_items_run_in_an_inline_map_whose_iterator_catches_every_error(definition):
-    # Given
+def test_items_run_in_an_inline_map_that_is_never_retried_as_a_whole(definition):
+    # What an item's error becomes (its exception name, Sandbox.Timedout, States.DataLimitExceeded)
+    # is run in tests/test_map_retry_execution.py; here, what no execution shows until it hurts.
     map_state = definition["States"]["Process Pending Items"]
-    iterator = map_state["ItemProcessor"]
-    process = iterator["States"][iterator["StartAt"]]
     # Then: the Map itself has no Retry (that would rerun successes) and bounded concurrency
     assert map_state["ItemProcessor"]["ProcessorConfig"]["Mode"] == "INLINE"
-    assert map_state["Items"] == "{% $states.input.pending %}" and "Retry" not in map_state
+    assert "Retry" not in map_state
     assert 1 <= map_state["MaxConcurrency"] <= 40
-    assert process["Catch"] == [{
-        "ErrorEquals": ["States.ALL"],
-        "Output": "{% {'id': $states.input.item.id, 'error': $states.errorOutput.Error} %}",
-        "Next": "Mark Item As Failed",
-    }]
-    assert iterator["States"]["Mark Item As Failed"]["End"] is True
-    assert process["Output"] == "{% $states.input.item.id %}"
 
 
-def test_chunks_run_in_a_distributed_map_reading_a_manifest_from_s3(definition):
+def test_chunks_run_in_a_distributed_map_retried_only_when_its_manifest_cannot_be_read(definition):
     # Given
     map_state = definition["States"]["Process Pending Chunks"]
-    iterator = map_state["ItemProcessor"]
-    process = iterator["States"][iterator["StartAt"]]
-    # Then
-    assert map_state["ItemReader"] == {
-        "Resource": "arn:aws:states:::s3:getObject",
-        "ReaderConfig": {"InputType": "JSON"},
-        "Arguments": {"Bucket": "{% $states.input.manifest.Bucket %}", "Key": "{% $states.input.manifest.Key %}"},
-    }
-    assert iterator["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
-    assert map_state["Label"] == "ItemChunks" and "Retry" not in map_state
-    assert [(c["ErrorEquals"], c["Next"]) for c in process["Catch"]] == [(["States.ALL"], "Mark Chunk As Failed")]
+    # Then: a Distributed Map over the pass's manifest in S3
+    assert map_state["ItemReader"]["Resource"] == "arn:aws:states:::s3:getObject"
+    assert map_state["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
+    # ... whose only Retry is for reading the manifest, which fails before any chunk runs, so a
+    # retry never reruns an item
+    assert [r["ErrorEquals"] for r in map_state["Retry"]] == [["States.ItemReaderFailed"]]
 
 
 def test_one_pass_loop_waits_then_returns_to_the_map_of_its_mode(definition):
@@ -318,3 +305,19 @@ def test_items_bucket_is_private_encrypted_and_expires_run_objects(template, res
         "AWS::S3::BucketPolicy",
         {"PolicyDocument": {"Statement": Match.array_with([Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}},
     )
+
+
+def test_the_machine_timeout_outlasts_the_last_pass_that_may_start(definition):
+    # Given: no pass starts 12 hours after the execution ("Retry Failed Items?"); the slowest pass
+    # is the largest S3 run, its chunks in waves of MaxConcurrency, each chunk task at most its
+    # TimeoutSeconds, then Record Chunk Results at its function's 5 minutes
+    from patterns_common.map_retry import CHUNK_SIZE, S3_MAX_ITEMS
+
+    states = all_states(definition)
+    choice = json.dumps(states["Retry Failed Items?"])
+    assert choice.count("< 43200000") == 2  # both retry rules carry the 12-hour deadline (ms)
+    chunks = states["Process Pending Chunks"]
+    waves = -(-(S3_MAX_ITEMS // CHUNK_SIZE) // chunks["MaxConcurrency"])
+    slowest_pass = waves * chunks["ItemProcessor"]["States"]["Process Item Chunk"]["TimeoutSeconds"] + 300
+    # Then: a run still going at the deadline ends with its summary, never TIMED_OUT
+    assert definition["TimeoutSeconds"] >= 43_200 + 60 + slowest_pass

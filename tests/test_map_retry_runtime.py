@@ -887,3 +887,17 @@ def test_record_chunks_refuses_a_ledger_out_of_step_with_the_machine(s3):
     # Then
     with pytest.raises(LedgerMismatch, match="has 3 passes; the machine expected 0"):
         record_chunks(state, [0])
+
+
+def test_a_pass_whose_map_failed_keeps_only_what_the_journals_recorded():
+    # Given: two chunks; the first recorded its first item as succeeded and its second as failed
+    paths = RunPaths.for_execution("e")
+    manifest, chunks = mr.plan_pass(paths, 1, [{"item": {"id": f"i{n}"}, "attempt": 1} for n in range(4)], chunk_size=2)
+    journals = {manifest[0]["chunk_key"]: {0: None, 1: "ItemProcessingFailed"}, manifest[1]["chunk_key"]: {}}
+    # When
+    outcomes = mr.outcomes_recorded(manifest, chunks, journals)
+    # Then: no chunk error is pinned on an item; the unrecorded ones are left out (not attempted)
+    assert outcomes == {"i0": None, "i1": "ItemProcessingFailed"}
+    result, pending = mr.record_pass(mr.start([{"id": f"i{n}"} for n in range(4)])[0], [e for c in chunks.values() for e in c], outcomes)
+    assert [p["item"]["id"] for p in pending] == ["i2", "i3", "i1"]
+    assert [p["attempt"] for p in pending] == [1, 1, 2]

@@ -220,8 +220,8 @@ def test_each_machine_has_its_three_alarms_on_the_status_topic(deployment, machi
 
 
 def test_every_failure_queue_has_an_alarm_on_the_status_topic(deployment):
-    # The emulator delivers every notification and computes no metric, so nothing is ever
-    # dead-lettered or alarmed here: this checks the deployed wiring only.
+    # The emulator delivers every notification, so nothing is dead-lettered here: this checks the
+    # deployed wiring (tests/test_emulator_cloudwatch.py shows a queue's depth raising its alarm).
     # Given: the status rule's dead-letter queue and the alert stack's two failure queues
     topic = deployment.output("MonitoringStack", "StatusTopicArn")
     alert_queues = [
@@ -233,7 +233,7 @@ def test_every_failure_queue_has_an_alarm_on_the_status_topic(deployment):
     ]
     status_dead_letters = _status_rule_target(deployment)["DeadLetterConfig"]["Arn"].split(":")[-1]
     # When
-    alarms = [a for a in _alarms(deployment) if a["MetricName"] == "ApproximateNumberOfMessagesVisible"]
+    alarms = [a for a in _alarms(deployment) if a["Namespace"] == "AWS/SQS"]
     # Then: one alarm per queue, each on the status topic
     assert len(alert_queues) == 3  # schedule dead letters, dispatch failures, alarm change failures
     assert sorted(a["Dimensions"][0]["Value"] for a in alarms) == sorted([status_dead_letters, *alert_queues])

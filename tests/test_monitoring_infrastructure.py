@@ -207,9 +207,47 @@ def test_dead_lettered_notifications_raise_an_alarm_to_the_topic(template):
     # When
     (alarm,) = [a for a in resources(template, "AWS::CloudWatch::Alarm") if a["Namespace"] == "AWS/SQS"]
     # Then
-    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
-    assert alarm["Threshold"] == 1 and alarm["TreatMissingData"] == "notBreaching"
     assert alarm["AlarmActions"] == [{"Ref": logical_id(template, "AWS::SNS::Topic")}]
+    assert notifications(alarm, failures_at_minute=[2]) == 1
+
+
+def queue_datapoint(metric: str, statistic: str, sent_minutes: list[int], period_start: int, period: int) -> float | None:
+    """What SQS reports for a queue nothing reads, to which messages were sent at ``sent_minutes``
+    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html)."""
+    end = period_start + period
+    if metric == "NumberOfMessagesSent" and statistic == "Sum":
+        return float(sum(1 for minute in sent_minutes if period_start <= minute * 60 < end))
+    if metric == "ApproximateNumberOfMessagesVisible" and statistic == "Maximum":
+        return float(sum(1 for minute in sent_minutes if minute * 60 < end))  # kept 14 days, never received
+    raise AssertionError(f"no model of {statistic} {metric}")
+
+
+def notifications(alarm: dict, failures_at_minute: list[int], hours: int = 2) -> int:
+    """How many times the alarm enters ALARM (its actions run on that transition only) over ``hours``,
+    evaluated as CloudWatch does for one evaluation period of ``Period`` seconds
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html)."""
+    assert alarm["EvaluationPeriods"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    state, entered_alarm = "OK", 0
+    for start in range(0, hours * 3600, alarm["Period"]):
+        value = queue_datapoint(alarm["MetricName"], alarm["Statistic"], failures_at_minute, start, alarm["Period"])
+        breaching = value >= alarm["Threshold"]
+        new_state = "ALARM" if breaching else "OK"
+        entered_alarm += state != "ALARM" and new_state == "ALARM"
+        state = new_state
+    return entered_alarm
+
+
+def test_every_failure_queue_alarm_notifies_each_new_failure_while_older_ones_wait(synthesized_app):
+    # Given: the app's three failure-queue alarms (status notifications, schedule, dispatch)
+    monitoring = synthesized_app.templates["MonitoringStack"]
+    alarms = [a for a in resources(monitoring, "AWS::CloudWatch::Alarm") if a["Namespace"] == "AWS/SQS"]
+    assert len(alarms) == 3
+    for alarm in alarms:
+        # When: a failure arrives, and another half an hour later while the first is still queued
+        # Then: two notifications, one per failure (on the queue's depth, the second was silent)
+        assert notifications(alarm, failures_at_minute=[2, 33]) == 2, alarm["AlarmName"]
+        # ... and failures within the same five minutes make one
+        assert notifications(alarm, failures_at_minute=[2, 3]) == 1, alarm["AlarmName"]
 
 
 def test_dashboard_graphs_the_seven_seed_metrics_for_every_machine(template):
@@ -237,8 +275,8 @@ def test_dashboard_graphs_the_business_metrics_the_functions_publish(template):
     body = "".join(part for part in dashboard["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
     # Then: one SEARCH per metric the handlers emit (tests/emf.py reads them), in their namespace
     for dimensions, metric in [
-        ("AlertId,service", "NotificationsSent"),
-        ("AlertId,service", "NotificationsFailed"),
+        ("service", "NotificationsSent"),
+        ("service", "NotificationsFailed"),
         ("service", "MapItemsRetried"),
         ("service", "MapItemsGivenUp"),
         ("service", "JobsTimedOut"),

@@ -43,7 +43,8 @@ def install_lambda_runtime(runtime: Any) -> None:
         if invocation_type == "DryRun":
             return b""
         payload = body.encode() if isinstance(body, str) else (body or b"{}")
-        result = runtime.invoke(self, payload, asynchronous=invocation_type == "Event")
+        result = runtime.invoke(self, payload, asynchronous=invocation_type == "Event",
+                                trace_id=_header(request_headers, "x-amzn-trace-id"))
         if result is None:
             return b""
         if result.errored:

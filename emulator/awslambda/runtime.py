@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from emulator.awslambda import asynchronous as lambda_async
 from emulator.awslambda import sandbox as lambda_sandbox
+from emulator.awslambda.trace import new_trace_id
 from emulator.clock import SimClock
 from emulator.faults import Faults
 
@@ -186,6 +187,7 @@ class _FunctionPool:
         self._idle: list[_Worker] = []
         self._slots = threading.BoundedSemaphore(MAX_INSTANCES_PER_FUNCTION)
         self._lock = threading.Lock()
+        self._closed = False
         self.started = 0
         self.busy = 0
 
@@ -209,8 +211,9 @@ class _FunctionPool:
         return worker
 
     def release(self, worker: _Worker, healthy: bool) -> None:
-        idle = healthy and worker.alive()
         with self._lock:
+            # A retired version's instance (the function was updated meanwhile) is not reused.
+            idle = healthy and not self._closed and worker.alive()
             self.busy -= 1
             if idle:
                 worker.idle_since = time.monotonic()
@@ -234,7 +237,9 @@ class _FunctionPool:
             worker.kill()
 
     def close(self) -> None:
+        """Stop the idle instances; busy ones finish their invocation, then stop."""
         with self._lock:
+            self._closed = True
             for worker in self._idle:
                 worker.kill()
             self._idle.clear()
@@ -265,19 +270,22 @@ class LambdaRuntime:
         threading.Thread(target=self._stop_idle_instances, name="lambda-idle-instances", daemon=True).start()
 
     # -- public -----------------------------------------------------------------------------------
-    def invoke(self, fn: Any, payload: bytes, asynchronous: bool) -> InvokeResult | None:
-        """Invoke moto's ``LambdaFunction`` ``fn``. Asynchronous (``Event``) returns None at once."""
+    def invoke(self, fn: Any, payload: bytes, asynchronous: bool, trace_id: str | None = None) -> InvokeResult | None:
+        """Invoke moto's ``LambdaFunction`` ``fn``. Asynchronous (``Event``) returns None at once.
+
+        ``trace_id`` is the caller's X-Amzn-Trace-Id, which the handler's AWS calls carry on.
+        """
         if asynchronous:
             reservation = self.clock.reserve()  # keep the clock still until the thread runs
 
             def run() -> None:
                 with reservation.adopt():
-                    self._run_event(fn, payload)
+                    self._run_event(fn, payload, trace_id)
 
             threading.Thread(target=run, name=f"lambda-event-{fn.function_name}", daemon=True).start()
             return None
         with self.clock.busy():
-            return self._invoke(fn, payload, "RequestResponse")
+            return self._invoke(fn, payload, "RequestResponse", trace_id=trace_id)
 
     def count(self, function_name_part: str | None = None) -> int:
         return sum(1 for r in self.invocations if function_name_part is None or function_name_part in r["function"])
@@ -313,17 +321,18 @@ class LambdaRuntime:
         with self._lock:
             return [pool for _, pool in self._pools.values()]
 
-    def _run_event(self, fn: Any, payload: bytes) -> None:
+    def _run_event(self, fn: Any, payload: bytes, trace_id: str | None) -> None:
         """One queued event: its attempts and retries, then its record to the destination (lambda_async)."""
         config = lambda_async.AsyncConfig.of(fn)
         request_id = str(uuid.uuid4())  # every attempt of one event has the same
-        outcome = lambda_async.process(lambda: self._invoke(fn, payload, "Event", request_id), config, self.clock)
+        outcome = lambda_async.process(lambda: self._invoke(fn, payload, "Event", request_id, trace_id), config, self.clock)
         record = lambda_async.invocation_record(
             function_arn=fn.function_arn, request_id=request_id, payload=payload, outcome=outcome, now=self.clock.now()
         )
         lambda_async.deliver(config, record)
 
-    def _invoke(self, fn: Any, payload: bytes, invocation_type: str, request_id: str | None = None) -> InvokeResult:
+    def _invoke(self, fn: Any, payload: bytes, invocation_type: str, request_id: str | None = None,
+                trace_id: str | None = None) -> InvokeResult:
         pool = self._pool_for(fn)
         request_id = request_id or str(uuid.uuid4())
         record = {"function": fn.function_name, "request_id": request_id, "type": invocation_type,
@@ -343,6 +352,7 @@ class LambdaRuntime:
         try:
             worker.conn.send({
                 "payload": payload,
+                "trace_id": trace_id or new_trace_id(self.clock.now()),
                 "offset": self.clock.offset,
                 "deadline": deadline,
                 "context": {
@@ -414,7 +424,7 @@ class LambdaRuntime:
         with self._lock:
             current = self._pools.get(fn.function_arn)
             if current is None or current[0] != key:
-                if current is not None:  # redeployed: retire the old version's warm workers
+                if current is not None:  # updated (deploy or hot-swap): retire the old version's instances
                     current[1].close()
                 current = (key, _FunctionPool(lambda: self._spawn(fn, key), self._stop_idle_beyond_limit))
                 self._pools[fn.function_arn] = current

@@ -138,6 +138,8 @@ def _serve(handler: object, init_error: dict | None) -> None:
         if init_error is not None:
             _conn.send(init_error)
             continue
+        # Lambda sets this per invocation; the SDK sends it as X-Amzn-Trace-Id with every call.
+        os.environ["_X_AMZN_TRACE_ID"] = request["trace_id"]
         try:
             event = json.loads(request["payload"] or b"null")
             context = LambdaContext(request["context"], request["deadline"])

@@ -1,7 +1,8 @@
-"""CloudFormation: what `cdk deploy` needs from moto (change sets, exports, layers, PITR, KMS tags)."""
+"""CloudFormation: what `cdk deploy` needs from moto (change sets, exports, layers, PITR, KMS tags, DescribeType)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -112,3 +113,104 @@ def install_cloudformation_fidelity() -> None:
         return original_key_create(cls, resource_name, cloudformation_json, *args, **kwargs)
 
     Key.create_from_cloudformation_json = classmethod(key_create)
+
+
+def install_describe_type() -> None:
+    """DescribeType answers a resource type's registry schema, as AWS does.
+
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeType.html: ``Schema``
+    is the type's schema (its create-only properties among others); an unknown type is
+    ``TypeNotFoundException``. `cdk deploy --hotswap` reads it to leave create-only properties to a
+    full deployment; moto had no DescribeType, and the CLI retried its error page for 48 seconds.
+    """
+    from moto.cloudformation.exceptions import CloudFormationError
+    from moto.cloudformation.responses import CloudFormationResponse
+    from moto.core.responses import ActionResult
+
+    from emulator.cloudcontrol import schemas
+
+    class TypeNotFound(CloudFormationError):
+        code = "TypeNotFoundException"
+
+    def describe_type(self: Any) -> ActionResult:
+        kind, type_name = self._get_param("Type") or "RESOURCE", self._get_param("TypeName")
+        try:
+            if kind != "RESOURCE":
+                raise schemas.UnknownType(type_name)
+            schema = schemas.schema(self.region, type_name)
+        except schemas.UnknownType:
+            raise TypeNotFound(f"The type '{type_name}' cannot be found.") from None
+        return ActionResult({
+            "Arn": f"arn:{self.partition}:cloudformation:{self.region}::type/resource/{type_name.replace('::', '-')}",
+            "Type": "RESOURCE",
+            "TypeName": type_name,
+            "Schema": json.dumps(schema),
+            "Visibility": "PUBLIC",
+            "ProvisioningType": "FULLY_MUTABLE",
+            "DeprecatedStatus": "LIVE",
+            "IsDefaultVersion": True,
+        })
+
+    CloudFormationResponse.describe_type = describe_type
+
+
+def install_change_sets_by_stack() -> None:
+    """DescribeChangeSet and DeleteChangeSet with a StackName find that stack's change set of that name.
+
+    A change set's name is unique within its stack
+    (https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeChangeSet.html: the
+    name or ARN, and the stack's name or ARN when a name is given); one that does not exist is
+    ChangeSetNotFoundException. moto looked names up across every stack: `cdk deploy
+    --hotswap-fallback` deletes its stack's "cdk-deploy-change-set", then waited forever for it to go,
+    as another stack's change set of that name still answered.
+    """
+    from moto.cloudformation.exceptions import CloudFormationError
+    from moto.cloudformation.responses import CloudFormationResponse
+    from moto.core.responses import ActionResult, EmptyResult
+
+    class ChangeSetNotFound(CloudFormationError):
+        code = "ChangeSetNotFoundException"
+
+    def change_set_id(self: Any) -> str:
+        name, stack = self._get_param("ChangeSetName"), self._get_param("StackName")
+        change_sets = self.cloudformation_backend.change_sets
+        if name in change_sets:  # an ARN
+            return name
+        matching = [cs_id for cs_id, cs in change_sets.items()
+                    if cs.change_set_name == name and stack in (None, cs.stack_name, cs.stack_id)]
+        if not matching:
+            raise ChangeSetNotFound(f"ChangeSet [{name}] does not exist")
+        return matching[-1]
+
+    def describe_change_set(self: Any) -> ActionResult:
+        return ActionResult(self.cloudformation_backend.describe_change_set(change_set_name=change_set_id(self)))
+
+    def delete_change_set(self: Any) -> EmptyResult:
+        self.cloudformation_backend.delete_change_set(change_set_name=change_set_id(self))
+        return EmptyResult()
+
+    CloudFormationResponse.describe_change_set = describe_change_set
+    CloudFormationResponse.delete_change_set = delete_change_set
+
+
+def install_previous_ssm_parameter_values() -> None:
+    """UsePreviousValue of an SSM-typed parameter reuses its SSM parameter name, resolved again.
+
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_Parameter.html: with
+    UsePreviousValue the stack keeps the value it is using; for an ``AWS::SSM::Parameter::Value<...>``
+    type that value is the parameter's name, and ResolvedValue is what it resolved to. moto reused the
+    resolved value and then looked it up as a name, so every update of a CDK stack (whose
+    BootstrapVersion parameter is SSM-typed) failed: `cdk deploy --hotswap-fallback`'s full deployment.
+    """
+    from moto.cloudformation.models import Stack
+
+    def stack_parameters(self: Any) -> dict[str, Any]:
+        slots = self.resource_map._template.get("Parameters", {})
+        given = self.resource_map.input_parameters
+        return {
+            name: given.get(name, slots[name].get("Default"))
+            if str(slots.get(name, {}).get("Type", "")).startswith("AWS::SSM::Parameter::") else value
+            for name, value in self.resource_map.resolved_parameters.items()
+        }
+
+    Stack.stack_parameters = property(stack_parameters)

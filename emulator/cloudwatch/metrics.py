@@ -2,6 +2,8 @@
 
 - ``execution_metrics``: what Step Functions publishes in ``AWS/States`` when an execution starts
   or ends, per ``StateMachineArn`` (procedure-cw-metrics.html, "Execution metrics").
+- ``queue_metrics``: what SQS pushes to ``AWS/SQS`` for a queue once a minute
+  (sqs-available-cloudwatch-metrics.html).
 - ``emf_metric_data``: the metrics CloudWatch Logs extracts from an embedded-metric-format line
   (CloudWatch_Embedded_Metric_Format_Specification.html), as Powertools' Metrics prints them.
 - ``MetricStore``: every datapoint by metric (namespace, name and exact dimension set, as CloudWatch
@@ -18,6 +20,8 @@ from typing import Any
 from emulator.cloudwatch.alarms import Aggregate, Alarm, as_epoch, period_start
 
 STATES_NAMESPACE = "AWS/States"
+SQS_NAMESPACE = "AWS/SQS"
+SQS_INTERVAL = 60  # seconds between two samples of a queue's depth
 # Execution status -> the count metric Step Functions publishes for it.
 STATUS_METRICS = {
     "SUCCEEDED": "ExecutionsSucceeded",
@@ -46,6 +50,17 @@ def execution_metrics(status: str, machine_arn: str, *, now: float, start: float
     if status not in STATUS_METRICS:
         return []
     return [datum(STATUS_METRICS[status], 1.0, "Count"), datum("ExecutionTime", round((now - start) * 1000), "Milliseconds")]
+
+
+def queue_metrics(queue_name: str, *, visible: int, not_visible: int, delayed: int, now: float) -> list[dict]:
+    """PutMetricData entries for a queue's depth at ``now``, per ``QueueName``."""
+    dimensions = [{"Name": "QueueName", "Value": queue_name}]
+    return [
+        {"MetricName": name, "Dimensions": dimensions, "Value": float(value), "Unit": "Count", "Timestamp": _utc(now)}
+        for name, value in (("ApproximateNumberOfMessagesVisible", visible),
+                            ("ApproximateNumberOfMessagesNotVisible", not_visible),
+                            ("ApproximateNumberOfMessagesDelayed", delayed))
+    ]
 
 
 def emf_metric_data(line: str) -> list[tuple[str, list[dict]]]:

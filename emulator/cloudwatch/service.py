@@ -16,7 +16,15 @@ from typing import Any
 
 from emulator.clock import SimClock
 from emulator.cloudwatch import alarms as logic
-from emulator.cloudwatch.metrics import STATES_NAMESPACE, MetricStore, emf_metric_data, execution_metrics
+from emulator.cloudwatch.metrics import (
+    SQS_INTERVAL,
+    SQS_NAMESPACE,
+    STATES_NAMESPACE,
+    MetricStore,
+    emf_metric_data,
+    execution_metrics,
+    queue_metrics,
+)
 from emulator.events import EventRouter
 
 _POLL_SECONDS = 0.05
@@ -35,12 +43,13 @@ class CloudWatch:
         self.router = router
         self.account_id = account_id
         self.region = region
-        # What the console and tests read: each state change, each action's notification.
+        # Each state change and what became of its actions, for the console: {"alarm", "from", "to",
+        # "reason", "time", "actions": [{"target", "error"}]}.
         self.changes: list[dict] = []
-        self.notifications: list[dict] = []
         self._store = MetricStore()
         self._evaluated: dict[int, int] = {}  # id(moto alarm) -> the last boundary evaluated
         self._log_offsets: dict[Path, int] = {}
+        self._queues_sampled = 0
         self._lock = threading.RLock()
         self._stop = threading.Event()
         threading.Thread(target=self._run, name="cloudwatch-alarms", daemon=True).start()
@@ -53,19 +62,19 @@ class CloudWatch:
         """``model`` (moto's alarm) has just left ``previous``: send the event, run the actions."""
         alarm, current = logic.Alarm.of(model), logic.State.of(model)
         event = logic.state_change_event(alarm, previous, current, self.account_id, self.region)
-        self.changes.append({"alarm": alarm.name, "from": previous.value, "to": current.value,
-                             "reason": current.reason, "time": current.timestamp})
+        change = {"alarm": alarm.name, "from": previous.value, "to": current.value, "reason": current.reason,
+                  "time": current.timestamp, "actions": []}
+        self.changes.append(change)
         self.router.put(event, account_id=self.account_id, region=self.region)
         if not alarm.actions_enabled:
             return
         for arn in alarm.actions_for(current.value):
-            self._run_action(arn, alarm, previous, current)
+            change["actions"].append({"target": arn, "error": self._run_action(arn, alarm, previous, current)})
 
-    def _run_action(self, arn: str, alarm: logic.Alarm, previous: logic.State, current: logic.State) -> None:
-        record = {"alarm": alarm.name, "state": current.value, "target": arn, "time": current.timestamp}
+    def _run_action(self, arn: str, alarm: logic.Alarm, previous: logic.State, current: logic.State) -> str | None:
+        """Publish the notification to the action's topic; what went wrong, if anything."""
         if arn.split(":")[2] != "sns":
-            self.notifications.append({**record, "error": "the emulator runs SNS alarm actions only"})
-            return
+            return "the emulator runs SNS alarm actions only"
         from moto.sns.models import sns_backends
 
         subject, message = logic.sns_notification(alarm, previous, current, self.account_id, self.region)
@@ -73,9 +82,9 @@ class CloudWatch:
         try:
             sns_backends[account][region].publish(message, arn=arn, subject=subject)
         except Exception as exc:  # noqa: BLE001 - a missing topic fails this action only, as on AWS
-            self.notifications.append({**record, "subject": subject, "message": message, "error": str(exc)})
-            return
-        self.notifications.append({**record, "subject": subject, "message": message, "error": None})
+            _log.warning("Alarm %s could not notify %s: %s", alarm.name, arn, exc)
+            return str(exc)
+        return None
 
     def set_state(self, model: Any, state: logic.State) -> None:
         """An evaluation's verdict, recorded as moto records SetAlarmState's, then acted on."""
@@ -115,10 +124,40 @@ class CloudWatch:
             for namespace, data in emf_metric_data(line):
                 backend.put_metric_data(namespace, data)
 
+    def sample_queues(self) -> None:
+        """The depth of each queue an alarm watches, once a minute of simulated time, as SQS pushes it.
+
+        At most one sample per look: a clock that jumped an hour gives one, of the depth now. Only
+        watched metrics are sampled, so a clock that jumps all day does not fill memory with depths.
+        """
+        minute = logic.period_start(self.clock.now(), SQS_INTERVAL)
+        if minute <= self._queues_sampled:
+            return
+        self._queues_sampled = minute
+        from moto.sqs.models import sqs_backends
+
+        backend = _backend(self.account_id, self.region)
+        watched: dict[str, set[str]] = {}
+        for alarm in list(backend.alarms.values()):
+            if alarm.namespace == SQS_NAMESPACE:
+                for dimension in alarm.dimensions:
+                    if dimension.name == "QueueName":
+                        watched.setdefault(dimension.value, set()).add(alarm.metric_name)
+        queues = sqs_backends[self.account_id][self.region].queues
+        for name, metric_names in watched.items():
+            queue = queues.get(name)
+            if queue is None:
+                continue
+            data = queue_metrics(name, visible=queue.approximate_number_of_messages,
+                                 not_visible=queue.approximate_number_of_messages_not_visible,
+                                 delayed=queue.approximate_number_of_messages_delayed, now=minute)
+            backend.put_metric_data(SQS_NAMESPACE, [d for d in data if d["MetricName"] in metric_names])
+
     # -- evaluation -------------------------------------------------------------------------------
     def evaluate(self) -> None:
         """Evaluate every alarm at each of its period boundaries the clock has passed since the last look."""
         with self._lock:
+            self.sample_queues()
             backend = _backend(self.account_id, self.region)
             self._store.index(id(backend), backend.metric_data)
             now = self.clock.now()

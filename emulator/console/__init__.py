@@ -53,6 +53,7 @@ class Console:
             Rule("/api/executions", endpoint="start", methods=["POST"]),
             Rule("/api/execution", endpoint="execution"),
             Rule("/api/slack", endpoint="slack"),
+            Rule("/api/slack/click", endpoint="click", methods=["POST"]),
             Rule("/api/alarms", endpoint="alarms"),
             Rule("/api/topics", endpoint="topics"),
         ])
@@ -196,6 +197,7 @@ class Console:
             "output": description.get("output"),
             "error": description.get("error"),
             "cause": description.get("cause"),
+            "started_by": self.aws.router.started_by.get(arn),
             "start": start,
             "stop": stop,
             "definition": definition,
@@ -212,12 +214,29 @@ class Console:
         })
 
     def _slack(self, request: Request) -> Response:
-        posts = self.deployment.slack.posts
+        """Every post, newest first: its whole ``body`` as sent, and the message ``shown`` now.
+
+        ``shown`` differs from ``body`` once the app updated the message through a click's
+        response_url, and is null once it deleted it.
+        """
+        slack = self.deployment.slack
         return _json([
             {"seq": p.seq, "status": p.status, "text": p.body.get("text") if isinstance(p.body, dict) else p.body,
-             "body": p.body}
-            for p in reversed(posts)
+             "body": p.body, "shown": slack.shown(p.seq)}
+            for p in reversed(slack.posts)
         ])
+
+    def _click(self, request: Request) -> Response:
+        """A person clicks a button of a message: POST {"seq", "block", "element"}; what Slack did."""
+        body = request.get_json(force=True, silent=True)
+        if not isinstance(body, dict) or not all(isinstance(body.get(key), int) for key in ("seq", "block", "element")):
+            raise ValueError('POST {"seq": N, "block": N, "element": N}: the message and its button')
+        slack = self.deployment.slack
+        try:
+            clicked = slack.click(body["seq"], block=body["block"], element=body["element"])
+        except LookupError as exc:
+            return _json({"error": str(exc.args[0])}, 404)
+        return _json({**clicked, "interactive": slack.interactive})
 
     def _alarms(self, request: Request) -> Response:
         """Every metric alarm with its state, and the latest state changes (newest first)."""

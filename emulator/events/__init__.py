@@ -16,6 +16,7 @@ import threading
 import uuid
 from typing import Any
 
+from emulator.awslambda.trace import new_trace_id, trace_root
 from emulator.clock import SimClock
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
@@ -134,10 +135,11 @@ def _minified(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def send(arn: str, message: str) -> None:
+def send(arn: str, message: str, trace_id: str | None = None) -> None:
     """Deliver ``message`` to an SNS topic, an SQS queue or (asynchronously) a Lambda function.
 
-    What EventBridge targets and Lambda's asynchronous-invocation destinations have in common.
+    What EventBridge targets and Lambda's asynchronous-invocation destinations have in common. A
+    Lambda function's AWS calls carry ``trace_id`` (its X-Amzn-Trace-Id).
     """
     service, region, account = arn.split(":")[2:5]
     if service == "sns":
@@ -152,16 +154,18 @@ def send(arn: str, message: str) -> None:
         from moto.awslambda.models import lambda_backends
 
         function = lambda_backends[account][region].get_function(arn)
-        function.invoke(message, {"x-amz-invocation-type": "Event"}, {})
+        headers = {"x-amz-invocation-type": "Event", **({"x-amzn-trace-id": trace_id} if trace_id else {})}
+        function.invoke(message, headers, {})
     else:
         raise NotImplementedError(f"The emulator does not deliver to {arn}")
 
 
-def _start_execution(arn: str, message: str) -> None:
+def _start_execution(arn: str, message: str) -> str:
+    """Start an execution of the machine ``arn`` with ``message`` as its input; returns its ARN."""
     from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
     region, account = arn.split(":")[3:5]
-    stepfunctions_parser_backends[account][region].start_execution(arn, None, message)
+    return stepfunctions_parser_backends[account][region].start_execution(arn, None, message).execution_arn
 
 
 class EventRouter:
@@ -172,6 +176,11 @@ class EventRouter:
         self.account_id = account_id
         self.region = region
         self.delivered: list[dict] = []  # {"rule", "target", "event"} for summaries and tests
+        # Execution ARN -> {"rule", "target", "event"}: the event that started it, for the console.
+        # Directly, when the rule targets the machine; through a Lambda target, when the function's
+        # StartExecution carries the trace the delivery gave it (``traced_start``).
+        self.started_by: dict[str, dict] = {}
+        self._traced: dict[str, dict] = {}  # trace root -> {"rule", "target", "event"}
         self._schedule_next: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -216,8 +225,14 @@ class EventRouter:
             text = self._target_input(target, event)
             service = target["Arn"].split(":")[2]
             self.delivered.append({"rule": rule.name, "target": target["Arn"], "event": event, "input": text})
+            cause = {"rule": rule.name, "target": target["Arn"], "event": event}
             if service == "states":
-                _start_execution(target["Arn"], text)
+                self.started_by[_start_execution(target["Arn"], text)] = cause
+            elif service == "lambda":
+                trace_id = new_trace_id(self.clock.now())
+                with self._lock:
+                    self._traced[trace_root(trace_id) or ""] = cause
+                send(target["Arn"], text, trace_id)
             else:
                 send(target["Arn"], text)
             count += 1
@@ -234,6 +249,17 @@ class EventRouter:
             return render_input_transformer(target["InputTransformer"], event)
         return _minified(event)
 
+    def traced_start(self, trace_header: str, response: bytes) -> None:
+        """A StartExecution answered ``response``: if its trace began at a delivery, that event started it."""
+        with self._lock:
+            cause = self._traced.get(trace_root(trace_header) or "")
+        if cause is None:
+            return
+        try:
+            arn = json.loads(response)["executionArn"]
+        except (ValueError, KeyError, TypeError):
+            return  # refused: no execution started
+        self.started_by[arn] = cause
 
     # -- schedules ------------------------------------------------------------------------------
     def scheduled_rules(self) -> list[Any]:

@@ -2,7 +2,7 @@
 
 Every patch but one corrects a difference between moto (the release requirements-dev.txt pins) and
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
-tests/test_emulator_conformance.py) pins it. The one under "Speed" changes only how fast moto works.
+tests/test_emulator_conformance.py, or for CloudWatch tests/test_emulator_cloudwatch.py) pins it. The one under "Speed" changes only how fast moto works.
 Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
 Each lives beside the rest of its service's emulation (``emulator/<service>/patches.py`` and, for
 Step Functions, the engine's modules in ``emulator/stepfunctions/``); this list is the one place that
@@ -18,12 +18,13 @@ from emulator.clock import SimClock
 from emulator.cloudformation import patches as cloudformation
 from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
-from emulator.stepfunctions import engine_clock, jsonata, redrive, states, test_state
+from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
 from emulator.stepfunctions import patches as stepfunctions
 
 
 def install_all(
-    clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], on_alarm_change: Callable[..., None]
+    clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], on_alarm_change: Callable[..., None],
+    mock_config: Callable[[], Any],
 ) -> None:
     # Simulated time in the Step Functions engine.
     engine_clock.install_engine_clock(clock)
@@ -44,12 +45,18 @@ def install_all(
     stepfunctions.install_context_object()
     stepfunctions.install_history_paging()
     stepfunctions.install_definition_string_escapes()
+    stepfunctions.install_execution_logging()
     states.install_inner_error_names()
+    states.install_task_result_limit()
+    states.install_states_all_exceptions()
+    states.install_item_reader_failed()
     # JSONata and workflow variables.
     jsonata.install_jsonata_evaluator()
     jsonata.install_field_paths()
     jsonata.install_integer_fields()
     jsonata.install_jsonata_clock(clock)
+    jsonata.install_jsonata_wait_timestamp()
+    jsonata.install_jsonata_map_items()
     states.install_choice_rule_assign()
     states.install_no_choice_matched()
     states.install_variable_comparison_order()
@@ -62,6 +69,8 @@ def install_all(
     redrive.install_redrive_filter()
     redrive.install_inline_map_redrive()
     redrive.install_parallel_redrive()
+    # Mocked service integrations (Step Functions Local's mock configuration).
+    mocks.install_mocked_integrations(mock_config)
     # Lambda.
     awslambda.install_lambda_runtime(lambda_runtime)
     awslambda.install_function_urls(lambda_runtime)
@@ -72,6 +81,9 @@ def install_all(
     dynamodb.install_atomic_writes()
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
+    cloudformation.install_describe_type()
+    cloudformation.install_change_sets_by_stack()
+    cloudformation.install_previous_ssm_parameter_values()
     # CloudWatch.
     cloudwatch.install_initial_alarm_state()
     cloudwatch.install_alarm_state_changes(on_alarm_change)

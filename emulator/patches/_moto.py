@@ -37,3 +37,18 @@ def states_error(env: Any, error: str, cause: str) -> Exception:
             ),
         )
     )
+
+
+def error_name(error_name: str | None) -> Any:
+    """The engine's name for the error ``error_name`` (moto passes it by that keyword): a ``States.*``
+    name matches as AWS's own errors do; any other is a custom error."""
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+
+    if error_name is not None and error_name.startswith("States."):
+        try:
+            return StatesErrorName.from_name(error_name)
+        except ValueError:
+            return ErrorName(error_name=error_name)
+    return CustomErrorName(error_name=error_name)

@@ -4,6 +4,7 @@ moto parses and runs definitions but evaluates no JSONata, emits no status-chang
 history limit, and implements neither TestState nor RedriveExecution. The corrections, each a patch
 whose docstring states the documented behaviour: ``patches.py`` (API, executions, history, task
 tokens), ``states.py`` (Choice, Map, Parallel), ``jsonata.py`` (JSONata and variables),
-``engine_clock.py`` (Waits, back-off and timeouts on the simulated clock), ``test_state.py`` and
-``redrive.py``. ``history.py`` reads a history as a person does, for the CLI and the console.
+``engine_clock.py`` (Waits, back-off and timeouts on the simulated clock), ``test_state.py``,
+``redrive.py`` and ``mocks.py`` (mocked service integrations, Step Functions Local's mock
+configuration file). ``history.py`` reads a history as a person does, for the CLI and the console.
 """

@@ -48,14 +48,15 @@ def _partition(array: Any, size: Any) -> list:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _range(start: Any, end: Any, step: Any = 1) -> list:
+def _range(start: Any, end: Any, step: Any = 1) -> Any:
     if not all(isinstance(v, (int, float)) for v in (start, end, step)) or step == 0:
         raise QueryEvaluationError("$range expects numbers and a non-zero step")
     values, value = [], start
     while (step > 0 and value <= end) or (step < 0 and value >= end):
         values.append(value)
         value += step
-    return values
+    # As on AWS, and as a JSONata sequence of one: a range of one number is that number.
+    return values[0] if len(values) == 1 else values
 
 
 def _hash(value: Any, algorithm: Any) -> str:
@@ -218,6 +219,14 @@ def install_field_paths() -> None:
 
 def fail(env: Any, expression: str, problem: str) -> None:
     """Fail the running state with ``States.QueryEvaluationError``, as AWS words it."""
+    field = "".join(getattr(env, FIELD_PATH, None) or [])
+    where = f" specified for the field '{field}'" if field else ""
+    raise evaluation_failed(env, f"The JSONata expression '{expression}'{where} {problem}")
+
+
+def evaluation_failed(env: Any, cause: str) -> Any:
+    """The exception that fails the running state with ``States.QueryEvaluationError`` and ``cause``,
+    its EvaluationFailed event recorded."""
     from moto.stepfunctions.parser.api import EvaluationFailedEventDetails, HistoryEventType
     from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
         FailureEvent,
@@ -230,8 +239,6 @@ def fail(env: Any, expression: str, problem: str) -> None:
     from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
     error_name = StatesErrorName(typ=StatesErrorNameType.StatesQueryEvaluationError)
-    field = "".join(getattr(env, FIELD_PATH, None) or [])
-    where = f" specified for the field '{field}'" if field else ""
     failure = FailureEvent(
         env=env,
         error_name=error_name,
@@ -239,7 +246,7 @@ def fail(env: Any, expression: str, problem: str) -> None:
         event_details=EventDetails(
             evaluationFailedEventDetails=EvaluationFailedEventDetails(
                 error=error_name.error_name,
-                cause=f"The JSONata expression '{expression}'{where} {problem}",
+                cause=cause,
             )
         ),
     )
@@ -249,7 +256,7 @@ def fail(env: Any, expression: str, problem: str) -> None:
         event_type=HistoryEventType.EvaluationFailed,
         event_details=EventDetails(evaluationFailedEventDetails=exception.get_evaluation_failed_event_details()),
     )
-    raise exception
+    return exception
 
 
 def install_jsonata_evaluator() -> None:
@@ -267,14 +274,17 @@ def install_jsonata_evaluator() -> None:
     )
 
     def variables_in_scope(env: Any) -> dict[str, Any]:
+        # AWS: a variable assigned null reads back as null. JSONata takes a None binding for an
+        # undefined one, which failed as "returned nothing (undefined)".
         store = env.variable_store
-        return {**store._outer_scope, **store._inner_scope}
+        return {name: Utils.NULL_VALUE if value is None else value for name, value in {**store._outer_scope, **store._inner_scope}.items()}
 
     def run(env: Any, expression: str, bindings: dict[str, Any]) -> Any:
         try:
             result = evaluate(expression, bindings)
         except QueryEvaluationError as error:
-            fail(env, expression, f"threw an error during evaluation: {error}")
+            # AWS: "... threw an error during evaluation. T1006: Attempted to invoke a non-function"
+            fail(env, expression, f"threw an error during evaluation. {error}")
         if result is _UNDEFINED:
             fail(env, expression, "returned nothing (undefined).")
         return result
@@ -323,3 +333,42 @@ def install_integer_fields() -> None:
     TimeoutSecondsJSONata._eval_seconds = whole_number
     HeartbeatSecondsJSONata._eval_seconds = whole_number
     MaxConcurrencyJSONata._eval_max_concurrency = whole_number
+
+
+def install_jsonata_wait_timestamp() -> None:
+    """AWS: a JSONata Wait ``Timestamp`` that is not an ISO-8601 extended offset date-time fails the
+    state with ``States.QueryEvaluationError``, "The Timestamp field cannot be parsed as an ISO-8601
+    extended offset date-time format string: <value>"; moto failed it with States.Runtime and the
+    TimestampPath wording.
+    https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html
+    """
+    from moto.stepfunctions.parser.asl.component.common.string.string_expression import StringJSONata
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import Timestamp
+
+    original = Timestamp._create_failure_event
+
+    def create_failure_event(self: Any, env: Any, timestamp: Any) -> Any:
+        if not isinstance(self.string, StringJSONata):
+            return original(self, env, timestamp)
+        shown = timestamp if isinstance(timestamp, str) else json.dumps(timestamp, separators=(",", ":"))
+        cause = f"The Timestamp field cannot be parsed as an ISO-8601 extended offset date-time format string: {shown}"
+        return evaluation_failed(env, cause).failure_event
+
+    Timestamp._create_failure_event = create_failure_event
+
+
+def install_jsonata_map_items() -> None:
+    """AWS: JSONata Map ``Items`` that are not an array fail the state with
+    ``States.QueryEvaluationError``, "Map state input must be an array but was: <value>"; moto
+    worded it as an unexpected result type of the Items expression.
+    https://docs.aws.amazon.com/step-functions/latest/dg/state-map-inline.html
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.items.items import ItemsJSONata
+
+    def eval_body(self: Any, env: Any) -> None:
+        self.string_jsonata.eval(env=env)
+        items = env.stack[-1]
+        if not isinstance(items, list):
+            raise evaluation_failed(env, f"Map state input must be an array but was: {json.dumps(items, separators=(',', ':'))}")
+
+    ItemsJSONata._eval_body = eval_body

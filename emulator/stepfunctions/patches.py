@@ -313,11 +313,12 @@ def install_context_object() -> None:
 
     AWS: ``Execution.StartTime`` and ``State.EnteredTime`` are strings such as
     "2019-03-26T20:14:13.192Z"; ``Execution.RedriveCount`` is 0 until the execution is redriven;
-    ``State.RetryCount`` is there in every state; an inline Map item's ``Map.Item.Source`` is
-    "STATE_DATA".
+    an inline Map item's ``Map.Item.Source`` is "STATE_DATA". ``State.RetryCount`` is only in the
+    states that can retry (Task, Map, Parallel), as moto has it: AWS's records of a Pass state's
+    ``$$.State`` hold only Name and EnteredTime.
     moto put a datetime object in StartTime (an output holding ``$$`` then failed DescribeExecution
     with HTTP 500, "Object of type datetime is not JSON serializable"), wrote EnteredTime with
-    microseconds and "+00:00", had no RedriveCount, and RetryCount only in task, Map and Parallel states.
+    microseconds and "+00:00", and had no RedriveCount.
     https://docs.aws.amazon.com/step-functions/latest/dg/input-output-contextobject.html
     """
     from moto.stepfunctions.parser.asl.component.state import state as state_module
@@ -337,7 +338,6 @@ def install_context_object() -> None:
 
     def state_data(**fields: Any) -> Any:
         fields["EnteredTime"] = aws_timestamp(fields["EnteredTime"])
-        fields.setdefault("RetryCount", 0)  # task states count their retries in it
         return original_state_data(**fields)
 
     state_module.StateData = state_data
@@ -424,3 +424,71 @@ def install_parse_once_per_definition() -> None:
         return Preprocessor().visit(tree), tree
 
     AmazonStateLanguageParser.parse = staticmethod(parse)
+
+
+def _api_shape(value: Any) -> Any:
+    """A CloudFormation property value with the API's member names (``LogGroupArn`` -> ``logGroupArn``)."""
+    if isinstance(value, dict):
+        return {key[:1].lower() + key[1:]: _api_shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_api_shape(item) for item in value]
+    return value
+
+
+def install_execution_logging() -> None:
+    """AWS: a state machine with a ``LoggingConfiguration`` (from CloudFormation too) writes the
+    history events its level selects to its log group, one JSON message per event, without
+    input and output unless ``includeExecutionData``. moto's CloudFormation model dropped the
+    property, no execution opened a logging session, and its log events lacked a message."""
+    from moto.logs.models import logs_backends
+    from moto.stepfunctions import models as sfn_models
+    from moto.stepfunctions.parser.asl.eval.event import logging as sfn_logging
+    from moto.stepfunctions.parser.backend import execution as execution_module
+
+    def create_from_cloudformation_json(
+        cls: Any, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> Any:
+        properties = cloudformation_json["Properties"]
+        logging_configuration = properties.get("LoggingConfiguration")
+        return sfn_models.stepfunctions_backends[account_id][region_name].create_state_machine(
+            properties.get("StateMachineName", resource_name),
+            properties.get("DefinitionString", ""),
+            properties.get("RoleArn", ""),
+            tags=sfn_models.cfn_to_api_tags(properties.get("Tags", [])),
+            loggingConfiguration=_api_shape(logging_configuration) if logging_configuration else None,
+        )
+
+    sfn_models.StateMachine.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
+
+    original_init = execution_module.Execution.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        configuration = getattr(self.state_machine, "loggingConfiguration", None) or {}
+        if self._cloud_watch_logging_session is None and configuration.get("level", "OFF") != "OFF":
+            configuration = {"includeExecutionData": False, **configuration}
+            parsed = sfn_logging.CloudWatchLoggingConfiguration.from_logging_configuration(
+                state_machine_arn=self.state_machine.arn, logging_configuration=configuration
+            )
+            if parsed is not None:
+                self._cloud_watch_logging_session = sfn_logging.CloudWatchLoggingSession(
+                    execution_arn=self.exec_arn, configuration=parsed
+                )
+
+    execution_module.Execution.__init__ = init
+
+    def publish_history_log(self: Any, history_log: Any) -> None:
+        config = self.configuration
+        group = logs_backends[config.log_account_id][config.log_region].groups.get(config.log_group_name)
+        if group is None:  # AWS drops what it cannot deliver; the execution goes on
+            return
+        if config.log_stream_name not in group.streams:
+            group.create_log_stream(config.log_stream_name)
+        when = history_log["event_timestamp"]
+        if isinstance(when, str):
+            when = _datetime.datetime.fromisoformat(when) if not when.isdigit() else int(when)
+        timestamp = when if isinstance(when, int) else int(when.timestamp() * 1000)
+        message = json.dumps({**history_log, "event_timestamp": str(timestamp)}, default=str)
+        group.put_log_events(config.log_stream_name, [{"timestamp": timestamp, "message": message}])
+
+    sfn_logging.CloudWatchLoggingSession.publish_history_log = publish_history_log

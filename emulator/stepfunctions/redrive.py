@@ -136,6 +136,7 @@ def install_redrive(on_status_change: Any) -> None:
             exec_comm=execution._get_start_execution_worker_comm(),
             cloud_watch_logging_session=original._cloud_watch_logging_session,
             activity_store=original._activity_store,
+            mock_test_case=original._mock_test_case,  # a mocked execution stays mocked, its counts go on
         )
         execution.exec_worker.start()
         on_status_change(execution, "RUNNING")

@@ -1,10 +1,11 @@
-"""Choice, Map and Parallel states as AWS documents them: Assign on rules, variable scopes, inner errors."""
+"""Choice, Map, Parallel and Task states as AWS documents them: Assign on rules, variable scopes, inner errors, payload limits."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from emulator.patches._moto import states_error
+from emulator.patches._moto import error_name, states_error
 
 
 def install_choice_rule_assign() -> None:
@@ -77,20 +78,9 @@ def install_inner_error_names() -> None:
     error name, which refuses the ``States.`` prefix, so the outer state saw a ValueError instead.
     https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
     """
-    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker
     from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
     from moto.stepfunctions.parser.asl.component.state.fail import state_fail
-
-    def error_name(error_name: str | None) -> ErrorName:
-        if error_name is not None and error_name.startswith("States."):
-            try:
-                return StatesErrorName.from_name(error_name)
-            except ValueError:
-                return ErrorName(error_name=error_name)
-        return CustomErrorName(error_name=error_name)
 
     iteration_worker.CustomErrorName = error_name
     branches_decl.CustomErrorName = error_name
@@ -165,3 +155,79 @@ def install_distributed_map_tolerated_failures() -> None:
             raise states_error(env, "States.ExceedToleratedFailureThreshold", cause)
 
     DistributedIterationComponent._map_run = map_run
+
+
+# "The maximum input or output size for a task, state, or execution is 256 KiB of data as a UTF-8
+# encoded string" (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html).
+PAYLOAD_LIMIT_BYTES = 256 * 1024
+
+
+def install_task_result_limit() -> None:
+    """AWS: a Lambda task whose function answers more than 256 KiB fails with
+    ``States.DataLimitExceeded`` (the connector's output is over the payload quota), whatever the
+    state keeps of it; moto passed any answer on.
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
+    original = lambda_eval_utils.execute_lambda_function_integration
+
+    def execute_lambda_function_integration(env: Any, *args: Any, **kwargs: Any) -> None:
+        original(env, *args, **kwargs)
+        payload = env.stack[-1].get("Payload") if isinstance(env.stack[-1], dict) else None
+        size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > PAYLOAD_LIMIT_BYTES:
+            env.stack.pop()
+            cause = (
+                f"The state/task 'lambda' returned a result with a size exceeding the maximum number of bytes "
+                f"service limit ({size} bytes, limit {PAYLOAD_LIMIT_BYTES})."
+            )
+            raise states_error(env, "States.DataLimitExceeded", cause)
+
+    lambda_eval_utils.execute_lambda_function_integration = execute_lambda_function_integration
+
+
+def install_states_all_exceptions() -> None:
+    """AWS: ``States.ALL`` matches any error but ``States.DataLimitExceeded`` and ``States.Runtime``;
+    a Retry or Catch must name ``States.DataLimitExceeded`` to match it, and nothing matches
+    ``States.Runtime``. moto's ``States.ALL`` matched both.
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
+    """
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+
+    original = ErrorEqualsDecl._eval_body
+
+    def eval_body(self: Any, env: Any) -> None:
+        error_name = env.stack[-1]
+        name = getattr(error_name, "error_name", None)
+        if name == "States.Runtime" or (
+            name == "States.DataLimitExceeded" and all(n.error_name != name for n in self.error_names)
+        ):
+            env.stack.pop()
+            env.stack.append(False)
+            return
+        original(self, env)
+
+    ErrorEqualsDecl._eval_body = eval_body
+
+
+def install_item_reader_failed() -> None:
+    """AWS: a Distributed Map whose ItemReader cannot read its source (S3 throttling, a missing
+    object...) fails with ``States.ItemReaderFailed``, which Retry and Catch can match; moto let the
+    S3 client's error through under the client's own name.
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
+    """
+    from botocore.exceptions import ClientError
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval.resource_eval_s3 import (
+        ResourceEvalS3,
+    )
+
+    original = ResourceEvalS3.eval_resource
+
+    def eval_resource(self: Any, env: Any) -> None:
+        try:
+            original(self, env)
+        except ClientError as error:
+            raise states_error(env, "States.ItemReaderFailed", f"Item reader failed: {error}") from None
+
+    ResourceEvalS3.eval_resource = eval_resource

@@ -20,6 +20,7 @@ from typing import Any
 from moto.core.exceptions import AWSError
 
 from emulator.clock import SimEvent
+from emulator.patches._moto import error_name
 from emulator.stepfunctions.patches import aws_timestamp
 
 ACCOUNT_ID, REGION = "123456789012", "us-east-1"  # the emulator's one account and region
@@ -62,19 +63,6 @@ def _as_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _error_name(error: str) -> Any:
-    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
-
-    if error.startswith("States."):
-        try:
-            return StatesErrorName.from_name(error)
-        except ValueError:
-            return ErrorName(error_name=error)
-    return CustomErrorName(error_name=error)
-
-
 def _machine_and_state(definition: dict, state_name: str | None) -> tuple[dict, str]:
     """The machine to parse and the name of the state under test in it."""
     if state_name is not None:
@@ -115,7 +103,8 @@ def _record(component: Any, inspection: dict, key: str) -> None:
 def _instrument(state: Any, inspection: dict) -> None:
     from moto.stepfunctions.parser.asl.component.common.parargs import Arguments
 
-    parargs = getattr(state, "parargs", None)
+    # Task, Map and Parallel states keep Parameters (or Arguments) as parargs; a Pass state as parameters.
+    parargs = getattr(state, "parargs", None) or getattr(state, "parameters", None)
     _record(parargs, inspection, "afterArguments" if isinstance(parargs, Arguments) else "afterParameters")
     _record(getattr(state, "result", None), inspection, "result")  # a Pass state's Result
     if state._is_language_query_jsonpath():  # JSONata states have none of these fields
@@ -142,7 +131,7 @@ def _mocked_execution(state: Any, mock: dict, inspection: dict) -> Any:
             raise FailureEventException(
                 failure_event=FailureEvent(
                     env=env,
-                    error_name=_error_name(error),
+                    error_name=error_name(error),
                     event_type=HistoryEventType.TaskFailed,
                     event_details=EventDetails(
                         taskFailedEventDetails=TaskFailedEventDetails(error=error, cause=mock["errorOutput"].get("cause", ""))

@@ -2,38 +2,60 @@
 
 Everything an execution will carry or record is bounded here, at fetch time, so that no accepted
 config can later hit the 256 KiB payload limit or the 25,000-event history limit half-way through.
-The worst cases are computed from the same retry budgets the ASL declares (a test pins them).
+The worst cases are computed from the same retry budgets the ASL declares (a test pins them, and
+another compares the history model with a real worst-case execution in the emulator).
+
+It also decides, from the alert item alone, whether another execution may hold the alert's
+one-escalation claim (the handler asks Step Functions whether that execution still runs).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
 DEFAULT_INTERVAL_SECONDS = 300
 MAX_TOTAL_WAIT_SECONDS = 86_400  # the machine's TimeoutSeconds (2 days) keeps a day for the work itself
+# The dispatcher spreads its starts over at most this long (a start delay is a wait like the others).
+MAX_START_DELAY_SECONDS = 900
 MAX_ALERT_ID_LENGTH = 256
 MAX_USER_LENGTH = 254  # longest e-mail address
 MAX_MESSAGE_LENGTH = 4_000  # Slack's recommended upper bound for a message's text
 STATUSES = ("active", "acknowledged", "resolved")
+INPUT_FIELDS = ("alert_id", "start_delay_seconds")
 
 MAX_PAYLOAD_BYTES = 256 * 1024
 MAX_HISTORY_EVENTS = 25_000
+# The machine's TimeoutSeconds: an execution that claimed an alert has ended this long after.
+MACHINE_TIMEOUT_SECONDS = 172_800
+
+# The one-escalation claim on the alert item: the ARN of the execution escalating the alert, and
+# when that execution has surely ended (it claimed at its start; the machine times out after that).
+CLAIM_ATTRIBUTE = "escalation_execution_arn"
+CLAIM_EXPIRY_ATTRIBUTE = "escalation_claim_expires_at"
 
 # Attempts per task: 1 + the sum of MaxAttempts over the task's retriers in the ASL.
 FETCH_MAX_ATTEMPTS = 4
 READ_STATUS_MAX_ATTEMPTS = 4
 NOTIFY_MAX_ATTEMPTS = 8
-# History events: a state is entered and exited (2); a task attempt is scheduled, started and ends (3).
-_FIXED_EVENTS = 2 + (2 + 3 * FETCH_MAX_ATTEMPTS) + 2  # execution, fetch, the final state
-_EVENTS_PER_ROUND = 2 + (2 + 3 * READ_STATUS_MAX_ATTEMPTS) + 2  # wait, read, the loop Choice that ends the round
-_EVENTS_PER_USER = 2 + (2 + 3 * NOTIFY_MAX_ATTEMPTS)  # the loop Choice, notify
+RELEASE_MAX_ATTEMPTS = 4
+# History events: a state is entered and exited (2); a task attempt is scheduled, started and ends
+# (3); a Map state also starts and ends (2), each iteration starts and ends (2); a Fail state is
+# only entered (1); the execution starts and ends (2).
+_STATE = 2
+_MAP = 2 * _STATE
+
+
+def _task(attempts: int) -> int:
+    return _STATE + 3 * attempts
+
 
 # Payload: the largest value an execution holds is the failure list (a variable, then the output)
-# beside the config; a Catch briefly holds a caught error whose Cause can be 32 KiB.
+# beside the config and one round's Map results; a Catch briefly holds a caught error whose Cause
+# can be 32 KiB.
 STATE_OVERHEAD_BYTES = 4_096
 CAUGHT_CAUSE_BYTES = 32_768
 MAX_ERROR_NAME_LENGTH = 64  # error names a notification can fail with (ours, Lambda.*, States.*)
@@ -50,53 +72,93 @@ class InvalidAlertConfig(Exception):
         super().__init__(f"{field}: {problem}")
 
 
+class AlertAlreadyRunning(Exception):
+    """Another execution is escalating this alert; the message is that execution's ARN."""
+
+
+@dataclass(frozen=True)
+class ExecutionInput:
+    alert_id: str
+    start_delay_seconds: int = 0
+
+
 @dataclass(frozen=True)
 class AlertConfig:
     alert_id: str
     message: str
-    users: list[str]
-    user_count: int
+    # The accounts each round notifies: round k the level k, the last level for every later round.
+    levels: list[list[str]]
     rounds: int
     interval_seconds: int
+    start_delay_seconds: int = 0
+    # Per account, its signed action links {"acknowledge": url, "resolve": url}.
+    links: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def users(self) -> list[str]:
+        """Every account the alert can notify, each once, in the order first notified."""
+        return list(dict.fromkeys(user for level in self.levels for user in level))
+
+    def level_sizes(self) -> list[int]:
+        """How many accounts each round notifies."""
+        return [len(self.levels[min(r, len(self.levels) - 1)]) for r in range(self.rounds)]
 
     def to_state(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def read_alert_id(event: Mapping[str, Any]) -> str:
+def read_input(event: Any) -> ExecutionInput:
     alert_id = event.get("alert_id") if isinstance(event, Mapping) else None
     if not isinstance(alert_id, str) or not alert_id.strip() or len(alert_id) > MAX_ALERT_ID_LENGTH:
         raise InvalidAlertConfig(
             "alert_id", f"the execution input must be {{\"alert_id\": \"...\"}} with 1 to {MAX_ALERT_ID_LENGTH} characters"
         )
-    unknown = sorted(set(event) - {"alert_id"})
+    unknown = sorted(set(event) - set(INPUT_FIELDS))
     if unknown:
         # Someone passing {"alert_id": ..., "notification_count": 1} expects it to count; it would not.
         raise InvalidAlertConfig(
-            unknown[0], "is not an input field: the execution input is {\"alert_id\": \"...\"} and the rest of "
-            "the config lives in the alert item"
+            unknown[0], "is not an input field: the execution input is {\"alert_id\": \"...\"} (and optionally "
+            "\"start_delay_seconds\") and the rest of the config lives in the alert item"
         )
-    return alert_id
+    delay = _integer(event, "start_delay_seconds", default=0, low=0, high=MAX_START_DELAY_SECONDS)
+    return ExecutionInput(alert_id, delay)
 
 
-def parse_alert_config(item: Mapping[str, Any]) -> AlertConfig:
-    """Return the validated config of an alert item as read from DynamoDB (numbers as Decimal)."""
+def parse_alert_config(
+    item: Mapping[str, Any],
+    *,
+    start_delay_seconds: int = 0,
+    links_for: Callable[[str, int], dict[str, str]] | None = None,
+) -> AlertConfig:
+    """Return the validated config of an alert item as read from DynamoDB (numbers as Decimal).
+
+    ``links_for(user, seconds)`` signs a user's action links for notifications sent up to ``seconds``
+    after the start; the links are part of what the limits bound.
+    """
     alert_id = item["alert_id"]
     _check_status(item.get("status"))
-    users = _user_list(item.get("user_accounts"))
+    levels, field_name = _levels(item)
     rounds = _integer(item, "notification_count", default=None, low=1, high=None)
     interval = _integer(item, "interval_seconds", default=DEFAULT_INTERVAL_SECONDS, low=0, high=MAX_TOTAL_WAIT_SECONDS)
     message = item.get("message", f"Alert {alert_id} is active")
     if not isinstance(message, str) or not message.strip() or len(message) > MAX_MESSAGE_LENGTH:
         raise InvalidAlertConfig("message", f"must be a non-empty string of at most {MAX_MESSAGE_LENGTH} characters")
-    config = AlertConfig(alert_id, message, users, len(users), rounds, interval)
-    _check_limits(config)
+    config = AlertConfig(alert_id, message, levels, rounds, interval, start_delay_seconds)
+    if links_for is not None:
+        notifying_for = start_delay_seconds + (rounds - 1) * interval
+        config = replace(config, links={user: links_for(user, notifying_for) for user in config.users})
+    _check_limits(config, field_name)
     if (rounds - 1) * interval > MAX_TOTAL_WAIT_SECONDS:
         raise InvalidAlertConfig(
             "interval_seconds",
             f"{rounds - 1} waits of {interval} s add up to more than the {MAX_TOTAL_WAIT_SECONDS} s an alert may wait",
         )
     return config
+
+
+def status_of(item: Mapping[str, Any]) -> str:
+    """The status the machine steers on: an item without one is active."""
+    return item.get("status", "active")
 
 
 def _check_status(status: Any) -> None:
@@ -121,9 +183,33 @@ def _shown(value: Any) -> str:
     return format(value.normalize(), "f") if isinstance(value, Decimal) else repr(value)
 
 
+def _levels(item: Mapping[str, Any]) -> tuple[list[list[str]], str]:
+    """The escalation levels and the field they came from: ``escalation``, or ``user_accounts`` as one level."""
+    escalation, accounts = item.get("escalation"), item.get("user_accounts")
+    if escalation is not None and accounts is not None:
+        raise InvalidAlertConfig(
+            "escalation", "give either escalation (a list of levels) or user_accounts (one level), not both"
+        )
+    if escalation is None:
+        return [_user_list(accounts)], "user_accounts"
+    if not isinstance(escalation, list) or not escalation:
+        raise InvalidAlertConfig(
+            "escalation", "must be a non-empty list of levels, each a list of accounts such as [[\"foo@example.com\"]]"
+        )
+    levels = []
+    for index, level in enumerate(escalation):
+        label = f"escalation[{index}]"
+        if not isinstance(level, list) or not level:
+            raise InvalidAlertConfig(label, "must be a non-empty list of accounts (a level notifies at least one)")
+        levels.append(_accounts([(f"{label}[{position}]", user) for position, user in enumerate(level)]))
+    return levels, "escalation"
+
+
 def _user_list(accounts: Any) -> list[str]:
     if accounts is None:
-        raise InvalidAlertConfig("user_accounts", "is required (a list, or a map such as {\"1\": \"foo@example.com\"})")
+        raise InvalidAlertConfig(
+            "user_accounts", "is required (a list, or a map such as {\"1\": \"foo@example.com\"}), unless escalation is given"
+        )
     if isinstance(accounts, Mapping):
         labelled = [(f"user_accounts[{key!r}]", accounts[key]) for key in sorted(accounts, key=_map_key_order)]
     elif isinstance(accounts, list):
@@ -133,6 +219,10 @@ def _user_list(accounts: Any) -> list[str]:
         raise InvalidAlertConfig("user_accounts", f"must be a list or a map, not a {type(accounts).__name__}")
     if not labelled:
         raise InvalidAlertConfig("user_accounts", "must name at least one user")
+    return _accounts(labelled)
+
+
+def _accounts(labelled: list[tuple[str, Any]]) -> list[str]:
     users: list[str] = []
     for label, user in labelled:
         if not isinstance(user, str) or not user.strip() or len(user) > MAX_USER_LENGTH:
@@ -148,14 +238,66 @@ def _map_key_order(key: str) -> tuple[int, int, str]:
     return (0, int(key), key) if key.isascii() and key.isdigit() else (1, 0, key)
 
 
-def worst_case_history_events(rounds: int, user_count: int) -> int:
-    return _FIXED_EVENTS + rounds * (_EVENTS_PER_ROUND + user_count * _EVENTS_PER_USER)
+def history_events(
+    level_sizes: list[int],
+    *,
+    fetch_attempts: int,
+    read_attempts: int,
+    notify_attempts: int,
+    release_attempts: int,
+    delayed: bool,
+    notifications_failed: bool,
+    released: bool,
+) -> int:
+    """Events of an execution that notified ``level_sizes[k]`` users in round k, each with
+    ``notify_attempts`` attempts (the other tasks likewise) that all ended in failure when
+    ``notifications_failed``; that waited before its first round when ``delayed``; and that ended
+    by releasing its claim (``released``) or in a Fail state."""
+    rounds = len(level_sizes)
+    # The Map iteration, the notification's attempts, and the Catch's Pass state for a failure.
+    notify_user = 2 + _task(notify_attempts) + (_STATE if notifications_failed else 0)
+    events = 2 + _task(fetch_attempts) + _STATE  # the execution, the fetch, the first Choice
+    events += rounds * (_MAP + _STATE)  # each round's Map and the Choice after it
+    events += (rounds - 1 + delayed) * (_STATE + _task(read_attempts) + _STATE)  # wait, status read, Choice
+    events += sum(level_sizes) * notify_user
+    return events + (_task(release_attempts) if released else 1)
+
+
+def worst_case_history_events(level_sizes: list[int]) -> int:
+    """Events of an execution whose every notification failed after every retry (one entry per round)."""
+    return (
+        history_events(
+            level_sizes,
+            fetch_attempts=FETCH_MAX_ATTEMPTS,
+            read_attempts=READ_STATUS_MAX_ATTEMPTS,
+            notify_attempts=NOTIFY_MAX_ATTEMPTS,
+            release_attempts=RELEASE_MAX_ATTEMPTS,
+            delayed=True,
+            notifications_failed=True,
+            released=True,
+        )
+        + _STATE  # the release's Catch ends in a Succeed state when the claim was taken over
+    )
 
 
 def worst_case_state_bytes(config: AlertConfig) -> int:
     """Largest state the execution can hold: every notification of every round failed."""
-    failed_entries = config.rounds * sum(_failure_entry_bytes(config.rounds, user) for user in config.users)
-    return STATE_OVERHEAD_BYTES + CAUGHT_CAUSE_BYTES + _json_bytes(config.to_state()) + _json_bytes(config.alert_id) + failed_entries
+    failures = [_failure_entry_bytes(round_, user) for round_ in range(1, config.rounds + 1) for user in _level(config, round_)]
+    largest_round = max(
+        sum(_failure_entry_bytes(round_, user) for user in level) for round_, level in enumerate(config.levels, start=1)
+    )
+    return (
+        STATE_OVERHEAD_BYTES
+        + CAUGHT_CAUSE_BYTES
+        + _json_bytes(config.to_state())
+        + _json_bytes(config.alert_id)
+        + sum(failures)
+        + largest_round
+    )
+
+
+def _level(config: AlertConfig, round_: int) -> list[str]:
+    return config.levels[min(round_, len(config.levels)) - 1]
 
 
 def _failure_entry_bytes(round_: int, user: str) -> int:
@@ -168,31 +310,51 @@ def _json_bytes(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":")))
 
 
-def _check_limits(config: AlertConfig) -> None:
+def _check_limits(config: AlertConfig, field_name: str) -> None:
     limits: list[tuple[str, Callable[[AlertConfig], bool]]] = [
         (
             f"{MAX_HISTORY_EVENTS:,} history events",
-            lambda c: worst_case_history_events(c.rounds, c.user_count) <= MAX_HISTORY_EVENTS,
+            lambda c: worst_case_history_events(c.level_sizes()) <= MAX_HISTORY_EVENTS,
         ),
         (f"the {MAX_PAYLOAD_BYTES // 1024} KiB payload limit", lambda c: worst_case_state_bytes(c) <= MAX_PAYLOAD_BYTES),
     ]
     for limit, fits in limits:
-        if not fits(replace(config, rounds=1)):
+        if not fits(replace(config, rounds=min(config.rounds, len(config.levels)))):
+            once = "in one round" if len(config.levels) == 1 else "once through the levels"
             raise InvalidAlertConfig(
-                "user_accounts", f"{config.user_count} users cannot be notified within {limit} even in one round"
+                field_name, f"{len(config.users)} users cannot be notified within {limit} even {once}"
             )
         if not fits(config):
             raise InvalidAlertConfig(
                 "notification_count",
-                f"at most {_most_rounds(config, fits)} rounds of {config.user_count} users fit within {limit}, "
+                f"at most {_most_rounds(config, fits)} rounds of {len(config.users)} users fit within {limit}, "
                 f"got {config.rounds}",
             )
 
 
 def _most_rounds(config: AlertConfig, fits: Callable[[AlertConfig], bool]) -> int:
     """Largest round count that fits (binary search: cost grows with rounds, counts can be huge)."""
-    low, high = 1, config.rounds  # fits(low) and not fits(high)
+    low, high = min(config.rounds, len(config.levels)), config.rounds  # fits(low) and not fits(high)
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if fits(replace(config, rounds=middle)) else (low, middle)
     return low
+
+
+def claim_to_check(item: Mapping[str, Any], *, me: str, now: float) -> str | None:
+    """The execution that may still hold the alert's claim and must be asked whether it runs.
+
+    None when the alert is free for ``me``: no claim, ``me``'s own (a retried fetch), or a claim
+    whose execution has ended for certain (past its expiry, the machine's timeout).
+    """
+    holder = item.get(CLAIM_ATTRIBUTE)
+    if not isinstance(holder, str) or holder == me:
+        return None
+    expires_at = item.get(CLAIM_EXPIRY_ATTRIBUTE)
+    if isinstance(expires_at, (int, Decimal)) and not isinstance(expires_at, bool) and expires_at <= now:
+        return None
+    return holder
+
+
+def claim_expiry(now: float) -> int:
+    return int(now) + MACHINE_TIMEOUT_SECONDS

@@ -1,4 +1,9 @@
-"""Plans a scheduled dispatch: which active alerts get a new execution (named by patterns_common.alert_executions)."""
+"""Plans a scheduled dispatch: which active alerts get a new execution, and when (named by
+patterns_common.alert_executions).
+
+Alerts are started a few seconds apart (each execution waits its start delay before its first
+round), so the alerts of one dispatch do not all post to the one Slack webhook in the same second.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from patterns_common.alert_executions import alert_key, alert_key_of
+
+# Slack takes about one message per second per channel and allows short bursts
+# (https://api.slack.com/docs/rate-limits): a few alerts start at once, then one every few seconds,
+# closer together when there are many, all within a quarter of the hourly schedule (the alerts
+# re-notified are ones already notified).
+START_BURST = 3
+START_SPACING_SECONDS = 5
+MAX_START_SPREAD_SECONDS = 900
 
 
 def scheduled_time(event: Mapping[str, Any], now: datetime | None = None) -> datetime:
@@ -53,6 +66,18 @@ def failure_message(failed: Mapping[str, str], attempted: int) -> str:
     """Names every alert that was not started and why (the dispatch failure queue's record shows it)."""
     listed = ", ".join(f"{alert_id} ({error})" for alert_id, error in sorted(failed.items()))
     return f"{len(failed)} of {attempted} alerts were not started: {listed}"
+
+
+def start_delays(count: int) -> list[int]:
+    """The start delay of each of ``count`` alerts started by one dispatch, in the order started."""
+    spaced = count - START_BURST
+    spacing = min(START_SPACING_SECONDS, MAX_START_SPREAD_SECONDS / spaced) if spaced > 0 else 0
+    return [int(max(0, index - START_BURST + 1) * spacing) for index in range(count)]
+
+
+def execution_input(alert_id: str, start_delay_seconds: int) -> dict[str, Any]:
+    """What the machine is started with: the alert, and the delay when there is one."""
+    return {"alert_id": alert_id, **({"start_delay_seconds": start_delay_seconds} if start_delay_seconds else {})}
 
 
 @dataclass(frozen=True)

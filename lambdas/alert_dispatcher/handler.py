@@ -1,5 +1,9 @@
 """Scheduled dispatcher: starts one alert-notification execution per active alert, never a second one.
 
+The running check here saves starts; it does not make them safe: ListExecutions is eventually
+consistent, so an execution started seconds ago may be missed. The machine's own one-escalation
+claim on the alert item is what ends a second execution at once (``already_running``).
+
 API calls: a Scan page per 1 MB of the alert table (DynamoDB reads that much, then filters), a
 ListExecutions page per 1,000 running executions, a DescribeExecution only for a running execution
 started by hand (the dispatcher's own names say which alert they are for), and a StartExecution per
@@ -19,10 +23,12 @@ import boto3
 from alert_dispatcher_logic import (
     DispatchFailed,
     alert_id_of,
+    execution_input,
     failure_message,
     plan_dispatch,
     running_alert_ids,
     scheduled_time,
+    start_delays,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from boto3.dynamodb.conditions import Attr
@@ -53,7 +59,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, l
     running |= {alert_id for arn in started_by_hand if (alert_id := alert_id_of(described_input(arn)))}
     plan = plan_dispatch(active, running)
     with ThreadPoolExecutor(PARALLEL_STARTS) as pool:
-        outcomes = dict(zip(plan.to_start, pool.map(lambda a: start(a, scheduled_at), plan.to_start)))
+        delays = start_delays(len(plan.to_start))
+        outcomes = dict(zip(plan.to_start, pool.map(lambda a, d: start(a, scheduled_at, d), plan.to_start, delays)))
     result = {
         "started": [a for a, outcome in outcomes.items() if outcome == "started"],
         "already_running": plan.already_running,
@@ -68,17 +75,18 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, l
     return result
 
 
-def start(alert_id: str, scheduled_at: datetime) -> str:
+def start(alert_id: str, scheduled_at: datetime, delay_seconds: int) -> str:
     """"started", "already_started" (the slot's execution exists and ended), or the error's code."""
     try:
         stepfunctions.start_execution(
             stateMachineArn=STATE_MACHINE_ARN,
             name=execution_name(alert_id, scheduled_at),
-            input=json.dumps({"alert_id": alert_id}),
+            input=json.dumps(execution_input(alert_id, delay_seconds)),
         )
     except stepfunctions.exceptions.ExecutionAlreadyExists:
-        # This slot's execution already ran and ended: the schedule event was delivered twice. (A
-        # running one with the same name and input is not an error: StartExecution is idempotent.)
+        # This slot's execution already exists: the schedule event was delivered twice and it ran and
+        # ended, or it runs with another start delay (fewer alerts were left to start this time). A
+        # running one with the same name and input is not an error: StartExecution is idempotent.
         return "already_started"
     except ClientError as error:
         logger.exception("Alert not started", extra={"alert_id": alert_id})

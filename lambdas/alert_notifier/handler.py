@@ -1,4 +1,8 @@
-"""Notify Next User: posts one alert notification to Slack, at most once per (execution, round, user).
+"""Notify User: posts one alert notification to Slack, at most once per (execution, round, user).
+
+The event is {execution_id, alert_id, message, round, user, links, post_at, attempt}: the alert, the
+user to notify and their signed action links, when the round's pace lets this post go, and which
+attempt of the machine's this is.
 
 A retried attempt (the state machine's Retry, or a Lambda retry after a timeout) finds the first
 attempt's idempotency record and returns its result instead of posting again.
@@ -7,6 +11,7 @@ attempt's idempotency record and returns its result instead of posting again.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -17,7 +22,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from slack_webhook import Notification, SlackRejectedError, SlackTransientError, gives_up, post_message
+from slack_webhook import Notification, SlackRejectedError, SlackTransientError, gives_up, pacing_wait, post_message
 
 from patterns_common.observability import logger, metrics, tracer
 
@@ -33,9 +38,9 @@ idempotency = IdempotencyConfig(
 
 
 def count_for_alert(metric: str, alert_id: str) -> None:
-    # The dimension only with the metric: an invocation that counts nothing leaves none behind
-    # for the next invocation of a warm instance (Powertools keeps dimensions until a flush emits).
-    metrics.add_dimension(name="AlertId", value=alert_id)
+    # The alert id is a property of the metric's log line, not a dimension: a dimension value is a
+    # separately billed custom metric, and alert ids are unbounded. Logs Insights still finds it.
+    metrics.add_metadata(key="alert_id", value=alert_id)
     metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
 
 
@@ -48,8 +53,9 @@ def count_for_alert(metric: str, alert_id: str) -> None:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     notification = Notification.from_event(event)
     webhook_url = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
+    time.sleep(pacing_wait(event.get("post_at"), time.time()))
     try:
-        status = post_message(webhook_url, notification.text())
+        status = post_message(webhook_url, notification.payload())
     except (SlackTransientError, SlackRejectedError) as error:
         if gives_up(error, event.get("attempt", 1)):
             count_for_alert("NotificationsFailed", notification.alert_id)

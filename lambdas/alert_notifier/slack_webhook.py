@@ -1,9 +1,15 @@
-"""Posts one alert notification to a Slack incoming webhook and sorts failures into retryable or not."""
+"""Posts one alert notification to a Slack incoming webhook and sorts failures into retryable or not.
+
+A notification is a Block Kit message: the alert, its message, and two link buttons (Acknowledge,
+Resolve) opening the user's signed action links, with a plain ``text`` fallback for notifications
+and clients that do not render blocks. A Slack member ID is mentioned, so that person is notified.
+"""
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +22,17 @@ REQUEST_TIMEOUT_SECONDS = 5.0
 # A 429 asking for a short pause is honoured here; a longer one is left to the state machine's back-off
 # so the function does not sit idle (and billed) for it.
 MAX_INLINE_RETRY_AFTER_SECONDS = 5
+# A section block's text holds at most 3,000 characters
+# (https://api.slack.com/reference/block-kit/blocks#section); an alert message may hold 4,000.
+MAX_SECTION_TEXT = 3_000
+# Slack member IDs (users U..., Enterprise Grid users W...): mentioned as <@ID>, which notifies them.
+_MEMBER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+# Slack takes about one message per second per channel, with short bursts
+# (https://api.slack.com/docs/rate-limits): the machine gives each notification of a round its own
+# second (``post_at``) and the notifier waits for it, never longer than this (its timeout allows it).
+MAX_PACING_WAIT_SECONDS = 5
+# The buttons, in order: (label, action in the links, button style).
+BUTTONS = (("Acknowledge", "acknowledge", "primary"), ("Resolve", "resolve", None))
 
 
 class SlackTransientError(Exception):
@@ -47,16 +64,61 @@ class Notification:
     message: str
     round: int
     user: str
+    # {"acknowledge": url, "resolve": url}: the user's signed action links.
+    links: Mapping[str, str]
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any]) -> "Notification":
-        return cls(alert_id=event["alert_id"], message=event["message"], round=event["round"], user=event["user"])
+        return cls(
+            alert_id=event["alert_id"],
+            message=event["message"],
+            round=event["round"],
+            user=event["user"],
+            links=event["links"],
+        )
+
+    def addressee(self) -> str:
+        """A member ID as a mention (Slack notifies that person); anything else, such as an e-mail, named."""
+        return f"<@{self.user}>" if _MEMBER_ID.match(self.user) else _escape(self.user)
 
     def text(self) -> str:
         return (
-            f"{_escape(self.user)}: alert {_escape(self.alert_id)} is active "
+            f"{self.addressee()}: alert {_escape(self.alert_id)} is active "
             f"(notification round {self.round}). {_escape(self.message)}"
         )
+
+    def payload(self) -> dict[str, Any]:
+        """The webhook body: blocks with the buttons, the text as the fallback, no link previews."""
+        headline = f"{self.addressee()}: alert *{_escape(self.alert_id)}* is active (notification round {self.round})"
+        section = f"{headline}\n{_escape(self.message)}"
+        if len(section) > MAX_SECTION_TEXT:
+            section = section[: MAX_SECTION_TEXT - 1] + "\u2026"
+        buttons = []
+        for label, action, style in BUTTONS:
+            button = {
+                "type": "button",
+                "action_id": action,
+                "text": {"type": "plain_text", "text": label},
+                "url": self.links[action],
+            }
+            buttons.append({**button, "style": style} if style else button)
+        return {
+            "text": self.text(),
+            "blocks": [
+                {"type": "section", "text": {"type": "mrkdwn", "text": section}},
+                {"type": "actions", "elements": buttons},
+            ],
+            # Slack would fetch the action links to preview them; GET changes nothing, but no fetch is better.
+            "unfurl_links": False,
+            "unfurl_media": False,
+        }
+
+
+def pacing_wait(post_at: float | None, now: float) -> float:
+    """Seconds to wait before posting so the round keeps Slack's pace (none once the slot has passed)."""
+    if post_at is None:
+        return 0.0
+    return min(max(0.0, post_at - now), MAX_PACING_WAIT_SECONDS)
 
 
 def _escape(text: str) -> str:
@@ -66,18 +128,18 @@ def _escape(text: str) -> str:
 
 def post_message(
     webhook_url: str,
-    text: str,
+    payload: Mapping[str, Any],
     *,
     timeout: float = REQUEST_TIMEOUT_SECONDS,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """POST ``{"text": text}`` and return the HTTP status; raise one of the two errors above otherwise."""
+    """POST the JSON ``payload`` and return the HTTP status; raise one of the two errors above otherwise."""
     if urlsplit(webhook_url).scheme not in ("https", "http"):
         raise SlackRejectedError("the webhook secret does not hold an http(s) URL")
     retried = False
     while True:
         try:
-            return _post(webhook_url, text, timeout)
+            return _post(webhook_url, payload, timeout)
         except _RateLimited as limited:
             wait = limited.retry_after
             if retried or wait is None or wait > MAX_INLINE_RETRY_AFTER_SECONDS:
@@ -92,10 +154,10 @@ class _RateLimited(Exception):
         self.retry_after = retry_after
 
 
-def _post(webhook_url: str, text: str, timeout: float) -> int:
+def _post(webhook_url: str, payload: Mapping[str, Any], timeout: float) -> int:
     request = urllib.request.Request(
         webhook_url,
-        data=json.dumps({"text": text}).encode(),
+        data=json.dumps(payload).encode(),
         headers={"Content-Type": "application/json; charset=utf-8"},
         method="POST",
     )

@@ -1,9 +1,9 @@
 """Demo job runner for the callback machine: works, heartbeats, then reports through the task token.
 
 Invoked asynchronously by "Run Job And Wait For Callback" with ``{"task_token": ..., "job": {...},
-"heartbeat_interval_seconds": N}``. It sends a heartbeat between slices of work and ends the task
-itself with SendTaskSuccess or SendTaskFailure (error ``JobFailed``, cause = the job's message). If
-it dies, no heartbeat arrives and the task fails with States.HeartbeatTimeout, mapped to JobTimeout.
+"heartbeat_interval_seconds": N}``. It sends a heartbeat at once and before each slice of work,
+and ends the task itself with SendTaskSuccess or SendTaskFailure (error ``JobFailed``, cause = the
+job's message). If it dies, no heartbeat arrives and the task fails with States.HeartbeatTimeout, mapped to JobTimeout.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ def run(token: str, parameters: Any, heartbeat_interval_seconds: float) -> None:
     except InvalidDemoJob as error:
         fail(token, str(error))
         return
-    for index, seconds in enumerate(work_slices(job.duration_seconds, heartbeat_interval_seconds)):
-        if index:
-            sfn.send_task_heartbeat(taskToken=token)
+    # A heartbeat before each slice, the first at once: the runner may start late (a throttled
+    # function's event waits in Lambda's queue), and the task's clock has run since the invoke.
+    for seconds in work_slices(job.duration_seconds, heartbeat_interval_seconds):
+        sfn.send_task_heartbeat(taskToken=token)
         time.sleep(seconds)
     error_message = job.outcome()
     if error_message:

@@ -4,6 +4,12 @@ Defaults: ``timeout_seconds`` 900 (the longest demo job fits), ``initial_wait_se
 ``poll_interval_seconds`` 30. Standard workflows bill per state transition, so set
 ``initial_wait_seconds`` to the job's expected minimum duration and poll no more often than needed:
 a 15-minute job polled every second costs about 2,700 transitions, polled every minute about 45.
+
+The S3 poller also refuses settings that would poll so often before the timeout that its history
+would pass Step Functions' 25,000-event limit: the execution would end FAILED with States.Runtime
+instead of JobTimeout, with status.txt left at ``running``. Refusing up front (as the alert machine
+does) beats continuing in a new execution: one execution per job keeps the job's files under one
+execution ARN's md5 and its outcome in one place, and a day polled every 35 s is already 2,470 polls.
 """
 
 from __future__ import annotations
@@ -14,6 +20,17 @@ DEFAULTS = {"timeout_seconds": 900, "initial_wait_seconds": 0, "poll_interval_se
 MAX_TIMEOUT_SECONDS = 86_400  # one day: longer jobs want an event (callback) rather than polling
 MAX_POLL_INTERVAL_SECONDS = 3_600
 FIELDS = ("job", *DEFAULTS)
+# https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html: 25,000 events per history.
+MAX_HISTORY_EVENTS = 25_000
+# Kept free for retried calls (a Lambda call retried adds 3 events): room for about 800 retries.
+RETRY_RESERVE_EVENTS = 2_500
+# Get Job Status (TaskStateEntered, LambdaFunctionScheduled/Started/Succeeded, TaskStateExited),
+# Job Complete? (entered, exited) and Wait Before Next Poll (entered, exited).
+EVENTS_PER_POLL = 9
+# ExecutionStarted; Validate Job Input and Run Job (5 each); Wait For Job To Start (2); on the last
+# poll Get Job Status fails with JobTimeout and exits to its Catch (5 events, no Choice or Wait),
+# and Fail With Error Message adds FailStateEntered and ExecutionFailed: 1 + 10 + 2 + 5 + 2 - 9.
+EVENTS_OUTSIDE_POLLS = 11
 
 
 class InvalidJobInput(ValueError):
@@ -61,3 +78,31 @@ def normalize_job_input(event: Any) -> dict[str, Any]:
         "initial_wait_seconds": initial_wait,
         "poll_interval_seconds": poll_interval,
     }
+
+
+def polls_until_timeout(timeout: int, initial_wait: int, poll_interval: int) -> int:
+    """Get Job Status calls of a job that never finishes: at initial_wait, then every poll_interval,
+    the last one at or past timeout_seconds (it raises JobTimeout)."""
+    return (timeout - initial_wait) // poll_interval + 1
+
+
+def worst_case_history_events(timeout: int, initial_wait: int, poll_interval: int) -> int:
+    """History events of an S3-poller execution whose job never finishes and no call is retried."""
+    return EVENTS_PER_POLL * polls_until_timeout(timeout, initial_wait, poll_interval) + EVENTS_OUTSIDE_POLLS
+
+
+def check_history_budget(settings: dict[str, Any]) -> dict[str, Any]:
+    """Refuse S3-poller settings whose polls would pass the history limit before the timeout."""
+    timeout, initial_wait = settings["timeout_seconds"], settings["initial_wait_seconds"]
+    poll_interval = settings["poll_interval_seconds"]
+    budget = MAX_HISTORY_EVENTS - RETRY_RESERVE_EVENTS
+    if worst_case_history_events(timeout, initial_wait, poll_interval) <= budget:
+        return settings
+    max_polls = (budget - EVENTS_OUTSIDE_POLLS) // EVENTS_PER_POLL
+    shortest = (timeout - initial_wait) // max_polls + 1  # the least interval giving at most max_polls
+    raise InvalidJobInput(
+        f"poll_interval_seconds must be at least {shortest} with timeout_seconds {timeout} and "
+        f"initial_wait_seconds {initial_wait}: polling every {poll_interval} s would make "
+        f"{polls_until_timeout(timeout, initial_wait, poll_interval):,} polls of {EVENTS_PER_POLL} history events, "
+        f"past the {MAX_HISTORY_EVENTS:,}-event history limit of Step Functions, got {poll_interval}"
+    )

@@ -96,19 +96,26 @@ class AlertNotification(Construct):
             self,
             "FetchAlertConfig",
             source="alert_config",
-            description="Reads and validates an alert's notification config",
+            description="Reads and validates an alert's notification config, claims the alert, signs its action links",
             timeout=Duration.seconds(10),
-            environment={"ALERT_TABLE_NAME": self.table.table_name},
+            environment={
+                "ALERT_TABLE_NAME": self.table.table_name,
+                # The links go to the action endpoint (its function URL ends with "/"), signed with its key.
+                "ACTION_LINK_KEY_SECRET_ARN": self.actions.signing_key.secret_arn,
+                "ALERT_ACTIONS_URL": self.actions.url,
+            },
         )
-        self.table.grant(fetch_config.function, "dynamodb:GetItem")
+        # UpdateItem: the conditional write that claims the alert for the execution.
+        self.table.grant(fetch_config.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        self.actions.signing_key.grant_read(fetch_config.function)
 
         notify_user = PythonFunction(
             self,
             "NotifyUser",
             source="alert_notifier",
             description="Posts one alert notification to the Slack incoming webhook",
-            # Two 5 s requests and a Retry-After pause of up to 5 s fit with room to spare.
-            timeout=Duration.seconds(20),
+            # A pacing wait of up to 5 s, two 5 s requests and a Retry-After pause of up to 5 s fit.
+            timeout=Duration.seconds(25),
             environment={
                 "SLACK_WEBHOOK_SECRET_NAME": slack_webhook_secret_name,
                 "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
@@ -132,9 +139,30 @@ class AlertNotification(Construct):
             comment="Notifies an alert's users on Slack, round after round, while the alert is active",
         )
         machine.allow_invoke(fetch_config.function, notify_user.function)
-        self.table.grant(machine.state_machine, "dynamodb:GetItem")
+        # GetItem: the status before each round; UpdateItem: releasing the alert's claim at the end.
+        self.table.grant(machine.state_machine, "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.state_machine = machine.state_machine
         self.state_machines: list[sfn.IStateMachine] = [self.state_machine]
+        executions = Stack.of(self).format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{self.state_machine.state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        # Fetch Alert Config asks whether the execution holding an alert's claim still runs. A policy
+        # of its own: the function's default policy cannot name the machine, which names the function.
+        claim_check = iam.Policy(
+            self,
+            "FetchAlertConfigClaimCheck",
+            statements=[iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions])],
+        )
+        claim_check.attach_to_role(fetch_config.function.role)
+        acknowledge_wildcard_resource(
+            claim_check,
+            executions,
+            "DescribeExecution on this machine's executions only (to learn whether the execution holding an "
+            "alert's claim still runs); their names are not known in advance.",
+        )
 
         self.alarms = AlarmRaisedAlerts(
             self,
@@ -162,12 +190,6 @@ class AlertNotification(Construct):
                 actions=["states:StartExecution", "states:ListExecutions"],
                 resources=[self.state_machine.state_machine_arn],
             )
-        )
-        executions = Stack.of(self).format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{self.state_machine.state_machine_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
         dispatcher.function.add_to_role_policy(
             iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions])

@@ -6,10 +6,11 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnCondition, CfnMapping, Duration, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk.region_info import RegionInfo
 from constructs import Construct
 
 from stacks.common.nag import acknowledge
@@ -24,6 +25,16 @@ POWERTOOLS_REQUIREMENTS = ROOT / "requirements-powertools-layer.txt"
 # https://github.com/aws-powertools/powertools-lambda-python/issues/7689 (whose version-named SSM
 # parameter AWS never published, so the ARN is written here rather than resolved at deploy time).
 POWERTOOLS_LAYER_VERSIONS = {"3.23.0": 27}
+POWERTOOLS_LAYER_NAME = "AWSLambdaPowertoolsPythonV3-python313-x86_64"
+# The account that publishes the layer, as the Powertools install page lists it
+# (https://docs.aws.amazon.com/powertools/python/latest/getting-started/install/): one account for
+# every commercial region; in China and GovCloud one per region, and only in the regions named.
+POWERTOOLS_PUBLISHER_COMMERCIAL = "017000801446"
+POWERTOOLS_PUBLISHERS_ELSEWHERE = {
+    "cn-north-1": "498634801083",
+    "us-gov-east-1": "165087284144",
+    "us-gov-west-1": "165093116878",
+}
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 # Every function's Powertools Metrics land here; the monitoring dashboard graphs them.
 METRICS_NAMESPACE = "StepFunctionsPatterns"
@@ -36,16 +47,49 @@ def powertools_release() -> str:
     return pinned.group(1)
 
 
-def powertools_layer_arn() -> str:
+def powertools_layer_version() -> int:
     release = powertools_release()
     if release not in POWERTOOLS_LAYER_VERSIONS:
         raise ValueError(
             f"Powertools {release} is pinned in {POWERTOOLS_REQUIREMENTS.name}, but no layer version is known for "
-            "it: add the version of AWSLambdaPowertoolsPythonV3-python313-x86_64 AWS published for that release"
+            f"it: add the version of {POWERTOOLS_LAYER_NAME} AWS published for that release"
         )
+    return POWERTOOLS_LAYER_VERSIONS[release]
+
+
+def powertools_publisher(stack: Stack) -> str:
+    """The account that publishes the layer in ``stack``'s region.
+
+    A stack with a region resolves it here and refuses, at synthesis, a region no layer is
+    published in. An environment-agnostic stack resolves it at deploy time from a mapping, where a
+    region with no layer fails the deployment on the lookup before any resource is made.
+    """
+    if not Token.is_unresolved(stack.region):
+        partition = RegionInfo.get(stack.region).partition
+        if partition == "aws":
+            return POWERTOOLS_PUBLISHER_COMMERCIAL
+        if stack.region in POWERTOOLS_PUBLISHERS_ELSEWHERE:
+            return POWERTOOLS_PUBLISHERS_ELSEWHERE[stack.region]
+        raise ValueError(
+            f"no {POWERTOOLS_LAYER_NAME} layer is published in {stack.region} (partition {partition}); "
+            f"there is one in every commercial region and in {', '.join(POWERTOOLS_PUBLISHERS_ELSEWHERE)}"
+        )
+    publishers = CfnMapping(
+        stack,
+        "PowertoolsLayerPublisher",
+        mapping={region: {"Account": account} for region, account in POWERTOOLS_PUBLISHERS_ELSEWHERE.items()},
+    )
+    commercial = CfnCondition(stack, "CommercialPartition", expression=Fn.condition_equals(Aws.PARTITION, "aws"))
+    # Fn::FindInMap takes no Fn::If inside it, so the choice is made around it.
+    return Fn.condition_if(
+        commercial.logical_id, POWERTOOLS_PUBLISHER_COMMERCIAL, publishers.find_in_map(Aws.REGION, "Account")
+    ).to_string()
+
+
+def powertools_layer_arn(stack: Stack) -> str:
     return (
-        f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:017000801446:layer:"
-        f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSIONS[release]}"
+        f"arn:{stack.partition}:lambda:{stack.region}:{powertools_publisher(stack)}:layer:"
+        f"{POWERTOOLS_LAYER_NAME}:{powertools_layer_version()}"
     )
 
 
@@ -54,7 +98,7 @@ def _stack_layers(stack: Stack) -> list[lambda_.ILayerVersion]:
     holder = stack.node.try_find_child("LambdaLayers")
     if holder is None:
         holder = Construct(stack, "LambdaLayers")
-        lambda_.LayerVersion.from_layer_version_arn(holder, "Powertools", powertools_layer_arn())
+        lambda_.LayerVersion.from_layer_version_arn(holder, "Powertools", powertools_layer_arn(stack))
         lambda_.LayerVersion(
             holder,
             "Shared",

@@ -34,9 +34,11 @@ ACKNOWLEDGED: dict[str, dict[str, str]] = {
         "test_security_infrastructure pins the retention.",
     },
     "AWS::Logs::LogGroup": {
-        "CKV_AWS_158": "CloudWatch Logs encrypts every log group at rest; the functions and machines log "
-        "ids, states and error names, nothing a customer-managed key would need to guard, and a key "
-        "per stack would cost more than the logs.",
+        "CKV_AWS_158": "CloudWatch Logs encrypts every log group at rest. The machines log error events "
+        "only, without execution data: execution ARN, event type, error name and cause, never an input, "
+        "an output or a task token. The functions log ids, counts, statuses and the user a notification "
+        "went to, kept a month and readable only by principals IAM lets read the group; a "
+        "customer-managed key would not narrow who can read them and would cost more than the logs.",
     },
     "AWS::DynamoDB::Table": {
         "CKV_AWS_119": "Encrypted with the AWS-managed key (SSEEnabled, alias/aws/dynamodb, use logged in "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Names, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -15,9 +15,22 @@ from constructs import Construct
 from stacks.common.definitions import definition_path, load_definition
 from stacks.common.nag import acknowledge
 
+# Logs keep what an operator acts on and nothing an execution carries: only error events (an
+# execution failing, timing out or aborted, a task or Map failing, a Fail state), each with the
+# execution ARN, the event type, the error name and cause, and no execution data. With ALL and
+# execution data, every event would copy inputs, outputs and task parameters into the logs: user
+# e-mail addresses and alert messages, the callback's task token, Map ledgers of up to 256 KiB per
+# event. The full path of an execution stays in its history (GetExecutionHistory, 90 days, behind
+# IAM), which the console shows.
+LOG_LEVEL = sfn.LogLevel.ERROR
+# AWS asks for this prefix so that Step Functions' log delivery is covered by one CloudWatch Logs
+# resource policy whatever the number of log groups ("Avoiding CloudWatch Logs resource policy size
+# restrictions", https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html).
+LOG_GROUP_PREFIX = "/aws/vendedlogs/states/"
+
 
 class StandardStateMachine(Construct):
-    """Standard workflow with X-Ray, full logging to a log group with retention, inline definition.
+    """Standard workflow with X-Ray, error logging to a log group with retention, inline definition.
 
     The machine-level ``TimeoutSeconds`` lives in the ASL file (the single source of the
     definition); this construct refuses a file without one.
@@ -40,6 +53,7 @@ class StandardStateMachine(Construct):
         self.log_group = logs.LogGroup(
             self,
             "Logs",
+            log_group_name=f"{LOG_GROUP_PREFIX}{Names.unique_id(self)}",
             retention=logs.RetentionDays.ONE_MONTH,
             removal_policy=RemovalPolicy.DESTROY,
         )
@@ -51,7 +65,7 @@ class StandardStateMachine(Construct):
             state_machine_type=sfn.StateMachineType.STANDARD,
             tracing_enabled=True,
             logs=sfn.LogOptions(
-                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True
+                destination=self.log_group, level=LOG_LEVEL, include_execution_data=False
             ),
         )
         acknowledge(
@@ -59,6 +73,9 @@ class StandardStateMachine(Construct):
             {
                 "AwsSolutions::AwsSolutions-IAM5[Resource::*]": "CloudWatch Logs vended-log delivery "
                 "and X-Ray write actions support no resource-level permissions (AWS documents '*').",
+                "AwsSolutions::AwsSolutions-SF1": "Error events only, on purpose: at ALL every event's "
+                "task parameters would be logged (user addresses, alert messages, the callback's task "
+                "token). Every event stays in the execution history, which the console shows.",
             },
         )
 

@@ -21,6 +21,7 @@ STATUS_IO_TIMEOUT = Duration.seconds(30)
 # Lambda's maximum. The demo runners refuse jobs longer than this minus a reporting margin
 # (patterns_common.job_demo); real jobs longer than 15 minutes belong on AWS Batch or ECS.
 RUNNER_TIMEOUT = Duration.minutes(15)
+CALLBACK_RUNNER_MAX_EVENT_AGE = Duration.minutes(4)
 
 
 class JobPoller(Construct):
@@ -190,7 +191,11 @@ class JobPoller(Construct):
             description="Demo callback job runner: heartbeats while working, then SendTaskSuccess/Failure",
             timeout=RUNNER_TIMEOUT,
         )
-        self._no_async_retries(self.callback_runner)
+        # Past this age a throttled runner's event is dropped: the task's HeartbeatSeconds (300, in
+        # callback_job.asl.json) is longer, so a runner that starts within it is never taken for dead.
+        self.callback_runner.function.configure_async_invoke(
+            retry_attempts=0, max_event_age=CALLBACK_RUNNER_MAX_EVENT_AGE
+        )
         machine = StandardStateMachine(
             self,
             "CallbackMachine",

@@ -36,9 +36,11 @@ DASHBOARD_GRAPHS = (
     ("Execution time (ms, average)", "metric_time"),
 )
 # The app's own business metrics (Powertools Metrics, EMF), graphed with SEARCH so that each
-# dimension value (each alert, each function) is a line: (title, dimension names, metric names).
+# dimension value (each function) is a line: (title, dimension names, metric names). None has a
+# dimension per alert: each value would be a custom metric billed on its own; the alert id is in
+# the metric's log line instead.
 BUSINESS_GRAPHS = (
-    ("Notifications per alert", "AlertId,service", ("NotificationsSent", "NotificationsFailed")),
+    ("Notifications", "service", ("NotificationsSent", "NotificationsFailed")),
     ("Map items retried and given up", "service", ("MapItemsRetried", "MapItemsGivenUp")),
     ("Jobs timed out", "service", ("JobsTimedOut",)),
 )
@@ -235,22 +237,20 @@ class ExecutionMonitoring(Construct):
     def _dead_letter_alarm(self) -> cloudwatch.Alarm:
         # A dead-lettered notification is one nobody received: say so through the alarm path,
         # which does not depend on the rule's permission to publish.
-        return _alarm(
+        return _queue_alarm(
             self,
             "NotificationsDeadLettered",
-            self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-                period=PERIOD, statistic="Maximum"
-            ),
+            self.dead_letter_queue,
             f"{Stack.of(self).stack_name}-StatusNotificationsDeadLettered",
             "Execution status notifications could not be published to the status topic; they wait "
             "in the dead-letter queue (14 days).",
         )
 
     def _failure_queue_alarm(self, failure_queue: FailureQueue) -> cloudwatch.Alarm:
-        return _alarm(
+        return _queue_alarm(
             self,
             failure_queue.alarm_id,
-            failure_queue.queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+            failure_queue.queue,
             f"{Stack.of(self).stack_name}-{failure_queue.alarm_id}",
             failure_queue.description,
         )
@@ -306,6 +306,25 @@ def _alarm(
         evaluation_periods=1,
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+    )
+
+
+def _queue_alarm(scope: Construct, id_: str, queue: sqs.IQueue, name: str, description: str) -> cloudwatch.Alarm:
+    """Alarm for every period in which a failure arrives on ``queue``, however many wait there already.
+
+    On the queue's depth (ApproximateNumberOfMessagesVisible) an alarm would stay in ALARM from the
+    first failure until someone empties the queue, which nothing reads: every later failure would be
+    silent. NumberOfMessagesSent counts what the services send (EventBridge, the scheduler and
+    Lambda's on-failure destination call SendMessage; only SQS's own redrive goes uncounted:
+    https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html),
+    so the alarm goes back to OK in the next quiet period and notifies again on the next failure.
+    """
+    return _alarm(
+        scope,
+        id_,
+        queue.metric_number_of_messages_sent(period=PERIOD, statistic="Sum"),
+        name,
+        f"{description} The alarm fires once for each 5 minutes in which failures arrive.",
     )
 
 

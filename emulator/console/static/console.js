@@ -147,6 +147,7 @@ async function executionPage(arn) {
   const title = el("h1", {}, "Execution");
   const status = el("span", { id: "execution-status" });
   const summary = el("dl", { class: "summary" });
+  const trigger = el("div", { id: "started-by" });
   const graphBox = el("div", { class: "graph-box" });
   const step = el("div", { class: "step card", id: "step" });
   const history = el("tbody");
@@ -154,13 +155,14 @@ async function executionPage(arn) {
   const problem = el("p", { class: "error" });
   const legend = el("p", { class: "legend" }, ...[["succeeded", "Succeeded"], ["failed", "Failed"], ["caught", "Caught error"],
     ["cancelled", "Cancelled"], ["in_progress", "In progress"]].map(([key, label]) => el("span", { class: `key ${key}` }, label)));
-  view.replaceChildren(title, el("p", {}, "Status ", status), problem, summary,
+  view.replaceChildren(title, el("p", {}, "Status ", status), problem, summary, trigger,
     el("div", { class: "columns" }, el("div", { class: "card wide" }, el("h2", {}, "Graph view"), legend, graphBox), step),
     el("div", { class: "card" }, el("h2", {}, "Event history"),
       el("table", { class: "history", id: "history" },
         el("thead", {}, el("tr", {}, ...["ID", "Type", "Step", "Resource", "Elapsed time (ms)", "Timestamp"].map((h) => el("th", {}, h)))),
         history)),
     el("div", { class: "card" }, el("h2", {}, "Slack posts received by the stand-in (all executions, newest first)"), slack));
+  const refreshSlack = slackPanel(slack);
 
   const showStep = (execution) => {
     const state = execution.states[selected];
@@ -189,6 +191,7 @@ async function executionPage(arn) {
       ["Lambda invocations", String(s.lambda_invocations)], ["Simulated time", s.simulated],
       ["Cost", `$${s.cost_usd.toFixed(6)} per execution ($${(s.cost_usd * 1e6).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })} per million)`],
     ].flatMap(([term, value]) => [el("dt", {}, term), el("dd", {}, value)]));
+    if (execution.started_by && !trigger.childElementCount) trigger.append(startedBy(execution.started_by));
     if (!graph) {
       graph = drawGraph(graphBox, execution.definition, (name) => { selected = name; chosen = true; graph.update(execution.states, selected); showStep(execution); });
     }
@@ -206,8 +209,7 @@ async function executionPage(arn) {
         el("td", { class: "number" }, String(event.elapsed_ms)), el("td", {}, when(event.timestamp))));
     }
     shownEvents = execution.events.length;
-    const posts = await api("/api/slack");
-    slack.replaceChildren(...posts.map((post) => el("li", { value: post.seq }, el("span", { class: "badge" }, String(post.status)), " ", String(post.text))));
+    await refreshSlack();
     return execution.status;
   };
   const loop = async () => {
@@ -220,6 +222,34 @@ async function executionPage(arn) {
     }
   };
   await loop();
+}
+
+// The EventBridge event whose rule started an execution: what it says at a glance, and the whole event.
+function startedBy({ rule, target, event }) {
+  const detail = event.detail || {};
+  const through = target && target.split(":")[2] === "lambda" ? ` → Lambda function ${target.split(":").pop()}` : "";
+  const facts = [["Event", `${event.source} · ${event["detail-type"]}`], ["Rule", rule + through], ["Event time", event.time]];
+  if (detail.alarmName) {
+    facts.splice(1, 0, ["Alarm", detail.alarmName],
+      ["State", `${(detail.previousState || {}).value || "?"} → ${(detail.state || {}).value || "?"}`]);
+    if (detail.state && detail.state.reason) facts.push(["Reason", detail.state.reason]);
+  }
+  return el("div", { class: "card" }, el("h2", {}, "Started by"),
+    el("dl", { class: "summary" }, ...facts.flatMap(([term, value]) => [el("dt", {}, term), el("dd", {}, String(value))])),
+    el("details", {}, el("summary", {}, "The event"), el("pre", {}, JSON.stringify(event, null, 2))));
+}
+
+// ---- Slack -------------------------------------------------------------------------------------
+
+async function slackPage() {
+  const slack = el("ol", { id: "slack", class: "tall", reversed: "" });
+  view.replaceChildren(el("h1", {}, "Slack"),
+    el("p", { class: "muted" }, "The messages the app posted to the Slack stand-in, newest first, as a person sees them. " +
+      "A button opens its link; where the app's interactivity is set up, a click also sends the app what Slack sends."),
+    el("div", { class: "card" }, slack));
+  const refresh = slackPanel(slack);
+  await refresh();
+  pageTimer = setInterval(refresh, 1000);
 }
 
 // ---- alarms and what the app's topics received ------------------------------------------------
@@ -246,7 +276,8 @@ async function alarmsPage() {
       el("td", {}, a.condition), el("td", { class: "reason" }, a.reason))));
     changes.replaceChildren(...answer.changes.map((c) => el("li", {},
       el("span", { class: `badge state-${c.from.toLowerCase()}` }, c.from), " → ",
-      el("span", { class: `badge state-${c.to.toLowerCase()}` }, c.to), ` ${c.alarm} at ${when(c.time)}`)));
+      el("span", { class: `badge state-${c.to.toLowerCase()}` }, c.to), ` ${c.alarm} at ${when(c.time)}`,
+      ...c.actions.map((a) => el("div", { class: a.error ? "error" : "muted" }, a.error ? `${a.target}: ${a.error}` : `notified ${a.target}`)))));
     topics.replaceChildren(...received.map((topic) => el("section", { class: "topic", "data-topic": topic.arn },
       el("h3", {}, `${topic.stack} · ${topic.output}`), el("p", { class: "muted arn" }, topic.arn),
       topic.messages.length ? el("ol", { class: "messages plain" }, ...topic.messages.map((m) => el("li", { "data-seq": String(m.seq) },
@@ -275,6 +306,7 @@ async function route() {
   try {
     if (hash.startsWith("#/execution/")) await executionPage(decodeURIComponent(hash.slice("#/execution/".length)));
     else if (hash === "#/executions") await executionsPage();
+    else if (hash === "#/slack") await slackPage();
     else if (hash === "#/alarms") await alarmsPage();
     else await machinesPage();
   } catch (failure) {

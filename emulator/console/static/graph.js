@@ -6,11 +6,30 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 const measure = document.createElement("canvas").getContext("2d");
 measure.font = "13px system-ui, sans-serif";
 
-function shorten(text, limit = 42) {
-  return text.length <= limit ? text : text.slice(0, limit - 1) + "…";
+// An edge label as at most three short lines (the full text is the label's tooltip), so a Choice
+// with many branches does not spread its labels across the page.
+const LABEL_CHARS = 18;
+function labelLines(text) {
+  const lines = [];
+  let line = "";
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    for (let rest = word; rest; ) {
+      const room = line ? LABEL_CHARS - line.length - 1 : LABEL_CHARS;
+      if (rest.length <= room) { line = line ? `${line} ${rest}` : rest; rest = ""; }
+      else if (line) { lines.push(line); line = ""; }
+      else { lines.push(rest.slice(0, LABEL_CHARS)); rest = rest.slice(LABEL_CHARS); }
+    }
+  }
+  if (line) lines.push(line);
+  return lines.length <= 3 ? lines : [...lines.slice(0, 2), lines[2].slice(0, LABEL_CHARS - 1) + "…"];
 }
 
-// A Choice rule as a short label: JSONata's Condition, or JSONPath's Variable and comparison.
+// A Choice rule as a label: its Comment if the author wrote one, else JSONata's Condition, or
+// JSONPath's Variable and comparison.
+function ruleLabel(rule) {
+  return typeof rule.Comment === "string" && rule.Comment ? rule.Comment : ruleText(rule);
+}
+
 function ruleText(rule) {
   if (typeof rule.Condition === "string") return rule.Condition.replace(/^\{%\s*|\s*%\}$/g, "");
   if (rule.And) return rule.And.map(ruleText).join(" and ");
@@ -28,12 +47,12 @@ function buildGraph(definition) {
   g.setNode("start", { kind: "terminal", label: "Start", width: 60, height: 28 });
   g.setNode("end", { kind: "terminal", label: "End", width: 60, height: 28 });
   let edges = 0;
-  const edge = (from, to, label = "", kind = "next") => {
-    const text = shorten(label);
-    g.setEdge(from, to, {
-      kind, label: text, width: text ? measure.measureText(text).width * 0.85 + 6 : 0, height: text ? 14 : 0, labelpos: "c",
-    }, "e" + edges++);
+  const edge = (from, to, label = "", kind = "next", minlen = 1, weight = 1) => {
+    const lines = label ? labelLines(label) : [];
+    const width = Math.max(0, ...lines.map((line) => measure.measureText(line).width * 0.85 + 8));
+    g.setEdge(from, to, { kind, label, lines, width, height: lines.length * 13, labelpos: "c", minlen, weight }, "e" + edges++);
   };
+  const ends = (state) => state && (state.Type === "Succeed" || state.Type === "Fail" || (state.End && !state.Next));
 
   // Adds the states of one scope (the machine, a Map's processor, a Parallel branch) under
   // ``parent``; ``entry`` leads to its StartAt, and its last states lead to ``exit``.
@@ -71,8 +90,16 @@ function buildGraph(definition) {
       if (state.Next) edge(leaves, "s:" + state.Next);
       if (state.End || state.Type === "Succeed" || state.Type === "Fail") edge(leaves, exit);
       if (state.Type === "Choice") {
-        (state.Choices || []).forEach((rule) => edge(id, "s:" + rule.Next, ruleText(rule)));
-        if (state.Default) edge(id, "s:" + state.Default, "otherwise");
+        const branches = [...(state.Choices || []).map((rule) => [rule.Next, ruleLabel(rule)]),
+          ...(state.Default ? [[state.Default, "otherwise"]] : [])];
+        // Many branches ending the machine would sit side by side in one row, wider than the page:
+        // every other one goes a row lower (a heavy edge keeps each as close to the Choice as allowed).
+        const stagger = branches.filter(([next]) => ends(states[next])).length > 3;
+        let ending = 0;
+        for (const [next, label] of branches) {
+          const lower = stagger && ends(states[next]) && ending++ % 2 === 1;
+          edge(id, "s:" + next, label, "next", lower ? 2 : 1, stagger ? 4 : 1);
+        }
       }
       (state.Catch || []).forEach((handler) => edge(id, "s:" + handler.Next, (handler.ErrorEquals || []).join(", "), "catch"));
     }
@@ -94,9 +121,9 @@ function svg(tag, attributes = {}, parent = null) {
 function drawGraph(container, definition, onSelect) {
   const g = buildGraph(definition);
   const { width, height } = g.graph();
-  // Scaled down to the width it is given, never up, and never so far that labels cannot be read.
+  // Scaled down to the width it is given, never up, and never below 70% (where 13 px labels are still read).
   const root = svg("svg", {
-    class: "graph", width: "100%", viewBox: `0 0 ${width} ${height}`, style: `max-width: ${width}px; min-width: ${Math.round(width * 0.8)}px`,
+    class: "graph", width: "100%", viewBox: `0 0 ${width} ${height}`, style: `max-width: ${width}px; min-width: ${Math.round(width * 0.7)}px`,
   });
   const defs = svg("defs", {}, root);
   const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" }, defs);
@@ -116,8 +143,10 @@ function drawGraph(container, definition, onSelect) {
     const data = g.edge(e);
     const points = data.points.map((p) => `${p.x},${p.y}`).join(" L");
     svg("path", { d: "M" + points, class: `edge ${data.kind}`, "marker-end": "url(#arrow)" }, root);
-    if (data.label) {
-      svg("text", { x: data.x, y: data.y + 4, class: "edge-label" }, root).textContent = data.label;
+    if (data.lines.length) {
+      const text = svg("text", { x: data.x, y: data.y - (data.lines.length - 1) * 6.5 + 4, class: "edge-label" }, root);
+      data.lines.forEach((line, index) => { svg("tspan", { x: data.x, dy: index ? 13 : 0 }, text).textContent = line; });
+      svg("title", {}, text).textContent = data.label;
     }
   }
   const states = new Map();
@@ -141,6 +170,10 @@ function drawGraph(container, definition, onSelect) {
     }
   }
   container.replaceChildren(root);
+  // Ask the page's columns for the graph's natural width: a wide graph takes a row of its own
+  // (what sits beside it wraps below) instead of shrinking past reading.
+  const column = container.closest(".columns > *");
+  if (column) column.style.flexBasis = `${Math.ceil(width) + 40}px`;
   return {
     update(outcomes, selected) {
       for (const [name, { group, count }] of states) {

@@ -10,6 +10,8 @@ Item fields it understands:
   the item id and the attempt number, so a run is reproducible.
 - ``raise_unexpected: true``: raises a ``RuntimeError``, standing in for a bug in the processor.
 - ``sleep_seconds: s``: sleeps s seconds first (longer than the function timeout = a timed-out item).
+- ``answer_kib: n``: answers with about n KiB of padding (over 256 = more than a Step Functions
+  payload may hold: the item fails with ``States.DataLimitExceeded``).
 """
 
 from __future__ import annotations
@@ -40,4 +42,7 @@ def process_item(item: dict[str, Any], attempt: int, sleep: Callable[[float], No
     failure_rate = item.get("failure_rate", 0)
     if failure_rate and fails_by_chance(item_id, attempt, failure_rate):
         raise ItemProcessingFailed(f"item {item_id} failed attempt {attempt} by chance (failure_rate {failure_rate})")
-    return {"id": item_id, "attempt": attempt}
+    answer = {"id": item_id, "attempt": attempt}
+    if item.get("answer_kib"):
+        answer["padding"] = "x" * (item["answer_kib"] * 1024)
+    return answer

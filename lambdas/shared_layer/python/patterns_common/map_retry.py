@@ -448,6 +448,19 @@ def outcomes_from_chunks(
     return outcomes
 
 
+def outcomes_recorded(
+    manifest: Sequence[Mapping[str, Any]], chunks: Mapping[str, Sequence[PendingEntry]], journals: Mapping[str, Journal]
+) -> dict[str, str | None]:
+    """Outcomes of a pass whose Map state failed as a whole: only what the chunk journals recorded.
+    No chunk's error names an item, so every item not recorded is left out (not attempted)."""
+    outcomes: dict[str, str | None] = {}
+    for entry in manifest:
+        entries = chunks[entry["chunk_key"]]
+        for position, error in journals[entry["chunk_key"]].items():
+            outcomes[entries[position]["item"]["id"]] = error
+    return outcomes
+
+
 def s3_summary(result: Result, full_result_uri: str) -> dict[str, Any]:
     """The S3-mode execution output: counts and where the full result is."""
     return {
