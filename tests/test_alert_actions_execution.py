@@ -306,21 +306,23 @@ def test_done_when_an_alarm_pages_at_once_and_the_posts_acknowledge_link_stops_t
     user = f"U{uuid.uuid4().hex[:8].upper()}"
     alert_id = alerts.put(alarm_name=alarm, user_accounts=[user], status="resolved", notification_count=3,
                           interval_seconds=600)
-    raised_at = deployment.aws.clock.now()
-    set_alarm_state(deployment, alarm, "ALARM")
-    # Then: the first post comes within seconds of simulated time, with its two buttons
-    _wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "the first post")
-    [post] = notifications_about(slack, alert_id)
-    assert float(post.ts) - raised_at < 10  # simulated seconds: the stand-in stamps posts on the emulator's clock
-    [actions] = [block for block in post.body["blocks"] if block["type"] == "actions"]
-    buttons = {button["text"]["text"]: button["url"] for button in actions["elements"]}
-    assert set(buttons) == {"Acknowledge", "Resolve"}
-    # When: the Acknowledge link is opened: a page, and nothing changes
-    status, page = http(buttons["Acknowledge"])
-    assert status == 200 and "<form" in page and alerts.get(alert_id)["status"] == "active"
-    # When: the page's button is pressed
-    status, page = http(buttons["Acknowledge"], data=confirm(buttons["Acknowledge"]))
-    assert status == 200 and alerts.get(alert_id)["acknowledged_by"] == user
+    # The test holds the simulated clock (it flows, but never jumps the 600 s wait) until the press
+    with deployment.aws.clock.busy():
+        raised_at = deployment.aws.clock.now()
+        set_alarm_state(deployment, alarm, "ALARM")
+        # Then: the first post comes within seconds of simulated time, with its two buttons
+        _wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "the first post")
+        [post] = notifications_about(slack, alert_id)
+        assert float(post.ts) - raised_at < 10  # simulated seconds: the stand-in stamps posts on the emulator's clock
+        [actions] = [block for block in post.body["blocks"] if block["type"] == "actions"]
+        buttons = {button["text"]["text"]: button["url"] for button in actions["elements"]}
+        assert set(buttons) == {"Acknowledge", "Resolve"}
+        # When: the Acknowledge link is opened: a page, and nothing changes
+        status, page = http(buttons["Acknowledge"])
+        assert status == 200 and "<form" in page and alerts.get(alert_id)["status"] == "active"
+        # When: the page's button is pressed
+        status, page = http(buttons["Acknowledge"], data=confirm(buttons["Acknowledge"]))
+        assert status == 200 and alerts.get(alert_id)["acknowledged_by"] == user
     # Then: the execution ends acknowledged at its next status read, and nothing but the follow-up follows
     [execution_arn] = execution_arns(deployment, {alert_id})[alert_id]
     result = follow(deployment.aws, execution_arn)
