@@ -246,8 +246,20 @@ def follow(
         timeline.append(line)
         if out is not None:
             print(line, file=out, flush=True)
-    return ExecutionResult.of(description, events, aws.runtime.invocations[invocations_before:],
+    return ExecutionResult.of(description, events, _own_calls(events, aws.runtime.invocations[invocations_before:]),
                               wall_seconds=time.monotonic() - started_wall, timeline=timeline)
+
+
+def _own_calls(events: list[dict], calls: list[dict]) -> list[dict]:
+    """The Lambda calls made meanwhile to the functions the execution's tasks invoke: a function that
+    something else invokes at the same time (an alarm's rule, a schedule) is not this execution's cost."""
+    invoked = set()
+    for event in events:
+        details = event.get("taskScheduledEventDetails") or {}
+        if details.get("resourceType") == "lambda":
+            function = json.loads(details.get("parameters") or "{}").get("FunctionName", "")
+            invoked.add(function.split(":function:")[-1].split(":")[0])
+    return [call for call in calls if call["function"] in invoked]
 
 
 def read_history(sfn: Any, execution_arn: str) -> list[dict]:

@@ -318,7 +318,7 @@ def test_an_undeliverable_schedule_event_is_retried_then_kept_in_an_encrypted_de
     # EventBridge: a target's RetryPolicy (at most 185 attempts, 24 h) and DeadLetterConfig, an SQS
     # queue (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html).
     queue = logical_id(template, "AWS::SQS::Queue", "ScheduleDeadLetterQueue")
-    [rule] = template.find_resources("AWS::Events::Rule").values()
+    [rule] = [r for r in template.find_resources("AWS::Events::Rule").values() if "ScheduleExpression" in r["Properties"]]
     [target] = rule["Properties"]["Targets"]
     assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [queue, "Arn"]}}
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 3600}
@@ -389,11 +389,22 @@ def test_a_flood_on_the_action_endpoint_cannot_take_more_than_its_reserved_concu
     assert 1 <= endpoint["ReservedConcurrentExecutions"] <= 20
 
 
-def test_the_action_endpoint_reads_only_the_signing_key_and_without_slack_app_no_signing_secret(template):
+def test_the_action_endpoint_reads_its_secrets_and_reads_and_updates_only_alert_items(template):
     secret = logical_id(template, "AWS::SecretsManager::Secret", "SigningKey")
+    readable = [
+        json.dumps(statement["Resource"])
+        for statement in policy_statements(template, "ActionsEndpointRole")
+        if "secretsmanager:GetSecretValue" in statement["Action"]
+    ]
+    assert len(readable) == 2
+    assert any(resource == json.dumps({"Ref": secret}) for resource in readable)
+    assert any(f":secret:{CONTEXT['slackWebhookSecretName']}-??????" in resource for resource in readable)
     granted = statements_for(template, "ActionsEndpointRole")
-    assert granted.pop("secretsmanager:GetSecretValue") == {"Ref": secret}
-    assert granted.pop("secretsmanager:DescribeSecret") == {"Ref": secret}
+    del granted["secretsmanager:GetSecretValue"], granted["secretsmanager:DescribeSecret"]
+    assert granted == {
+        "dynamodb:GetItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
+        "dynamodb:UpdateItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
+    }
     endpoint = template.to_json()["Resources"][function_id(template, "ActionsEndpoint")]["Properties"]
     variables = endpoint["Environment"]["Variables"]
     assert variables["SIGNING_KEY_SECRET_ARN"] == {"Ref": secret}
@@ -408,3 +419,54 @@ def test_a_configured_slack_signing_secret_is_referenced_by_name_and_readable_by
     assert ":secret:team-x/slack-signing-??????" in granted
     # Still only the generated key is created: the signing secret belongs to whoever set up the Slack app
     custom.resource_count_is("AWS::SecretsManager::Secret", 1)
+
+
+# -- alarms ----------------------------------------------------------------------------------------
+
+
+def test_alerts_are_found_by_alarm_name_on_an_index_of_the_same_table(template):
+    # Then: the table keeps its logical id (no replacement) and gains a KEYS_ONLY index on alarm_name
+    table = template.to_json()["Resources"]["AlertTable"]["Properties"]
+    assert {"AttributeName": "alarm_name", "AttributeType": "S"} in table["AttributeDefinitions"]
+    assert table["GlobalSecondaryIndexes"] == [
+        {
+            "IndexName": "AlarmName",
+            "KeySchema": [{"AttributeName": "alarm_name", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+        }
+    ]
+
+
+def test_a_rule_sends_alarm_changes_to_alarm_and_ok_only_to_the_alarm_handler(template):
+    # The documented event: source aws.cloudwatch, detail-type "CloudWatch Alarm State Change",
+    # detail.state.value (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html)
+    [rule] = [r for r in template.find_resources("AWS::Events::Rule").values() if "EventPattern" in r["Properties"]]
+    assert rule["Properties"]["EventPattern"] == {
+        "source": ["aws.cloudwatch"],
+        "detail-type": ["CloudWatch Alarm State Change"],
+        "detail": {"state": {"value": ["ALARM", "OK"]}},
+    }
+    [target] = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [function_id(template, "ApplyAlarmChange"), "Arn"]}
+    queue = logical_id(template, "AWS::SQS::Queue", "AlarmsFailureQueue")
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [queue, "Arn"]}}
+    assert target["RetryPolicy"]["MaximumEventAgeInSeconds"] <= 3600
+
+
+def test_the_alarm_handler_queries_only_the_index_updates_items_and_starts_only_this_machine(template):
+    machine = logical_id(template, "AWS::StepFunctions::StateMachine", "Machine")
+    granted = statements_for(template, "ApplyAlarmChangeRole")
+    index = json.dumps(granted.pop("dynamodb:Query"))
+    assert '"AlertTable", "Arn"' in index and index.endswith('"/index/AlarmName"]]}')
+    assert granted.pop("dynamodb:UpdateItem") == [{"Fn::GetAtt": ["AlertTable", "Arn"]}]
+    assert granted.pop("states:StartExecution") == {"Ref": machine}
+    assert ":secret:alert-notifier/slack-webhook-??????" in json.dumps(granted.pop("secretsmanager:GetSecretValue"))
+    granted.pop("secretsmanager:DescribeSecret")
+    for action in ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"):  # the on-failure destination
+        granted.pop(action)
+    assert granted == {}
+
+
+def test_no_other_role_may_read_the_alarm_index(template):
+    # Table.grant would add <table>/index/* to every grant once CDK knows of an index
+    assert "/index/*" not in json.dumps(template.find_resources("AWS::IAM::Policy"))

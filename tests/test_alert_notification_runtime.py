@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from emulator.slack import SlackStandIn
+from patterns_common.alert_executions import execution_name
 from stacks.common.definitions import definition_path
 from tests.emf import emf_metrics
 from tests.lambda_loader import load_lambda_module
@@ -786,17 +787,17 @@ SLOT = datetime(2026, 11, 22, 5, 0, tzinfo=timezone.utc)
 @pytest.mark.parametrize("alert_id", ["disk-full-web-1", "a/b c:d", "\u00e9t\u00e9", "x" * 300, "---"])
 def test_execution_names_are_valid_deterministic_and_name_the_alert(dispatch_logic, alert_id):
     # When
-    name = dispatch_logic.execution_name(alert_id, SLOT)
+    name = execution_name(alert_id, SLOT)
     # Then
     assert re.fullmatch(r"[A-Za-z0-9_-]{1,80}", name)
-    assert name == dispatch_logic.execution_name(alert_id, SLOT)
+    assert name == execution_name(alert_id, SLOT)
     assert name.endswith("-20261122T050000Z")
-    assert name != dispatch_logic.execution_name(alert_id, datetime(2026, 11, 22, 6, 0, tzinfo=timezone.utc))
+    assert name != execution_name(alert_id, datetime(2026, 11, 22, 6, 0, tzinfo=timezone.utc))
 
 
 def test_execution_name_keeps_the_readable_alert_id_and_separates_look_alikes(dispatch_logic):
-    assert dispatch_logic.execution_name("disk-full-web-1", SLOT).startswith("disk-full-web-1-")
-    assert dispatch_logic.execution_name("a/b", SLOT) != dispatch_logic.execution_name("a:b", SLOT)
+    assert execution_name("disk-full-web-1", SLOT).startswith("disk-full-web-1-")
+    assert execution_name("a/b", SLOT) != execution_name("a:b", SLOT)
 
 
 def test_scheduled_time_is_the_event_time_or_now(dispatch_logic):
@@ -875,8 +876,8 @@ def test_a_redelivered_schedule_event_starts_nothing_new(dispatcher, alert_table
 def test_running_executions_are_matched_to_alerts_by_name_and_only_others_are_left_to_describe(dispatch_logic):
     # Given: two dispatched executions (one for an alert no longer active) and one started by hand
     running = {
-        dispatch_logic.execution_name("a/b", SLOT): "arn:a",
-        dispatch_logic.execution_name("gone", SLOT): "arn:gone",
+        execution_name("a/b", SLOT): "arn:a",
+        execution_name("gone", SLOT): "arn:gone",
         "by-hand": "arn:by-hand",
     }
     # When

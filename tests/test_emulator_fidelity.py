@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 import time
 import uuid
 import zipfile
@@ -903,7 +904,7 @@ def test_cloudformation_applies_every_event_invoke_config_of_the_app(deployment)
             else:
                 assert "DestinationConfig" not in config
             applied += 1
-    assert applied == 3  # the dispatcher and the two job runners
+    assert applied == 4  # the dispatcher, the alarm change handler and the two job runners
 
 
 def test_the_app_never_imports_the_emulator():
@@ -928,3 +929,48 @@ def test_a_definition_parsed_once_still_gives_every_execution_components_of_its_
     for _ in range(2):
         with pytest.raises(ASLParserException):
             AmazonStateLanguageParser.parse('{"StartAt": }')
+
+
+def test_of_concurrent_conditional_writes_to_one_item_exactly_one_succeeds(aws):
+    # DynamoDB: a conditional write succeeds only if its condition holds when it is applied
+    # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html),
+    # so of many "only if still active" updates racing on one item, one wins and the rest fail.
+    from concurrent.futures import ThreadPoolExecutor
+
+    table = unique("race")
+    dynamodb = aws.client("dynamodb")
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.put_item(TableName=table, Item={"id": {"S": "x"}, "status": {"S": "active"}})
+
+    def claim(n: int) -> bool:
+        try:
+            dynamodb.update_item(
+                TableName=table,
+                Key={"id": {"S": "x"}},
+                UpdateExpression="SET #s = :done, winner = :n",
+                ConditionExpression="#s = :active",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":done": {"S": "done"}, ":active": {"S": "active"}, ":n": {"N": str(n)}},
+            )
+            return True
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            return False
+
+    # The emulator serves requests on threads of this process: switching threads far more often than
+    # Python's default 5 ms makes an unguarded check-then-write lose the race within a few hundred tries.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(10) as pool:  # the client's connection pool holds 10
+            won = [n for n, ok in enumerate(pool.map(claim, range(400))) if ok]
+    finally:
+        sys.setswitchinterval(switch_interval)
+    assert len(won) == 1
+    item = dynamodb.get_item(TableName=table, Key={"id": {"S": "x"}}, ConsistentRead=True)["Item"]
+    assert item["winner"] == {"N": str(won[0])}
+    dynamodb.delete_table(TableName=table)

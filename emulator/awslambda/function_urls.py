@@ -170,7 +170,7 @@ class FunctionUrls:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
                 pass
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = _Listener(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         url = _url(server.server_address[1])
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
@@ -222,6 +222,12 @@ class FunctionUrls:
             return _reply(request, 502, [("content-type", "text/plain")], b"Internal Server Error")
         status, headers, data = http_response(result.payload)
         _reply(request, status, headers, b"" if request.command == "HEAD" else data, length=len(data))
+
+
+class _Listener(ThreadingHTTPServer):
+    # A function URL takes a burst of clients at once (200 people pressing a button); the standard
+    # library's backlog of 5 pending connections would reset the rest, which AWS does not do.
+    request_queue_size = 256
 
 
 def _url(port: int) -> str:

@@ -37,3 +37,31 @@ def install_dynamodb_exports(clock: SimClock) -> None:
     TableExport.__init__ = __init__
     TableExport.status = property(get_status, set_status)
 
+
+
+def install_atomic_writes() -> None:
+    """Writes to a table are atomic: a condition is checked and the item written as one step.
+
+    AWS: a conditional write succeeds only if its condition holds when it is applied, so of 200
+    concurrent "only if still active" updates exactly one wins (DynamoDB Developer Guide, "Condition
+    expressions"). moto checks the condition and writes the item in plain Python with no lock, so two
+    requests served by two threads can both pass the check. One lock per backend serialises writes.
+    """
+    import threading
+
+    from moto.dynamodb.models import DynamoDBBackend
+
+    locks: dict[int, threading.Lock] = {}
+    registry = threading.Lock()
+
+    def serialised(original: Any) -> Any:
+        def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with registry:
+                lock = locks.setdefault(id(self), threading.Lock())
+            with lock:
+                return original(self, *args, **kwargs)
+
+        return write
+
+    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
+        setattr(DynamoDBBackend, name, serialised(getattr(DynamoDBBackend, name)))

@@ -80,6 +80,7 @@ def install_all(
     awslambda.install_lambda_task_error_names()
     # DynamoDB.
     dynamodb.install_dynamodb_exports(clock)
+    dynamodb.install_atomic_writes()
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
     cloudformation.install_describe_type()

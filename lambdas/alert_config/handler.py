@@ -57,6 +57,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             alert_id=execution.alert_id,
             user=user,
             expires_at=int(now) + notifying_for + LINK_LIFETIME_SECONDS,
+            # So the endpoint can tell a link of this occurrence from one sent before the alarm raised it again
+            issued_at=int(now),
         ),
     )
     item = claim(item, me=me, now=now)

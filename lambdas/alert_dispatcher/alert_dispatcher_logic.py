@@ -1,4 +1,5 @@
-"""Plans a scheduled dispatch: which active alerts get a new execution, under which name, and when.
+"""Plans a scheduled dispatch: which active alerts get a new execution, and when (named by
+patterns_common.alert_executions).
 
 Alerts are started a few seconds apart (each execution waits its start delay before its first
 round), so the alerts of one dispatch do not all post to the one Slack webhook in the same second.
@@ -6,19 +7,14 @@ round), so the alerts of one dispatch do not all post to the one Slack webhook i
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-# Execution names allow more, but ASCII letters, digits, - and _ also keep CloudWatch Logs happy.
-_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-_READABLE_PART = 50  # + "-" + 10 hex + "-" + 16-character timestamp stays within the 80-character limit
-# What execution_name writes: the alert's key, then the slot. A running execution with such a name
-# is known to be for that alert without reading its input.
+from patterns_common.alert_executions import alert_key, alert_key_of
+
 # Slack takes about one message per second per channel and allows short bursts
 # (https://api.slack.com/docs/rate-limits): a few alerts start at once, then one every few seconds,
 # closer together when there are many, all within a quarter of the hourly schedule (the alerts
@@ -26,7 +22,6 @@ _READABLE_PART = 50  # + "-" + 10 hex + "-" + 16-character timestamp stays withi
 START_BURST = 3
 START_SPACING_SECONDS = 5
 MAX_START_SPREAD_SECONDS = 900
-_DISPATCHED = re.compile(r"^(?P<alert_key>[A-Za-z0-9_-]+-[0-9a-f]{10})-\d{8}T\d{6}Z$")
 
 
 def scheduled_time(event: Mapping[str, Any], now: datetime | None = None) -> datetime:
@@ -34,20 +29,6 @@ def scheduled_time(event: Mapping[str, Any], now: datetime | None = None) -> dat
     stamp = event.get("time") if isinstance(event, Mapping) else None
     moment = datetime.fromisoformat(stamp) if isinstance(stamp, str) else (now or datetime.now(timezone.utc))
     return moment.astimezone(timezone.utc)
-
-
-def alert_key(alert_id: str) -> str:
-    """The part of every dispatched execution's name that says which alert it is for.
-
-    The hash keeps two ids that read alike once cleaned ("a/b", "a:b") apart.
-    """
-    readable = _NAME_UNSAFE.sub("-", alert_id).strip("-")[:_READABLE_PART] or "alert"
-    return f"{readable}-{hashlib.sha256(alert_id.encode()).hexdigest()[:10]}"
-
-
-def execution_name(alert_id: str, scheduled_at: datetime) -> str:
-    """Same alert and slot give the same name, so a redelivered schedule event starts nothing new."""
-    return f"{alert_key(alert_id)}-{scheduled_at.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}"
 
 
 def running_alert_ids(active_alert_ids: Iterable[str], running_names: Mapping[str, str]) -> tuple[set[str], list[str]]:
@@ -59,11 +40,11 @@ def running_alert_ids(active_alert_ids: Iterable[str], running_names: Mapping[st
     by_key = {alert_key(alert_id): alert_id for alert_id in active_alert_ids}
     found, unknown = set(), []
     for name, arn in running_names.items():
-        match = _DISPATCHED.match(name)
-        if match is None:
+        key = alert_key_of(name)
+        if key is None:
             unknown.append(arn)
-        elif match["alert_key"] in by_key:
-            found.add(by_key[match["alert_key"]])
+        elif key in by_key:
+            found.add(by_key[key])
     return found, unknown
 
 

@@ -24,7 +24,6 @@ from alert_dispatcher_logic import (
     DispatchFailed,
     alert_id_of,
     execution_input,
-    execution_name,
     failure_message,
     plan_dispatch,
     running_alert_ids,
@@ -36,6 +35,7 @@ from boto3.dynamodb.conditions import Attr
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from patterns_common.alert_executions import execution_name
 from patterns_common.observability import logger, tracer
 
 STATE_MACHINE_ARN = os.environ["STATE_MACHINE_ARN"]

@@ -31,6 +31,7 @@ class AlertActions(Construct):
         id_: str,
         *,
         table: dynamodb.ITable,
+        webhook_secret: secretsmanager.ISecret | None,
         slack_signing_secret_name: str | None,
     ) -> None:
         super().__init__(scope, id_)
@@ -56,17 +57,23 @@ class AlertActions(Construct):
             "Endpoint",
             source="alert_actions",
             description="Public endpoint of the alert Acknowledge/Resolve links and Slack button clicks",
-            # Slack wants an answer to a button click within 3 s.
-            timeout=Duration.seconds(3),
+            # Slack wants an answer to a click within 3 s: a warm request takes milliseconds plus the
+            # follow-up post (at most 1.5 s); the timeout leaves a cold start under load room to finish.
+            timeout=Duration.seconds(10),
             environment={
                 "ALERT_TABLE_NAME": table.table_name,
                 "SIGNING_KEY_SECRET_ARN": self.signing_key.secret_arn,
+                # Absent with a team's notifier: no follow-up post (the app has no channel of its own).
+                **({"SLACK_WEBHOOK_SECRET_NAME": webhook_secret.secret_name} if webhook_secret else {}),
                 # Absent: Slack's button requests are refused and the signed links alone work.
                 **({"SLACK_SIGNING_SECRET_NAME": slack_signing_secret_name} if slack_signing_secret_name else {}),
             },
             reserved_concurrency=RESERVED_CONCURRENCY,
         )
         self.signing_key.grant_read(endpoint.function)
+        if webhook_secret:
+            webhook_secret.grant_read(endpoint.function)  # the follow-up post: who acted, and when
+        table.grant(endpoint.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
         if slack_signing_secret_name:
             # Created by whoever sets up the Slack app (it holds a credential), so only referenced.
             secretsmanager.Secret.from_secret_name_v2(self, "SlackSigningSecret", slack_signing_secret_name).grant_read(

@@ -15,6 +15,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from stacks.alert_notification.actions import AlertActions
+from stacks.alert_notification.alarms import AlarmRaisedAlerts
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
@@ -31,6 +32,7 @@ SCHEDULE_MAX_EVENT_AGE = Duration.hours(1)
 # dispatch failure queue; an older event is stale, the next schedule slot will dispatch anyway.
 DISPATCH_RETRY_ATTEMPTS = 2
 DISPATCH_MAX_EVENT_AGE = Duration.hours(1)
+ALARM_INDEX_NAME = "AlarmName"
 
 
 class AlertNotification(Construct):
@@ -74,9 +76,36 @@ class AlertNotification(Construct):
         )
         # Stateful: the logical id must never change, or CloudFormation replaces the table.
         self.table.node.default_child.override_logical_id("AlertTable")
+        # Alerts by the alarm that raises them (KEYS_ONLY: the alarm handler updates each item by key).
+        # Written on the CloudFormation resource: an index CDK knows of widens every Table.grant to
+        # <table>/index/*, and only the alarm handler may query it.
+        table_resource = self.table.node.default_child
+        table_resource.add_property_override(
+            "AttributeDefinitions.1", {"AttributeName": "alarm_name", "AttributeType": "S"}
+        )
+        table_resource.add_property_override(
+            "GlobalSecondaryIndexes",
+            [
+                {
+                    "IndexName": ALARM_INDEX_NAME,
+                    "KeySchema": [{"AttributeName": "alarm_name", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                }
+            ],
+        )
 
+        # The secret is created by whoever deploys (it holds a credential), so it is only referenced.
+        webhook_secret = (
+            secretsmanager.Secret.from_secret_name_v2(self, "SlackWebhook", slack_webhook_secret_name)
+            if slack_webhook_secret_name is not None
+            else None
+        )
         self.actions = AlertActions(
-            self, "Actions", table=self.table, slack_signing_secret_name=slack_signing_secret_name
+            self,
+            "Actions",
+            table=self.table,
+            webhook_secret=webhook_secret,
+            slack_signing_secret_name=slack_signing_secret_name,
         )
 
         fetch_config = PythonFunction(
@@ -100,8 +129,8 @@ class AlertNotification(Construct):
             "ActionsEndpoint": self.actions.function,
         }
 
-        if notifier is None:
-            notifier = self._slack_notifier(slack_webhook_secret_name)
+        if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
+            notifier = self._slack_notifier(webhook_secret)
         else:
             check_timeout_within(
                 notifier,
@@ -148,6 +177,15 @@ class AlertNotification(Construct):
             executions,
             "DescribeExecution on this machine's executions only (to learn whether the execution holding an "
             "alert's claim still runs); their names are not known in advance.",
+        )
+
+        self.alarms = AlarmRaisedAlerts(
+            self,
+            "Alarms",
+            table=self.table,
+            alarm_index_name=ALARM_INDEX_NAME,
+            state_machine=self.state_machine,
+            webhook_secret=webhook_secret,
         )
 
         dispatcher = PythonFunction(
@@ -224,9 +262,10 @@ class AlertNotification(Construct):
                 "responsePayload.errorMessage) got no execution. The record waits in the dispatch "
                 "failure queue (14 days).",
             ),
+            self.alarms.failure_queue,
         ]
 
-    def _slack_notifier(self, slack_webhook_secret_name: str) -> lambda_.Function:
+    def _slack_notifier(self, webhook_secret: secretsmanager.ISecret) -> lambda_.Function:
         """The default notifier: one Slack post per notification, idempotent on (execution, round, user)."""
         # Powertools idempotency records of the notifier: short-lived, removed by TTL.
         self.idempotency_table = short_lived_table(
@@ -235,8 +274,6 @@ class AlertNotification(Construct):
             partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
             expiry_attribute="expiration",
         )
-        # The secret is created by whoever deploys (it holds a credential), so it is only referenced.
-        webhook_secret = secretsmanager.Secret.from_secret_name_v2(self, "SlackWebhook", slack_webhook_secret_name)
         notify_user = PythonFunction(
             self,
             "NotifyUser",
@@ -245,7 +282,7 @@ class AlertNotification(Construct):
             # A pacing wait of up to 5 s, two 5 s requests and a Retry-After pause of up to 5 s fit.
             timeout=Duration.seconds(25),
             environment={
-                "SLACK_WEBHOOK_SECRET_NAME": slack_webhook_secret_name,
+                "SLACK_WEBHOOK_SECRET_NAME": webhook_secret.secret_name,
                 "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
             },
         )

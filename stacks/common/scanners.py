@@ -23,7 +23,7 @@ ACKNOWLEDGED: dict[str, dict[str, str]] = {
         "the error, richer than a DLQ message) and the job runners retry nothing, their machine ends "
         "in JobTimeout instead.",
         "CKV_AWS_115": "Concurrency is bounded by the callers (Map MaxConcurrency, one dispatch per "
-        "schedule slot, one runner per job); a reservation would take capacity from the account's "
+        "schedule slot, one runner per job, one alarm handler invocation per alarm state change); a reservation would take capacity from the account's "
         "pool and throttle legitimate bursts. (The public alert action endpoint, which no caller "
         "bounds, has a reservation, so this is not written on it.)",
         "CKV_AWS_173": "The environment holds only resource names, ARNs and log settings, no secret (the "

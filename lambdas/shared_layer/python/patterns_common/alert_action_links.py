@@ -1,7 +1,7 @@
 """Signed links that let the person an alert notified acknowledge or resolve it from the message.
 
-A link carries a token: the claim (alert, user, action, expiry) in base64url JSON, a dot, and the
-HMAC-SHA256 of the claim under a key the stack keeps in Secrets Manager. The token is the only thing
+A link carries a token: the claim (alert, user, action, issue time, expiry) in base64url JSON, a dot,
+and the HMAC-SHA256 of the claim under a key the stack keeps in Secrets Manager. The token is the only thing
 the endpoint trusts; it holds no task token and no secret, and the key never leaves the functions
 that sign and check. Verification compares signatures in constant time before reading the claim.
 """
@@ -43,12 +43,21 @@ class ActionClaim:
     user: str
     action: str
     expires_at: int
+    # When the link was made (epoch seconds): a link made before the alert was raised again belongs
+    # to an earlier occurrence and must not act on the new one. None: LINK_LIFETIME_SECONDS before expiry.
+    issued_at: int | None = None
+
+    @property
+    def issued(self) -> int:
+        return self.issued_at if self.issued_at is not None else self.expires_at - LINK_LIFETIME_SECONDS
 
 
 def sign(key: bytes, claim: ActionClaim) -> str:
     if claim.action not in ACTIONS:
         raise ValueError(f"action must be one of {ACTIONS}, got {claim.action!r}")
     body = {"a": claim.alert_id, "u": claim.user, "x": claim.action, "e": claim.expires_at}
+    if claim.issued_at is not None:
+        body["i"] = claim.issued_at
     encoded = _b64encode(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
     return f"{encoded}.{_b64encode(_mac(key, encoded))}"
 
@@ -67,15 +76,15 @@ def verify(key: bytes, token: Any, *, now: float) -> ActionClaim:
         raise InvalidActionToken("bad signature")
     try:
         body = json.loads(_b64decode(encoded))
-        claim = ActionClaim(alert_id=body["a"], user=body["u"], action=body["x"], expires_at=body["e"])
+        claim = ActionClaim(body["a"], body["u"], body["x"], body["e"], body.get("i"))
     except (binascii.Error, ValueError, KeyError, TypeError):
         raise InvalidActionToken("malformed claim") from None
     well_typed = (
         isinstance(claim.alert_id, str)
         and isinstance(claim.user, str)
         and claim.action in ACTIONS
-        and isinstance(claim.expires_at, int)
-        and not isinstance(claim.expires_at, bool)
+        and _is_integer(claim.expires_at)
+        and (claim.issued_at is None or (_is_integer(claim.issued_at) and claim.issued_at <= claim.expires_at))
     )
     if not well_typed:
         raise InvalidActionToken("malformed claim")
@@ -89,11 +98,18 @@ def action_url(base_url: str, token: str) -> str:
     return f"{base_url}?{urlencode({TOKEN_PARAMETER: token})}"
 
 
-def links_for(key: bytes, base_url: str, *, alert_id: str, user: str, expires_at: int) -> dict[str, str]:
+def links_for(
+    key: bytes, base_url: str, *, alert_id: str, user: str, expires_at: int, issued_at: int | None = None
+) -> dict[str, str]:
     """One user's links for an alert, by action: {"acknowledge": url, "resolve": url}."""
     return {
-        action: action_url(base_url, sign(key, ActionClaim(alert_id, user, action, expires_at))) for action in ACTIONS
+        action: action_url(base_url, sign(key, ActionClaim(alert_id, user, action, expires_at, issued_at)))
+        for action in ACTIONS
     }
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _mac(key: bytes, encoded: str) -> bytes:

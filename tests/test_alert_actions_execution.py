@@ -1,0 +1,330 @@
+"""Acting on alerts end to end in the local emulator: the deployed endpoint, Slack's clicks, alarms.
+
+Requests go over real HTTP to the function URL the stack publishes (``AlertActionsUrl``) and run the
+deployed handler; Slack's clicks come from the Slack stand-in, signed with the signing secret the
+emulator set up as a deployer would; alarm changes are what `aws cloudwatch set-alarm-state` makes
+the emulator's CloudWatch put on the default bus, routed by the deployed rule. The links are signed
+with the key the stack generated, as the machine's Fetch Alert Config signs them.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlencode
+
+import pytest
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from emulator.follow import follow
+from patterns_common import alert_action_links as links
+from patterns_common.alert_executions import alert_key, alert_key_of
+
+STACK = "AlertNotificationStack"
+
+
+def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class Alerts:
+    """Alert items this test writes (unique ids), read back as plain values, deleted afterwards."""
+
+    def __init__(self, deployment) -> None:
+        self.table = deployment.output(STACK, "AlertTableName")
+        self.client = deployment.client("dynamodb")
+        self.written: list[str] = []
+
+    def put(self, **fields) -> str:
+        alert_id = fields.setdefault("alert_id", f"alert-{uuid.uuid4().hex[:8]}")
+        item = {"status": "active", "notification_count": 1, "interval_seconds": 60, "message": f"Disk full ({alert_id})", **fields}
+        serialize = TypeSerializer().serialize
+        self.client.put_item(TableName=self.table, Item={k: serialize(v) for k, v in item.items()})
+        self.written.append(alert_id)
+        return alert_id
+
+    def get(self, alert_id: str) -> dict:
+        item = self.client.get_item(TableName=self.table, Key={"alert_id": {"S": alert_id}}, ConsistentRead=True)["Item"]
+        return {k: TypeDeserializer().deserialize(v) for k, v in item.items()}
+
+    def delete_all(self) -> None:
+        for alert_id in self.written:
+            self.client.delete_item(TableName=self.table, Key={"alert_id": {"S": alert_id}})
+
+
+@pytest.fixture
+def alerts(deployment):
+    table = Alerts(deployment)
+    yield table
+    table.delete_all()
+
+
+@pytest.fixture
+def slack(deployment):
+    deployment.slack.reset()
+    yield deployment.slack
+    deployment.slack.reset()
+
+
+@pytest.fixture(scope="module")
+def signing_key(deployment) -> bytes:
+    arn = deployment.stack_resource(STACK, "AWS::SecretsManager::Secret", "SigningKey")
+    return deployment.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"].encode()
+
+
+def link(deployment, key: bytes, alert_id: str, user: str, action: str = "acknowledge") -> str:
+    now = int(deployment.aws.clock.now())
+    urls = links.links_for(key, deployment.output(STACK, "AlertActionsUrl"), alert_id=alert_id, user=user,
+                           expires_at=now + links.LINK_LIFETIME_SECONDS, issued_at=now)
+    return urls[action]
+
+
+def http(url: str, *, data: dict | None = None) -> tuple[int, str]:
+    body = urlencode(data).encode() if data is not None else None
+    request = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read().decode()
+
+
+def confirm(url: str) -> dict:
+    """The form the page's button posts."""
+    claim = json.loads(links._b64decode(url.split("t=")[1].split(".")[0]))
+    return {"t": url.split("t=")[1], "alert_id": claim["a"], "action": claim["x"]}
+
+
+def followups(slack, alert_id: str) -> list[str]:
+    return [p.body["text"] for p in slack.delivered if isinstance(p.body, dict)
+            and str(p.body.get("text", "")).startswith(f"Alert {alert_id} was ")]
+
+
+def notifications_about(slack, alert_id: str) -> list:
+    """The machine's posts about the alert (whatever their shape): every post naming it but the follow-ups."""
+    return [p for p in slack.delivered if alert_id in json.dumps(p.body) and p.body.get("text", "") not in followups(slack, alert_id)]
+
+
+# -- the endpoint on its function URL --------------------------------------------------------------
+
+
+def test_the_link_page_changes_nothing_its_button_acknowledges_and_the_execution_stops(deployment, alerts, slack, signing_key):
+    # Given: an alert escalating in rounds an hour apart, round 1 sent
+    user = f"U{uuid.uuid4().hex[:8].upper()}"
+    alert_id = alerts.put(user_accounts=[user], notification_count=3, interval_seconds=3600)
+    sfn = deployment.client("stepfunctions")
+    with deployment.aws.clock.busy():
+        execution_arn = sfn.start_execution(
+            stateMachineArn=deployment.machine_arn("alert"), input=json.dumps({"alert_id": alert_id})
+        )["executionArn"]
+        _wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "round 1 on Slack")
+        url = link(deployment, signing_key, alert_id, user)
+        # When: the link is opened (as a person, Slack's unfurler or a mail scanner would)
+        status, page = http(url)
+        # Then: a page and nothing else
+        assert status == 200 and alert_id in page and user in page and "<form" in page
+        assert alerts.get(alert_id)["status"] == "active" and followups(slack, alert_id) == []
+        # When: its button is pressed
+        pressed_at = deployment.aws.clock.now()
+        status, page = http(url, data=confirm(url))
+    # Then: acknowledged, said in the channel, and the execution ends at its next status read
+    item = alerts.get(alert_id)
+    assert status == 200 and item["status"] == "acknowledged" and item["acknowledged_by"] == user
+    assert followups(slack, alert_id) == [f"Alert {alert_id} was acknowledged by <@{user}> at {item['acknowledged_at']}."]
+    result = follow(deployment.aws, execution_arn)
+    assert result.status == "SUCCEEDED" and result.output["stopped_reason"] == "acknowledged"
+    assert len(notifications_about(slack, alert_id)) == 1  # no further notification
+    # And the time recorded is the simulated clock's (the Lambda sees simulated time; the test held it)
+    assert abs(calendar.timegm(time.strptime(item["acknowledged_at"], "%Y-%m-%dT%H:%M:%SZ")) - pressed_at) < 2
+
+
+def test_a_tampered_link_gets_a_4xx_page_over_http_and_changes_nothing(deployment, alerts, slack, signing_key):
+    alert_id = alerts.put(user_accounts=["U0TAMPER"])
+    url = link(deployment, signing_key, alert_id, "U0TAMPER")
+    forged = url[:-2] + ("AA" if not url.endswith("AA") else "BB")
+    assert http(forged)[0] == 400 and http(forged, data=confirm(forged))[0] == 400
+    assert alerts.get(alert_id)["status"] == "active" and slack.posts == []
+
+
+def test_200_concurrent_clicks_on_one_alert_record_one_acknowledgement(deployment, alerts, slack, signing_key):
+    # Given
+    alert_id = alerts.put(user_accounts=["U0CLICKS"])
+    url = link(deployment, signing_key, alert_id, "U0CLICKS")
+    form = confirm(url)
+    # When: 200 presses at once (the endpoint's reserved concurrency caps instances on AWS)
+    with ThreadPoolExecutor(50) as pool:
+        answers = list(pool.map(lambda _: http(url, data=form), range(200)))
+    # Then: every press is answered, one acted, the others were told who did
+    assert Counter(status for status, _ in answers) == {200: 200}
+    assert sum("is acknowledged" in page for _, page in answers) == 1
+    assert sum("was already acknowledged" in page for _, page in answers) == 199
+    item = alerts.get(alert_id)
+    assert item["status"] == "acknowledged"
+    assert followups(slack, alert_id) == [f"Alert {alert_id} was acknowledged by <@U0CLICKS> at {item['acknowledged_at']}."]
+
+
+# -- Slack interactivity ---------------------------------------------------------------------------
+
+
+def test_a_click_in_slack_acts_for_the_clicker_and_the_opened_page_says_who(deployment, alerts, slack, signing_key):
+    # Given: a notification with link buttons, as the notifier posts it (Block Kit actions block)
+    alert_id = alerts.put(user_accounts=["U0NOTIFIED"])
+    urls = {action: link(deployment, signing_key, alert_id, "U0NOTIFIED", action) for action in ("acknowledge", "resolve")}
+    message = {
+        "text": f"<@U0NOTIFIED>: alert {alert_id} is active",
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": f"<@U0NOTIFIED>: alert {alert_id} is active"}},
+            {"type": "actions", "elements": [
+                {"type": "button", "action_id": action, "text": {"type": "plain_text", "text": label}, "url": urls[action]}
+                for action, label in (("acknowledge", "Acknowledge"), ("resolve", "Resolve"))
+            ]},
+        ],
+    }
+    request = urllib.request.Request(slack.url, data=json.dumps(message).encode(), headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=10).close()  # noqa: S310 - the stand-in
+    [post] = slack.posts
+    # When: a person clicks Resolve
+    clicked = slack.click(post.seq, block=1, element=1, user="U0CLICKER")
+    # Then: Slack opened the link and sent the signed request, which the endpoint accepted at once
+    assert clicked["url"] == urls["resolve"] and clicked["interaction"]["status"] == 200
+    item = alerts.get(alert_id)
+    assert item["status"] == "resolved" and item["resolved_by"] == "U0CLICKER"
+    # And the page the click opened says who acted
+    status, page = http(clicked["url"])
+    assert status == 200 and f"Resolved by U0CLICKER at {item['resolved_at']}" in page
+
+
+# -- alarms ----------------------------------------------------------------------------------------
+
+
+def put_alarm(deployment, name: str) -> str:
+    deployment.client("cloudwatch").put_metric_alarm(
+        AlarmName=name, Namespace="Test/Alerts", MetricName=name, Statistic="Sum", Period=60, EvaluationPeriods=1,
+        Threshold=1.0, ComparisonOperator="GreaterThanOrEqualToThreshold",
+    )
+    return name
+
+
+def set_alarm_state(deployment, name: str, state: str) -> None:
+    """As `aws cloudwatch set-alarm-state` does: CloudWatch then puts the state-change event on the default bus."""
+    deployment.client("cloudwatch").set_alarm_state(AlarmName=name, StateValue=state, StateReason="test")
+
+
+def handled(deployment, function_part: str) -> int:
+    return sum(1 for r in deployment.aws.runtime.invocations if function_part in r["function"] and "end" in r)
+
+
+def execution_arns(deployment, alert_ids: set[str], **filters: str) -> dict[str, list[str]]:
+    """The executions named for each alert (the names say which alert they are for)."""
+    keys = {alert_key(a): a for a in alert_ids}
+    filters = {"statusFilter": filters["status"]} if "status" in filters else {}
+    pages = deployment.client("stepfunctions").get_paginator("list_executions").paginate(
+        stateMachineArn=deployment.machine_arn("alert"), **filters
+    )
+    found: dict[str, list[str]] = {}
+    for page in pages:
+        for execution in page["executions"]:
+            if (key := alert_key_of(execution["name"])) in keys:
+                found.setdefault(keys[key], []).append(execution["executionArn"])
+    return found
+
+
+def executions_for(deployment, alert_ids: set[str]) -> Counter:
+    return Counter({alert_id: len(arns) for alert_id, arns in execution_arns(deployment, alert_ids).items()})
+
+
+def test_an_alarm_raises_its_alert_at_once_and_ok_resolves_it(deployment, alerts, slack):
+    # Given: a resolved alert that names an alarm
+    alarm = put_alarm(deployment, f"disk-full-{uuid.uuid4().hex[:6]}")
+    alert_id = alerts.put(alarm_name=alarm, user_accounts=["U0ALARM"], status="resolved", notification_count=2,
+                          interval_seconds=3600)
+    before = handled(deployment, "ApplyAlarmChange")
+    # When: the alarm enters ALARM
+    set_alarm_state(deployment, alarm, "ALARM")
+    _wait_for(lambda: handled(deployment, "ApplyAlarmChange") == before + 1, "the alarm change to be applied")
+    # Then: active, and its escalation started at once (first post without waiting for the schedule)
+    assert alerts.get(alert_id)["status"] == "active"
+    assert executions_for(deployment, {alert_id}) == {alert_id: 1}
+    _wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "the first notification")
+    # When: the alarm returns to OK
+    set_alarm_state(deployment, alarm, "OK")
+    _wait_for(lambda: handled(deployment, "ApplyAlarmChange") == before + 2, "the OK change to be applied")
+    # Then: resolved by the alarm, said in the channel, and the execution ends resolved
+    item = alerts.get(alert_id)
+    assert item["status"] == "resolved" and item["resolved_by"] == f"CloudWatch alarm {alarm}"
+    assert followups(slack, alert_id) == [f"Alert {alert_id} was resolved by CloudWatch alarm {alarm} at {item['resolved_at']}."]
+    [execution_arn] = execution_arns(deployment, {alert_id})[alert_id]
+    result = follow(deployment.aws, execution_arn)
+    assert result.output["stopped_reason"] == "resolved"
+
+
+@pytest.mark.load
+def test_an_alarm_storm_with_redelivered_events_starts_each_escalation_exactly_once(deployment, alerts):
+    # Given: 200 alerts, each named by its own alarm
+    run = uuid.uuid4().hex[:6]
+    alarms = {put_alarm(deployment, f"storm-{run}-{n:03d}"): alerts.put(
+        alarm_name=f"storm-{run}-{n:03d}", user_accounts=[f"U0STORM{n:03d}"], status="resolved") for n in range(200)}
+    before = handled(deployment, "ApplyAlarmChange")
+    router = deployment.aws.router
+    # When: all 200 enter ALARM in the same second (the simulated clock paused meanwhile), and
+    # EventBridge delivers every event twice
+    deployment.aws.clock.pause()
+    try:
+        with ThreadPoolExecutor(20) as pool:
+            list(pool.map(lambda alarm: set_alarm_state(deployment, alarm, "ALARM"), alarms))
+    finally:
+        deployment.aws.clock.resume()
+    events = [d["event"] for d in list(router.delivered) if d["event"].get("detail", {}).get("alarmName") in alarms]
+    assert len(events) == 200 and len({e["detail"]["state"]["timestamp"][:19] for e in events}) == 1
+    for event in events:
+        router.put(event)
+    _wait_for(lambda: handled(deployment, "ApplyAlarmChange") >= before + 400, "400 deliveries", timeout=240)
+    # Then: 200 escalations, one per alert
+    started = executions_for(deployment, set(alarms.values()))
+    assert len(started) == 200 and set(started.values()) == {1}
+    assert all(alerts.get(alert_id)["status"] == "active" for alert_id in alarms.values())
+    # Leave nothing running for the tests after this one (each escalation is one round of one user)
+    _wait_for(lambda: not execution_arns(deployment, set(alarms.values()), status="RUNNING"), "the escalations to end",
+              timeout=300)
+
+
+def test_done_when_an_alarm_pages_at_once_and_the_posts_acknowledge_link_stops_the_escalation(deployment, alerts, slack):
+    # Issue 23's "Done when": an alert naming an alarm; the alarm enters ALARM
+    alarm = put_alarm(deployment, f"api-5xx-{uuid.uuid4().hex[:6]}")
+    user = f"U{uuid.uuid4().hex[:8].upper()}"
+    alert_id = alerts.put(alarm_name=alarm, user_accounts=[user], status="resolved", notification_count=3,
+                          interval_seconds=600)
+    # The test holds the simulated clock (it flows, but never jumps the 600 s wait) until the press
+    with deployment.aws.clock.busy():
+        raised_at = deployment.aws.clock.now()
+        set_alarm_state(deployment, alarm, "ALARM")
+        # Then: the first post comes within seconds of simulated time, with its two buttons
+        _wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "the first post")
+        [post] = notifications_about(slack, alert_id)
+        assert float(post.ts) - raised_at < 10  # simulated seconds: the stand-in stamps posts on the emulator's clock
+        [actions] = [block for block in post.body["blocks"] if block["type"] == "actions"]
+        buttons = {button["text"]["text"]: button["url"] for button in actions["elements"]}
+        assert set(buttons) == {"Acknowledge", "Resolve"}
+        # When: the Acknowledge link is opened: a page, and nothing changes
+        status, page = http(buttons["Acknowledge"])
+        assert status == 200 and "<form" in page and alerts.get(alert_id)["status"] == "active"
+        # When: the page's button is pressed
+        status, page = http(buttons["Acknowledge"], data=confirm(buttons["Acknowledge"]))
+        assert status == 200 and alerts.get(alert_id)["acknowledged_by"] == user
+    # Then: the execution ends acknowledged at its next status read, and nothing but the follow-up follows
+    [execution_arn] = execution_arns(deployment, {alert_id})[alert_id]
+    result = follow(deployment.aws, execution_arn)
+    assert result.output["stopped_reason"] == "acknowledged" and result.output["acknowledged_by"] == user
+    assert len(notifications_about(slack, alert_id)) == 1 and len(followups(slack, alert_id)) == 1

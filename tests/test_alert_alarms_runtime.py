@@ -1,0 +1,233 @@
+"""Alerts raised and resolved by their CloudWatch alarms: the event, the conditional updates, the starts.
+
+The events are the documented "CloudWatch Alarm State Change" shape
+(https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html,
+tests/events/alarm_state_change.json). The handler runs against moto's DynamoDB (the table with its
+alarm-name index), Step Functions and Secrets Manager, with the Slack stand-in taking follow-ups.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from moto import mock_aws
+
+from emulator.slack import SlackStandIn
+from patterns_common.alert_executions import execution_name
+from tests.lambda_loader import load_lambda_module
+from tests.test_alert_notification_runtime import FakeLambdaContext
+
+SAMPLE = json.loads((Path(__file__).parent / "events" / "alarm_state_change.json").read_text())
+WEBHOOK_SECRET = "alert-notifier/slack-webhook"
+ALARM = "db-cpu-high"
+
+
+_seconds = itertools.count(1)
+
+
+def alarm_event(state: str = "ALARM", *, alarm: str = ALARM, at: str | None = None, event_id: str = "e-1") -> dict:
+    """A state change of ``alarm``; each without ``at`` at a later second (its execution name is new)."""
+    if at is None:
+        second = next(_seconds)
+        at = f"2026-11-24T12:{second // 60:02d}:{second % 60:02d}.123+0000"
+    event = copy.deepcopy(SAMPLE)
+    event["id"] = event_id
+    event["resources"] = [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{alarm}"]
+    event["detail"]["alarmName"] = alarm
+    event["detail"]["state"].update(value=state, timestamp=at)
+    return event
+
+
+@pytest.fixture(scope="module")
+def module_aws():
+    with SlackStandIn() as slack, pytest.MonkeyPatch.context() as env, mock_aws():
+        boto3.client("dynamodb").create_table(
+            TableName="alerts",
+            KeySchema=[{"AttributeName": "alert_id", "KeyType": "HASH"}],
+            AttributeDefinitions=[
+                {"AttributeName": "alert_id", "AttributeType": "S"},
+                {"AttributeName": "alarm_name", "AttributeType": "S"},
+            ],
+            GlobalSecondaryIndexes=[
+                {
+                    "IndexName": "AlarmName",
+                    "KeySchema": [{"AttributeName": "alarm_name", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                }
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        machine = boto3.client("stepfunctions").create_state_machine(
+            name="alerts",
+            definition=json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 3600, "End": True}}}),
+            roleArn="arn:aws:iam::123456789012:role/machine",
+        )["stateMachineArn"]
+        boto3.client("secretsmanager").create_secret(Name=WEBHOOK_SECRET, SecretString=slack.url)
+        env.setenv("ALERT_TABLE_NAME", "alerts")
+        env.setenv("ALARM_INDEX_NAME", "AlarmName")
+        env.setenv("STATE_MACHINE_ARN", machine)
+        env.setenv("SLACK_WEBHOOK_SECRET_NAME", WEBHOOK_SECRET)
+        parameters.clear_caches()
+        yield boto3.resource("dynamodb").Table("alerts"), slack, load_lambda_module("alert_alarms", "handler"), machine
+    parameters.clear_caches()
+
+
+@pytest.fixture
+def table(module_aws):
+    table, slack, handler, machine = module_aws
+    for key in table.scan(ProjectionExpression="alert_id")["Items"]:
+        table.delete_item(Key=key)
+    slack.reset()
+    sfn = boto3.client("stepfunctions")
+    for execution in sfn.list_executions(stateMachineArn=machine)["executions"]:
+        if execution["status"] == "RUNNING":
+            sfn.stop_execution(executionArn=execution["executionArn"])
+    return table
+
+
+@pytest.fixture
+def slack(module_aws, table):
+    return module_aws[1]
+
+
+def deliver(module_aws, event: dict) -> dict:
+    return module_aws[2].lambda_handler(event, FakeLambdaContext())
+
+
+def executions(module_aws) -> list[dict]:
+    """Executions started since the test began (earlier tests' were stopped by the fixture)."""
+    found = boto3.client("stepfunctions").list_executions(stateMachineArn=module_aws[3])["executions"]
+    return [e for e in found if e["status"] == "RUNNING"]
+
+
+def put_alert(table, alert_id: str = "db-1", **fields) -> dict:
+    item = {"alert_id": alert_id, "alarm_name": ALARM, "user_accounts": ["U0123ABCD"], "notification_count": 3, **fields}
+    table.put_item(Item=item)
+    return item
+
+
+def get(table, alert_id: str = "db-1") -> dict:
+    return table.get_item(Key={"alert_id": alert_id}, ConsistentRead=True)["Item"]
+
+
+def test_alarm_raises_a_new_occurrence_and_starts_its_escalation_at_once(module_aws, table, slack):
+    # Given: an alert acknowledged earlier
+    put_alert(table, status="acknowledged", acknowledged_by="U9", acknowledged_at="2026-11-24T10:00:00Z")
+    # When
+    result = deliver(module_aws, alarm_event("ALARM", at="2026-11-24T11:40:05.123+0000"))
+    # Then: active again, the earlier occurrence's acknowledgement cleared, one execution started
+    item = get(table)
+    assert item["status"] == "active" and "acknowledged_by" not in item and "acknowledged_at" not in item
+    assert item["alarm_state_at"] == "2026-11-24T11:40:05.123+0000" and item["raised_at"].endswith("Z")
+    [execution] = executions(module_aws)
+    described = boto3.client("stepfunctions").describe_execution(executionArn=execution["executionArn"])
+    assert json.loads(described["input"]) == {"alert_id": "db-1"}
+    assert execution["name"] == execution_name("db-1", datetime(2026, 11, 24, 11, 40, 5, tzinfo=timezone.utc))
+    assert result["applied"] == ["db-1"] and slack.posts == []
+
+
+def test_a_redelivered_alarm_event_starts_no_second_escalation_and_undoes_no_acknowledgement(module_aws, table):
+    # Given: the alarm raised the alert, then someone acknowledged it
+    put_alert(table)
+    event = alarm_event("ALARM")
+    deliver(module_aws, event)
+    table.update_item(
+        Key={"alert_id": "db-1"},
+        UpdateExpression="SET #s = :a, acknowledged_by = :by",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":a": "acknowledged", ":by": "U0123ABCD"},
+    )
+    # When: EventBridge delivers the same change again (and once more as a new event of the same change)
+    deliver(module_aws, event)
+    deliver(module_aws, {**event, "id": "e-2"})
+    # Then
+    assert len(executions(module_aws)) == 1
+    assert get(table)["status"] == "acknowledged" and get(table)["acknowledged_by"] == "U0123ABCD"
+
+
+def test_a_redelivery_starts_the_escalation_if_the_first_delivery_saved_the_item_but_never_started_it(module_aws, table):
+    # Given: the item already holds this change (the first attempt failed after its update)
+    put_alert(table, status="active", alarm_state_at="2026-11-24T11:20:05.123+0000")
+    # When
+    deliver(module_aws, alarm_event("ALARM", at="2026-11-24T11:20:05.123+0000"))
+    # Then
+    assert len(executions(module_aws)) == 1
+
+
+def test_an_older_alarm_change_delivered_late_changes_nothing(module_aws, table):
+    before = put_alert(table, status="resolved", alarm_state_at="2026-11-24T11:50:00.000+0000")
+    deliver(module_aws, alarm_event("ALARM", at="2026-11-24T11:30:05.123+0000"))
+    assert (get(table)["status"], get(table)["alarm_state_at"]) == (before["status"], before["alarm_state_at"])
+    assert "raised_at" not in get(table) and executions(module_aws) == []
+
+
+def test_ok_resolves_an_active_or_acknowledged_alert_and_says_so_in_the_channel(module_aws, table, slack):
+    # Given
+    put_alert(table, "db-1", status="active")
+    put_alert(table, "db-2", status="acknowledged", acknowledged_by="U9", acknowledged_at="2026-11-24T13:41:00Z")
+    # When
+    result = deliver(module_aws, alarm_event("OK", at="2026-11-24T13:45:00.000+0000"))
+    # Then
+    assert result["applied"] == ["db-1", "db-2"]
+    for alert_id in ("db-1", "db-2"):
+        item = get(table, alert_id)
+        assert item["status"] == "resolved" and item["resolved_by"] == f"CloudWatch alarm {ALARM}"
+    assert get(table, "db-2")["acknowledged_by"] == "U9"
+    texts = sorted(post.body["text"] for post in slack.delivered)
+    assert texts == [
+        f"Alert {alert_id} was resolved by CloudWatch alarm {ALARM} at {get(table, alert_id)['resolved_at']}."
+        for alert_id in ("db-1", "db-2")
+    ]
+    assert executions(module_aws) == []
+
+
+def test_ok_on_an_alert_already_resolved_by_a_person_keeps_who_resolved_it(module_aws, table, slack):
+    before = put_alert(table, status="resolved", resolved_by="U9", resolved_at="2026-11-24T13:41:00Z")
+    deliver(module_aws, alarm_event("OK", at="2026-11-24T13:45:00.000+0000"))
+    assert get(table)["resolved_by"] == before["resolved_by"] and slack.posts == []
+
+
+def test_insufficient_data_changes_nothing(module_aws, table, slack):
+    before = put_alert(table, status="active")
+    result = deliver(module_aws, alarm_event("INSUFFICIENT_DATA"))
+    assert result["applied"] == [] and get(table)["status"] == before["status"] and "alarm_state_at" not in get(table)
+    assert executions(module_aws) == [] and slack.posts == []
+
+
+def test_an_alarm_that_no_alert_names_is_ignored(module_aws, table, slack):
+    put_alert(table)
+    result = deliver(module_aws, alarm_event("ALARM", alarm="some-other-alarm"))
+    assert result == {"alarm_name": "some-other-alarm", "state": "ALARM", "alerts": [], "applied": []}
+    assert "alarm_state_at" not in get(table) and executions(module_aws) == []
+
+
+def test_every_alert_naming_the_alarm_is_raised(module_aws, table):
+    for n in range(3):
+        put_alert(table, f"db-{n}", status="resolved")
+    put_alert(table, "web-1", alarm_name="web-5xx", status="resolved")
+    deliver(module_aws, alarm_event("ALARM"))
+    assert sorted(json.loads(boto3.client("stepfunctions").describe_execution(executionArn=e["executionArn"])["input"])["alert_id"]
+                  for e in executions(module_aws)) == ["db-0", "db-1", "db-2"]
+    assert get(table, "web-1")["status"] == "resolved"
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"detail-type": "Scheduled Event", "detail": {}},
+        {**SAMPLE, "detail": {**SAMPLE["detail"], "state": {"value": "ALARM"}}},
+        {**SAMPLE, "detail": {**SAMPLE["detail"], "state": {"value": "ALARM", "timestamp": "yesterday"}}},
+    ],
+    ids=["not-an-alarm-event", "no-timestamp", "bad-timestamp"],
+)
+def test_an_event_that_is_not_a_readable_alarm_change_is_ignored(module_aws, table, event):
+    put_alert(table, alarm_name=SAMPLE["detail"]["alarmName"])
+    assert "ignored" in deliver(module_aws, event)
+    assert executions(module_aws) == []
