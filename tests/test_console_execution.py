@@ -1,6 +1,6 @@
 """The local console in a real headless Chromium (issue 16): a person starts the sample alert, steps
-it round by round on a paused clock, acknowledges it from outside and watches the graph end on the
-acknowledged branch.
+it round by round on a paused clock, acknowledges it from the Slack panel's Acknowledge button and
+watches the graph end on the acknowledged branch.
 
 State names come from the deployed definition, never from this file, so the test holds for any
 rewrite of the machine (JSONPath or JSONata) that keeps its documented behaviour.
@@ -116,7 +116,7 @@ def test_every_machine_graph_is_readable_in_a_1400_px_window(deployment, console
     assert alert["labels"] >= 4
 
 
-def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it(deployment, console, browser):
+def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it_from_slack(deployment, console, browser):
     # Given: the sample alert and what its item says (users per round, seconds between rounds)
     sfn = deployment.client("stepfunctions")
     definition = json.loads(sfn.describe_state_machine(stateMachineArn=deployment.machine_arn("alert"))["definition"])
@@ -153,11 +153,21 @@ def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it(depl
     assert _node(browser, wait_state).get_attribute("data-status") == "in_progress"
     assert len(deployment.slack.posts) - posts_before == 2 * users
     assert len(browser.find_elements(By.CSS_SELECTOR, "#slack li")) == len(deployment.slack.posts)
-    # When: acknowledged from outside (docs/alert-notification.md's update-item), then the clock resumed
-    table = deployment.output("AlertNotificationStack", "AlertTableName")
-    deployment.client("dynamodb").update_item(
-        TableName=table, Key={"alert_id": item["alert_id"]}, UpdateExpression="SET #s = :s",
-        ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues={":s": {"S": "acknowledged"}})
+    # When: Acknowledge is clicked on the round's last message in the execution page's Slack panel (as
+    # in Slack: the link opens, and the Slack app's interactivity sends the app the signed click),
+    # then the clock resumed
+    clicks_before = len(deployment.slack.interactions)
+    last = browser.find_element(By.CSS_SELECTOR, f'#slack li[data-seq="{deployment.slack.posts[-1].seq}"]')
+    tabs = set(browser.window_handles)
+    last.find_element(By.LINK_TEXT, "Acknowledge").click()
+    _until(browser, lambda: len(browser.window_handles) == len(tabs) + 1, "the link's tab")
+    [opened] = set(browser.window_handles) - tabs
+    browser.switch_to.window(opened)
+    _until(browser, lambda: "acknowledge" in browser.find_element(By.TAG_NAME, "body").text.lower(), "the link's page")
+    browser.close()
+    browser.switch_to.window(next(iter(tabs)))
+    _until(browser, lambda: len(deployment.slack.interactions) == clicks_before + 1, "the click sent to the app")
+    clicker = deployment.slack.interactions[-1].payload["user"]["id"]
     browser.find_element(By.ID, "clock-resume").click()
     # Then: the execution succeeds on the acknowledged branch (green), with no third round
     _until(browser, lambda: browser.find_element(By.ID, "execution-status").get_attribute("data-status") == "SUCCEEDED", "ended")
@@ -166,7 +176,9 @@ def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it(depl
     execution = browser.current_url.split("#/execution/", 1)[1]
     output = json.loads(sfn.describe_execution(executionArn=_unquote(execution))["output"])
     assert output["stopped_reason"] == "acknowledged" and output["rounds_completed"] == 2
-    assert len(deployment.slack.posts) - posts_before == 2 * users
+    assert output["acknowledged_by"] == clicker
+    # Then: no third round; the one post after the click is the follow-up saying who acted
+    assert len(deployment.slack.posts) - posts_before == 2 * users + 1
     # Then: the event history has the console's columns, from ExecutionStarted to ExecutionSucceeded
     rows = browser.find_elements(By.CSS_SELECTOR, "#history tbody tr")
     first, last = (row.find_elements(By.TAG_NAME, "td") for row in (rows[0], rows[-1]))
@@ -280,6 +292,14 @@ def test_the_console_api_returns_each_posts_whole_body(deployment, console):
     assert newest["body"] == message and newest["text"] == message["text"] and newest["status"] == 200
 
 
+def _rules_on_every_alarm_change(deployment) -> int:
+    """The rules alert stacks put on every alarm change: the app's (and the example app's, deployed beside it)."""
+    patterns = [rule.get("EventPattern", "") for rule in deployment.client("events").list_rules()["Rules"]]
+    count = sum(1 for pattern in patterns if '"aws.cloudwatch"' in pattern and "alarmName" not in pattern)
+    assert count >= 1, "the alert stack has no rule on alarm state changes"
+    return count
+
+
 def test_the_execution_page_shows_the_alarm_event_that_started_it(deployment, console, browser):
     # Given: a rule on CloudWatch alarm state changes whose target is the alert machine
     # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html)
@@ -301,8 +321,8 @@ def test_the_execution_page_shows_the_alarm_event_that_started_it(deployment, co
     }
     try:
         # When: the alarm's state-change event reaches the default bus
-        # this rule, and the alert stack's rule on every alarm change (no alert names this alarm: it ignores it)
-        assert deployment.aws.router.put(event) == 2
+        # this rule, and each alert stack's rule on every alarm change (no alert names this alarm: it ignores it)
+        assert deployment.aws.router.put(event) == 1 + _rules_on_every_alarm_change(deployment)
         [started] = [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
         browser.get(console.url + "#/execution/" + started)
         _until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#started-by dd"), "started-by shown")
@@ -361,8 +381,8 @@ def test_an_execution_a_lambda_target_started_names_the_event_that_invoked_it(de
     }
     try:
         # When: the event is delivered, and the function starts an execution
-        # this rule, and the alert stack's rule on every alarm change (no alert names this alarm: it ignores it)
-        assert deployment.aws.router.put(event) == 2
+        # this rule, and each alert stack's rule on every alarm change (no alert names this alarm: it ignores it)
+        assert deployment.aws.router.put(event) == 1 + _rules_on_every_alarm_change(deployment)
         deadline = time.monotonic() + TIMEOUT
         started: list[str] = []
         while not started and time.monotonic() < deadline:

@@ -103,8 +103,7 @@ class _Zygote:
             raise RuntimeError(f"Lambda zygote did not start; see {log_path}")
 
     def _reply(self, timeout: float) -> dict | None:
-        ready, _, _ = select.select([self.sock], [], [], timeout)
-        data = self.sock.recv(4096) if ready else b""
+        data = self.sock.recv(4096) if _readable(self.sock, timeout) else b""
         return json.loads(data) if data else None
 
     def fork(self, request: dict) -> tuple[socket.socket, int]:
@@ -164,8 +163,7 @@ class _Worker:
     def alive(self) -> bool:
         if self.pidfd is None:
             return False
-        readable, _, _ = select.select([self.pidfd], [], [], 0)  # a pidfd is readable once it exited
-        return not readable
+        return not _readable(self.pidfd, 0)  # a pidfd is readable once it exited
 
     def kill(self) -> None:
         if self.pidfd is not None:
@@ -514,3 +512,11 @@ def _unzip(data: bytes, target: Path) -> None:
         import shutil
 
         shutil.rmtree(partial, ignore_errors=True)
+
+
+def _readable(fd: Any, timeout: float) -> bool:
+    """Whether ``fd`` can be read within ``timeout`` seconds. poll, not select: a storm of instances
+    takes file descriptors past select()'s 1,024."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout * 1000))
