@@ -37,7 +37,7 @@ node_modules/.installed: package.json package-lock.json
 demo: setup
 	$(PYTHON) -m emulator demo
 
-# Two pytest processes, one per core: the tests on the emulator's deployment and the rest (tests/parallel.py).
+# Three pytest processes on the two cores: two shards of the tests on the emulator's deployment, and the rest (tests/parallel.py).
 test: setup
 	$(PYTHON) -m tests.parallel
 

@@ -85,8 +85,34 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
         yield deployment
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--emulator-shard", default=None, metavar="I/N",
+        help="run only shard I of N of the tests on the deployment, whole files each (tests/parallel.py)",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     emulator_items = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
     for item in emulator_items:
         item.add_marker(pytest.mark.emulator)
-    items[:] = [item for item in items if item not in emulator_items] + emulator_items
+    shard = config.getoption("--emulator-shard")
+    if shard:
+        kept = set(_files_of_shard(emulator_items, *map(int, shard.split("/"))))
+        config.hook.pytest_deselected(items=[item for item in emulator_items if item.path not in kept])
+        emulator_items = [item for item in emulator_items if item.path in kept]
+    items[:] = [item for item in items if "deployment" not in getattr(item, "fixturenames", ())] + emulator_items
+
+
+def _files_of_shard(items: list[pytest.Item], index: int, count: int) -> list[Path]:
+    """Whole test files, dealt so that each shard gets about as many tests (largest file first)."""
+    sizes: dict[Path, int] = {}
+    for item in items:
+        sizes[item.path] = sizes.get(item.path, 0) + 1
+    shards: list[list[Path]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for path in sorted(sizes, key=lambda p: (-sizes[p], str(p))):
+        lightest = loads.index(min(loads))
+        shards[lightest].append(path)
+        loads[lightest] += sizes[path]
+    return shards[index]

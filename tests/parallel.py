@@ -1,11 +1,12 @@
-"""`make test`: the suite as two pytest processes, one per core, each with its half of the work.
+"""`make test`: the suite as three pytest processes sharing the machine's two cores.
 
-One process runs the tests on the app deployed into the emulator (the ``emulator`` marker: they share
-one deployment and mostly wait on simulated time and Lambda workers); the other runs everything else
-(logic, handlers on moto, templates, the emulator's own fidelity tests). They never shared a process
-happily anyway: moto's ``mock_aws`` resets moto's backends, which is why conftest.py orders deployment
-tests last. The emulator half streams to the terminal; the other half's report follows it. Extra
-arguments go to both processes, e.g. ``python -m tests.parallel -x``.
+Two processes run the tests on the app deployed into the emulator (the ``emulator`` marker), each on a
+deployment of its own and half of those test files (``--emulator-shard``): they spend much of their
+time waiting on simulated time and Lambda workers, so two of them fill the cores. The third runs
+everything else (logic, handlers on moto, templates, the emulator's own fidelity tests), which never
+shared a process happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends, which
+is why conftest.py orders deployment tests last. The first shard streams to the terminal; the other
+reports follow it. Extra arguments go to every process, e.g. ``python -m tests.parallel -x``.
 """
 
 from __future__ import annotations
@@ -14,20 +15,30 @@ import subprocess
 import sys
 import tempfile
 
+SHARDS = 2
+
 
 def main(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
-    with tempfile.TemporaryFile(mode="w+") as rest_output:
-        rest = subprocess.Popen([*command, "-m", "not emulator"], stdout=rest_output, stderr=subprocess.STDOUT)
-        print("== tests on the emulator's deployment (the other half's report follows)", flush=True)
-        emulator_status = subprocess.call([*command, "-m", "emulator"])
-        rest_status = rest.wait()
-        rest_output.seek(0)
-        print("\n== every other test", flush=True)
-        sys.stdout.write(rest_output.read())
-    # pytest exits 5 when a selection holds no test: a half with nothing to run is not a failure.
-    failed = [name for name, status in (("emulator", emulator_status), ("the rest", rest_status)) if status not in (0, 5)]
-    print(f"\n== {'FAILED: ' + ', '.join(failed) if failed else 'both halves passed'}", flush=True)
+    parts = {
+        **{f"emulator shard {i + 1}/{SHARDS}": ["-m", "emulator", f"--emulator-shard={i}/{SHARDS}"] for i in range(SHARDS)},
+        "every other test": ["-m", "not emulator"],
+    }
+    [(first, first_args), *others] = parts.items()
+    outputs = {name: tempfile.TemporaryFile(mode="w+") for name, _ in others}
+    running = {name: subprocess.Popen([*command, *args], stdout=outputs[name], stderr=subprocess.STDOUT)
+               for name, args in others}
+    print(f"== {first} (the other reports follow it)", flush=True)
+    statuses = {first: subprocess.call([*command, *first_args])}
+    for name, process in running.items():
+        statuses[name] = process.wait()
+        outputs[name].seek(0)
+        print(f"\n== {name}", flush=True)
+        sys.stdout.write(outputs[name].read())
+        outputs[name].close()
+    # pytest exits 5 when a selection holds no test: a part with nothing to run is not a failure.
+    failed = [name for name, status in statuses.items() if status not in (0, 5)]
+    print(f"\n== {'FAILED: ' + ', '.join(failed) if failed else 'every part passed'}", flush=True)
     return 1 if failed else 0
 
 
