@@ -33,6 +33,9 @@ from dataclasses import dataclass  # noqa: E402
 
 import pytest  # noqa: E402
 
+# The browser tests' fixtures (``browser``, ``console``), shared by every file that drives Chromium.
+pytest_plugins = ("tests.browser",)
+
 
 @dataclass(frozen=True)
 class SynthesizedApp:
