@@ -16,6 +16,7 @@ from constructs import Construct
 
 from stacks.alert_notification.actions import AlertActions
 from stacks.alert_notification.alarms import AlarmRaisedAlerts
+from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
@@ -282,12 +283,10 @@ class AlertNotification(Construct):
             # A pacing wait of up to 5 s, two 5 s requests and a Retry-After pause of up to 5 s fit.
             timeout=Duration.seconds(25),
             environment={
-                "SLACK_WEBHOOK_SECRET_NAME": webhook_secret.secret_name,
                 "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
             },
         )
-        # Read on this one secret only: a secret ARN ends in a random "-XXXXXX" that grant_read matches.
-        webhook_secret.grant_read(notify_user.function)
+        let_post_to_slack(notify_user.function, webhook_secret)
         self.idempotency_table.grant(
             notify_user.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
         )
