@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -159,12 +159,7 @@ class AlertNotification(Construct):
         self.state_machine = machine.state_machine
         self.log_group: logs.ILogGroup = machine.log_group
         self.state_machines: list[sfn.IStateMachine] = [self.state_machine]
-        executions = Stack.of(self).format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{self.state_machine.state_machine_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        executions = machine.execution_arns()
         # Fetch Alert Config asks whether the execution holding an alert's claim still runs. A policy
         # of its own: the function's default policy cannot name the machine, which names the function.
         claim_check = iam.Policy(
