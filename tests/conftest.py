@@ -33,8 +33,9 @@ from dataclasses import dataclass  # noqa: E402
 
 import pytest  # noqa: E402
 
-# The browser tests' fixtures (``browser``, ``console``), shared by every file that drives Chromium.
-pytest_plugins = ("tests.browser",)
+# Fixtures shared across test files: the browser tests' (``browser``, ``console``) and the emulator tests'
+# (``aws``, ``role_arn``).
+pytest_plugins = ("tests.browser", "tests.emulator_helpers")
 
 
 @dataclass(frozen=True)
