@@ -25,6 +25,7 @@ from selenium.webdriver.support.ui import Select
 from emulator import samples
 from emulator.session import SLACK_SIGNING_SECRET_NAME
 from tests.browser import TIMEOUT, advance_clock, click, shown_execution, until
+from tests.emulator_helpers import wait_for
 
 
 def _states(scope: dict) -> Iterator[tuple[str, dict]]:
@@ -270,6 +271,11 @@ def _rules_on_every_alarm_change(deployment) -> int:
     return count
 
 
+def _started_by(deployment, event: dict) -> list[str]:
+    """The executions ``event`` started, as the emulator's EventBridge recorded them."""
+    return [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
+
+
 def test_the_execution_page_shows_the_alarm_event_that_started_it(deployment, console, browser):
     # Given: a rule on CloudWatch alarm state changes whose target is the alert machine
     # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html)
@@ -293,7 +299,7 @@ def test_the_execution_page_shows_the_alarm_event_that_started_it(deployment, co
         # When: the alarm's state-change event reaches the default bus
         # this rule, and each alert stack's rule on every alarm change (no alert names this alarm: it ignores it)
         assert deployment.aws.router.put(event) == 1 + _rules_on_every_alarm_change(deployment)
-        [started] = [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
+        [started] = _started_by(deployment, event)
         browser.get(console.url + "#/execution/" + started)
         until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#started-by dd"), "started-by shown")
         # Then: the page names the event, the alarm, its state change and the rule
@@ -347,13 +353,9 @@ def test_an_execution_a_lambda_target_started_names_the_event_that_invoked_it(de
         # When: the event is delivered, and the function starts an execution
         # this rule, and each alert stack's rule on every alarm change (no alert names this alarm: it ignores it)
         assert deployment.aws.router.put(event) == 1 + _rules_on_every_alarm_change(deployment)
-        deadline = time.monotonic() + TIMEOUT
-        started: list[str] = []
-        while not started and time.monotonic() < deadline:
-            started = [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
-            time.sleep(0.1)
+        wait_for(lambda: _started_by(deployment, event), "the function's StartExecution", TIMEOUT)
         # Then: the console's execution names the event and the Lambda target it went through
-        [arn] = started
+        [arn] = _started_by(deployment, event)
         with urllib.request.urlopen(console.url + "api/execution?arn=" + urllib.parse.quote(arn), timeout=30) as response:
             shown = json.loads(response.read())["started_by"]
         assert shown["event"] == event and shown["target"] == function
