@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import threading
 import urllib.error
@@ -16,10 +15,10 @@ from pathlib import Path
 from emulator import demo, samples
 from emulator.clock import INSTANT, parse_speed
 from emulator.console import Console
-from emulator.deploy import watch
+from emulator.deploy import stop_watch, watch
 from emulator.follow import duration
 from emulator.server import CLOCK_PATH
-from emulator.session import MACHINES, SLACK_SIGNING_SECRET_NAME, Deployment, deployed
+from emulator.session import APP_CONTEXT, MACHINES, SLACK_SIGNING_SECRET_NAME, Deployment, deployed
 from emulator.stepfunctions.mocks import MOCK_CONFIG_VARIABLE, MockConfig, MockConfigError
 
 
@@ -55,19 +54,14 @@ def _serve(args: argparse.Namespace) -> int:
         if args.watch:
             print("Watching the app (cdk watch): a saved change to a handler or a definition is hot-swapped, "
                   "any other change deployed in full.", flush=True)
-            watcher = watch(deployment.aws)
+            watcher = watch(deployment.aws, APP_CONTEXT)
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
             print("\nStopping.")
         finally:
-            if watcher is not None:  # Ctrl-C reached it too; a deployment in flight gets a few seconds
-                watcher.terminate()
-                try:
-                    watcher.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    watcher.kill()
-                    watcher.wait()
+            if watcher is not None:
+                stop_watch(watcher)
     return 0
 
 

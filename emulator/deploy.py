@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TextIO
 
 from emulator.server import ACCOUNT_ID, REGION, LocalAws
 
@@ -34,6 +36,10 @@ def cdk_environment(aws: LocalAws) -> dict[str, str]:
     }
 
 
+def _context_arguments(context: dict[str, str] | None) -> list[str]:
+    return [argument for key, value in (context or {}).items() for argument in ("--context", f"{key}={value}")]
+
+
 def _run(args: list[str], env: dict[str, str], log: Path, cwd: Path) -> None:
     with open(log, "ab") as out:
         result = subprocess.run(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -56,9 +62,7 @@ def deploy_app(
         suffix = "" if app == app_dir else f"-{app.name}"
         outdir = aws.workdir / f"cdk.out{suffix}"
         source = ["--app", str(assembly)] if assembly else ["--output", str(outdir), "--app", f"{sys.executable} app.py"]
-        common = ["--no-notices", *source]
-        for key, value in (context or {}).items():
-            common += ["--context", f"{key}={value}"]
+        common = ["--no-notices", *source, *_context_arguments(context)]
         _run([str(CDK), *command, *common], env, aws.workdir / f"cdk{suffix}.log", app)
 
     def assembly(app: Path) -> Path:
@@ -93,20 +97,42 @@ def run_cdk(aws: LocalAws, args: list[str], *, app_dir: Path = ROOT, outdir: Pat
     return result.stdout
 
 
-def watch(aws: LocalAws) -> subprocess.Popen:
-    """`cdk watch` on the app against ``aws``: every saved change hot-swapped, else deployed in full.
+def watch(
+    aws: LocalAws, context: dict[str, str] | None = None, *, app_dir: Path = ROOT, output: TextIO | None = None
+) -> subprocess.Popen:
+    """`cdk watch` on the CDK app in ``app_dir`` against ``aws``: every saved change hot-swapped, else
+    deployed in full. Stop it with stop_watch.
 
-    Its output goes where this process's goes. cdk.json's ``watch`` says which files count.
+    ``context`` must be what the app was deployed with: the CLI deploys every stack once as it starts,
+    and a stack synthesized with other context differs from the deployed one, so it would be deployed
+    in full. Its output goes to ``output`` (default: where this process's goes); the app's cdk.json's
+    ``watch`` says which files count.
     """
     # The CLI diffs a hot-swap against the template it last hot-swapped, cached per account and region
     # in cdk.out: every emulator has the same account, so a past session's cache would stand for the
     # app just deployed, and the CLI would redeploy what did not change or skip what did.
-    shutil.rmtree(ROOT / "cdk.out" / ".hotswap-cache", ignore_errors=True)
+    shutil.rmtree(app_dir / "cdk.out" / ".hotswap-cache", ignore_errors=True)
     return subprocess.Popen(
-        [str(CDK), "watch", "--all", "--hotswap-fallback", "--require-approval", "never", "--no-notices",
-         "--app", f"{sys.executable} app.py"],
-        cwd=ROOT, env=cdk_environment(aws), stdin=subprocess.DEVNULL,
+        # Every stack by default (the CLI's watch takes neither --all nor --require-approval).
+        [str(CDK), "watch", "--hotswap-fallback", "--no-notices", "--app", f"{sys.executable} app.py",
+         *_context_arguments(context)],
+        cwd=app_dir, env=cdk_environment(aws), stdin=subprocess.DEVNULL, stdout=output,
+        stderr=None if output is None else subprocess.STDOUT,
+        # Its own process group: the app's synthesis it runs goes with it when it is stopped.
+        start_new_session=True,
     )
+
+
+def stop_watch(watcher: subprocess.Popen, grace_seconds: float = 10) -> None:
+    """Stop a `cdk watch` and what it runs (a deployment in flight gets ``grace_seconds``), then reap it."""
+    try:
+        os.killpg(watcher.pid, signal.SIGTERM)
+        watcher.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(watcher.pid, signal.SIGKILL)
+        watcher.wait()
+    except ProcessLookupError:  # it had ended already
+        watcher.wait()
 
 
 def deploy_assembly(aws: LocalAws, assembly: Path) -> dict[str, dict[str, str]]:

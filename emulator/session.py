@@ -26,6 +26,8 @@ SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slac
 # Where the deployer keeps the Slack app's signing secret, and the context key that tells the app its name.
 SLACK_SIGNING_SECRET_NAME = "step-functions-patterns/slack-signing-secret"
 SLACK_SIGNING_SECRET_CONTEXT = "slackSigningSecretName"
+# The context the app is deployed with here; `cdk watch` on it synthesizes with the same.
+APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME}
 
 # Machines by the name users type (`python -m emulator run NAME`): (stack, output key).
 MACHINES: dict[str, tuple[str, str]] = {
@@ -126,13 +128,12 @@ def deployed(
         secretsmanager = aws.client("secretsmanager")
         secretsmanager.create_secret(Name=SLACK_SECRET_NAME, SecretString=slack.url)
         secretsmanager.create_secret(Name=SLACK_SIGNING_SECRET_NAME, SecretString=signing_secret)
-        context = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME}
         if progress is None:
-            outputs = deploy_app(aws, context, also=also)
+            outputs = deploy_app(aws, APP_CONTEXT, also=also)
         else:
             print("Deploying the app into the local emulator with the real cdk CLI...", file=progress, flush=True)
             with _reporting_stacks(aws, progress):
-                outputs = deploy_app(aws, context, also=also)
+                outputs = deploy_app(aws, APP_CONTEXT, also=also)
             print(f"Deployed in {aws.deploy_seconds:.1f} s at {aws.endpoint_url}", file=progress, flush=True)
         request_url = outputs.get("AlertNotificationStack", {}).get("AlertActionsUrl")
         if request_url:
