@@ -81,14 +81,16 @@ def deploy_app(
     return aws.stack_outputs()
 
 
-def run_cdk(aws: LocalAws, args: list[str], *, app_dir: Path = ROOT, outdir: Path) -> str:
+def run_cdk(
+    aws: LocalAws, args: list[str], *, app_dir: Path = ROOT, outdir: Path, context: dict[str, str] | None = None
+) -> str:
     """Run `cdk ARGS` in ``app_dir`` against ``aws``, synthesizing into ``outdir``; the CLI's output.
 
     For `cdk deploy --hotswap` and the like on an app already deployed; DeployError if it fails.
     """
     result = subprocess.run(
         [str(CDK), *args, "--require-approval", "never", "--no-notices", "--output", str(outdir),
-         "--app", f"{sys.executable} app.py"],
+         "--app", f"{sys.executable} app.py", *_context_arguments(context)],
         cwd=app_dir, env=cdk_environment(aws), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True,
     )

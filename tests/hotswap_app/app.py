@@ -3,7 +3,9 @@
 
 The tests copy this folder and edit the copy: ``greeter/handler.py`` (the code), ``definition.json``
 (the machine; ``${GreeterArn}`` is substituted as the app's own machines are, into the template's
-DefinitionString) and ``settings.json`` (what cannot be hot-swapped: the function's timeout).
+DefinitionString) and ``settings.json`` (what cannot be hot-swapped: the function's timeout). The
+function's description comes from the context ``greeterDescription``, as the app's Slack signing
+secret's name does: a watch synthesizing without it would see a change where there is none.
 """
 
 import json
@@ -20,6 +22,7 @@ settings = json.loads((HERE / "settings.json").read_text())
 greeter = aws_lambda.Function(
     stack, "Greeter", runtime=aws_lambda.Runtime.PYTHON_3_13, handler="handler.lambda_handler",
     code=aws_lambda.Code.from_asset(str(HERE / "greeter")), timeout=Duration.seconds(settings["timeout_seconds"]),
+    description=app.node.try_get_context("greeterDescription"),
 )
 definition = (HERE / "definition.json").read_text().replace("${GreeterArn}", greeter.function_arn)
 role = aws_iam.Role(stack, "MachineRole", assumed_by=aws_iam.ServicePrincipal("states.amazonaws.com"))
