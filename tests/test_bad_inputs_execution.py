@@ -217,12 +217,14 @@ CASES: dict[str, Case] = {
         "poller", {"job": {}, "timeout": 60}, "InvalidJobInput", "timeout is not an input field"
     ),
     # -- callback variant ----------------------------------------------------------------------------
-    "callback: timeout within the heartbeat": case(
+    # HeartbeatSeconds must be a positive integer smaller than TimeoutSeconds
+    # (https://states-language.net/spec.html#task-state): a 1 s timeout leaves no window
+    "callback: timeout too short for a heartbeat": case(
         "callback",
-        {"job": {}, "timeout_seconds": 300},
+        {"job": {}, "timeout_seconds": 1},
         "InvalidJobInput",
-        "timeout_seconds must be more than 300",
-        "got 300",
+        "timeout_seconds must be at least 2",
+        "got 1",
     ),
     "callback: job as a list": case("callback", {"job": [5]}, "InvalidJobInput", "job must be a JSON object", "list"),
     "callback: unknown field": case(

@@ -362,6 +362,23 @@ def test_callback_runner_that_stops_heartbeating_ends_in_job_timeout_after_heart
     assert 405 <= result.simulated_seconds < 405 + SLACK_SECONDS
 
 
+def test_a_one_minute_callback_job_with_a_two_minute_timeout_succeeds(deployment):
+    # Given: a timeout shorter than the usual 300 s heartbeat window (the bench's "1 min job" row)
+    job = {"duration_seconds": 60}
+    # When
+    result = deployment.run("callback", {"job": job, "timeout_seconds": 120}, name=unique("callback-short"))
+    # Then: it runs; the heartbeat window follows the timeout instead of refusing it
+    assert result.status == "SUCCEEDED", result.cause
+    assert result.output == {"status": "succeeded", "job": job}
+    assert 60 <= result.simulated_seconds < 60 + SLACK_SECONDS
+    # ... a window 1 s under the timeout, since HeartbeatSeconds must be smaller than TimeoutSeconds
+    # (https://states-language.net/spec.html#task-state); the history records both
+    # (https://docs.aws.amazon.com/step-functions/latest/apireference/API_TaskScheduledEventDetails.html)
+    [scheduled] = [e["taskScheduledEventDetails"] for e in result.events if e["type"] == "TaskScheduled"
+                   and "task_token" in e["taskScheduledEventDetails"]["parameters"]]
+    assert (scheduled["heartbeatInSeconds"], scheduled["timeoutInSeconds"]) == (119, 120)
+
+
 def test_callback_job_past_its_timeout_ends_in_job_timeout(deployment):
     # Given: a 10-minute job, heartbeating all along, allowed 400 s
     job = {"duration_seconds": 600}
@@ -417,7 +434,7 @@ def test_a_day_polled_every_30_s_is_refused_before_it_passes_the_history_limit(d
         ("poller", {"job": {}, "poll_interval_seconds": 2.5}, "poll_interval_seconds"),
         ("poller", {"job": {}, "timeout": 30}, "timeout"),
         ("callback", {"job": {}, "initial_wait_seconds": -1}, "initial_wait_seconds"),
-        ("callback", {"job": {}, "timeout_seconds": 60}, "timeout_seconds"),
+        ("callback", {"job": {}, "timeout_seconds": 1}, "timeout_seconds"),  # no room for a heartbeat window
         ("export-poller", {"timeout_seconds": "soon"}, "timeout_seconds"),
         ("export-poller", {"timeout_seconds": 100, "initial_wait_seconds": 300}, "initial_wait_seconds"),
         ("export-poller", {"poll_interval_seconds": 0.5}, "poll_interval_seconds"),

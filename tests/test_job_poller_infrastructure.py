@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from emulator.stepfunctions.jsonata import evaluate
 from patterns_common.job_demo import MAX_DURATION_SECONDS
 from stacks.common.definitions import definition_path
 from tests.lambda_loader import load_lambda_module
@@ -373,25 +374,22 @@ def test_machine_timeout_is_only_a_backstop_behind_the_per_execution_timeout(mac
     assert asl(machine)["TimeoutSeconds"] > latest_end
 
 
-def test_callback_task_waits_for_the_token_with_heartbeat_and_timeout_mapped_to_job_timeout():
-    states = asl("callback_job")["States"]
-    task = states["Run Job And Wait For Callback"]
-    assert task["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
-    assert task["Arguments"]["InvocationType"] == "Event"
-    assert task["Arguments"]["Payload"]["task_token"] == "{% $states.context.Task.Token %}"
-    heartbeat = task["HeartbeatSeconds"]
-    # The runner heartbeats at least three times per HeartbeatSeconds window
-    assert task["Arguments"]["Payload"]["heartbeat_interval_seconds"] * 3 <= heartbeat
-    # The input guard keeps the per-execution timeout above HeartbeatSeconds
-    assert states["Timeout Longer Than Heartbeat?"]["Choices"][0]["Condition"] == (
-        f"{{% $states.input.timeout_seconds <= {heartbeat} %}}"
-    )
-    targets = {error: c["Next"] for c in task["Catch"] for error in c["ErrorEquals"]}
-    assert set(targets) == {"States.HeartbeatTimeout", "States.Timeout"}
-    assert {states[target]["Error"] for target in targets.values()} == {"JobTimeout"}
-    # No Wait states, and the job's report ends the execution: no polling transitions, no closing state
-    assert not [s for s in states.values() if s["Type"] == "Wait"]
-    assert task["End"] is True
+def heartbeat_window(timeout_seconds: int) -> int:
+    """The callback task's HeartbeatSeconds for a timeout, as its Validate Job Input assigns it."""
+    expression = asl("callback_job")["States"]["Validate Job Input"]["Assign"]["heartbeat_seconds"]
+    return evaluate(expression.removeprefix("{%").removesuffix("%}"), {"states": {"result": {"Payload": {"timeout_seconds": timeout_seconds}}}})
+
+
+@pytest.mark.parametrize(("timeout_seconds", "window"), [(2, 1), (120, 119), (300, 299), (301, 300), (86_400, 300)])
+def test_callback_heartbeat_window_is_300_s_or_just_under_a_shorter_timeout(timeout_seconds, window):
+    # HeartbeatSeconds must be a positive integer smaller than TimeoutSeconds
+    # (https://states-language.net/spec.html#task-state)
+    assert heartbeat_window(timeout_seconds) == window
+
+
+def test_callback_runner_heartbeats_at_least_three_times_per_full_heartbeat_window():
+    task = asl("callback_job")["States"]["Run Job And Wait For Callback"]
+    assert task["Arguments"]["Payload"]["heartbeat_interval_seconds"] * 3 <= heartbeat_window(86_400)
 
 
 def test_export_input_bounds_match_validate_job_input():
@@ -438,6 +436,6 @@ def test_a_throttled_callback_runner_is_dropped_before_its_task_stops_waiting_fo
         for resource in synthesized.resources.values()
         if resource["Type"] == "AWS::Lambda::EventInvokeConfig" and resource["Properties"]["FunctionName"] == {"Ref": runner}
     ]
-    heartbeat = asl("callback_job")["States"]["Run Job And Wait For Callback"]["HeartbeatSeconds"]
     assert [c["MaximumRetryAttempts"] for c in configs] == [0]
-    assert configs[0]["MaximumEventAgeInSeconds"] < heartbeat
+    # (a shorter window belongs to a timeout shorter than that age: the task times out first anyway)
+    assert configs[0]["MaximumEventAgeInSeconds"] < heartbeat_window(86_400)
