@@ -409,6 +409,22 @@ def test_export_poller_accepts_and_refuses_the_settings_validate_job_input_does(
         assert export.split(" ", 1)[0] == lambda_.split(" ", 1)[0]
 
 
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ({"timeout_seconds": "7200"}, 'timeout_seconds must be a whole number of seconds from 1 to 86400, got "7200"'),
+        ({"initial_wait_seconds": -1}, "initial_wait_seconds must be a whole number of seconds from 0 to timeout_seconds, got -1"),
+        ({"poll_interval_seconds": 1.5}, "poll_interval_seconds must be a whole number of seconds from 1 to 3600 and no more than timeout_seconds, got 1.5"),
+        ({"timeout_seconds": 100, "initial_wait_seconds": 0, "poll_interval_seconds": 200}, "poll_interval_seconds must be a whole number of seconds from 1 to 3600 and no more than timeout_seconds, got 200"),
+        ({"timeout": 600}, 'the input fields are timeout_seconds, initial_wait_seconds and poll_interval_seconds (all optional); remove the others from {"timeout":600}'),
+        ([600], "input must be a JSON object with timeout_seconds, initial_wait_seconds and poll_interval_seconds, each optional, got [600]"),
+    ],
+)
+def test_export_input_problems_name_the_field_and_quote_the_value(payload, problem):
+    # (one execution shows where a problem ends: tests/test_bad_inputs_execution.py)
+    assert export_input_problem(payload) == problem
+
+
 def test_a_throttled_callback_runner_is_dropped_before_its_task_stops_waiting_for_heartbeats(synthesized):
     # Lambda keeps a throttled asynchronous event up to MaximumEventAgeInSeconds, then drops it
     # (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html); the runner
