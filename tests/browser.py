@@ -1,16 +1,22 @@
 """A real headless Chromium for the console's browser tests: Debian's chromium and chromium-driver,
 driven by Selenium (pinned in requirements-dev.txt). Missing, the tests fail saying how to install it.
+
+A pytest plugin (tests/conftest.py loads it): the ``browser`` and ``console`` fixtures every browser
+test uses, and the waits and console actions they share.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import Iterator
+from typing import Any, Callable, Iterator
+from urllib.parse import unquote
 
 import pytest
 
 INSTALL = "apt-get update && apt-get install -y chromium chromium-driver"
+# Seconds a browser test waits for the page to show something before it fails naming what it waited for.
+TIMEOUT = 30
 
 
 def chromium() -> Iterator:
@@ -34,3 +40,52 @@ def chromium() -> Iterator:
             yield session
         finally:
             session.quit()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    yield from chromium()
+
+
+@pytest.fixture(scope="module")
+def console(deployment) -> Iterator[Any]:
+    """The console served over the session's deployment; the clock is left as the session found it
+    (running, instantly), whatever the page's controls did to it."""
+    from emulator.clock import INSTANT
+    from emulator.console import Console
+
+    with Console(deployment) as running:
+        yield running
+    deployment.aws.clock.set_speed(INSTANT)
+    deployment.aws.clock.resume()
+
+
+def until(browser: Any, condition: Callable[[], Any], what: str) -> None:
+    """Wait until ``condition()`` is truthy, asking again while what it reads is not drawn yet or was
+    drawn again under it (the console's pages redraw when what they show changes)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, TIMEOUT, poll_frequency=0.1,
+                  ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
+        lambda _: condition(), message=what)
+
+
+def click(browser: Any, find: Callable[[], Any], what: str) -> None:
+    """Click the element ``find()`` returns, finding it again if the page redraws it before the click lands."""
+    until(browser, lambda: find().click() or True, what)
+
+
+def advance_clock(browser: Any, seconds: int) -> None:
+    """Advance the simulated clock from the console's clock controls."""
+    from selenium.webdriver.common.by import By
+
+    field = browser.find_element(By.ID, "clock-seconds")
+    field.clear()
+    field.send_keys(str(seconds))
+    browser.find_element(By.ID, "clock-advance").click()
+
+
+def shown_execution(browser: Any) -> str:
+    """The ARN of the execution the console's page shows (its address ends ``#/execution/<ARN>``)."""
+    return unquote(browser.current_url.split("#/execution/", 1)[1])

@@ -33,6 +33,10 @@ from dataclasses import dataclass  # noqa: E402
 
 import pytest  # noqa: E402
 
+# Fixtures shared across test files: the browser tests' (``browser``, ``console``) and the emulator tests'
+# (``aws``, ``role_arn``).
+pytest_plugins = ("tests.browser", "tests.emulator_helpers")
+
 
 @dataclass(frozen=True)
 class SynthesizedApp:

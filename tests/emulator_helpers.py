@@ -1,4 +1,5 @@
-"""Small helpers the emulator tests share: unique names, functions from inline code, waiting."""
+"""Small helpers the emulator tests share: unique names, functions from inline code, waiting, and the
+``aws`` and ``role_arn`` fixtures."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import io
 import time
 import uuid
 import zipfile
-from typing import Any
+from typing import Any, Callable
+
+import pytest
 
 
 def unique(prefix: str) -> str:
@@ -28,6 +31,15 @@ def create_function(aws: Any, role_arn: str, prefix: str, module: str, code: str
     )
 
 
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    """Block until ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds of wall time."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
 def wait_for_event(sfn: Any, execution_arn: str, event_type: str, timeout: float = 10) -> None:
     """Block until the execution's history holds an event of ``event_type``."""
     deadline = time.monotonic() + timeout
@@ -37,3 +49,16 @@ def wait_for_event(sfn: Any, execution_arn: str, event_type: str, timeout: float
             return
         time.sleep(0.02)
     raise AssertionError(f"{execution_arn} never reached {event_type}")
+
+
+# -- fixtures (tests/conftest.py loads this module as a plugin; a test file may define its own) -----
+@pytest.fixture(scope="module")
+def aws(deployment):
+    """The emulator the session's app is deployed into."""
+    return deployment.aws
+
+
+@pytest.fixture(scope="module")
+def role_arn(aws) -> str:
+    """A role for the machines and functions a test creates (the emulator checks no permissions)."""
+    return aws.client("iam").create_role(RoleName=unique("emulator-test"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]

@@ -12,7 +12,7 @@ import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ import pytest
 from boto3.dynamodb.types import TypeSerializer
 
 from emulator.follow import ExecutionResult, follow
-from tests.emulator_helpers import unique
+from tests.emulator_helpers import unique, wait_for
 
 STACK = "AlertNotificationStack"
 MACHINE = "alert"
@@ -46,14 +46,6 @@ def _users(*names: str) -> list[str]:
     """Users no other test names, so the Slack stand-in's per-user failures stay within one test."""
     suffix = uuid.uuid4().hex[:6]
     return [f"{name}.{suffix}@example.com" for name in names]
-
-
-def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -225,8 +217,9 @@ def test_three_users_three_rounds_post_nine_messages_round_by_round_with_two_sim
     waits = state_spans(result, WAIT)
     assert len(waits) == 2
     # (each wait is the interval; simulated time also runs while the engine works, so a loaded
-    # machine adds a little)
-    assert all(300 <= exited - entered < 330 for entered, exited in waits), waits
+    # machine adds a little; history times are in milliseconds: 600.185 - 300.185 is 300 to the
+    # millisecond, 299.99999999999994 in floating point)
+    assert all(300 <= round(exited - entered, 3) < 330 for entered, exited in waits), waits
     notify_times = [entered for entered, _ in state_spans(result, NOTIFY)]
     assert len(notify_times) == 9
     assert result.entered(WAIT) == 2 and notify_times[0] < waits[0][0]
@@ -273,7 +266,7 @@ def test_acknowledging_between_rounds_stops_before_the_next_round(deployment, sl
         execution_arn = sfn.start_execution(
             stateMachineArn=deployment.machine_arn(MACHINE), input=json.dumps({"alert_id": alert_id})
         )["executionArn"]
-        _wait_for(lambda: len(notifications(slack, alert_id, delivered_only=True)) == 2, "round 1 on Slack")
+        wait_for(lambda: len(notifications(slack, alert_id, delivered_only=True)) == 2, "round 1 on Slack")
         alerts.acknowledge(alert_id, by=users[1])
     result = follow(deployment.aws, execution_arn)
     # Then: round 2 never went out; the machine stopped after the wait, when it re-read the status
@@ -554,7 +547,7 @@ def _fire_and_await_dispatch(deployment, schedule: Schedule) -> str:
     dispatcher = schedule.dispatcher
     done_before = sum(1 for r in deployment.aws.runtime.invocations if r["function"] == dispatcher and "end" in r)
     event_id = _fire(deployment, schedule)
-    _wait_for(
+    wait_for(
         lambda: sum(1 for r in deployment.aws.runtime.invocations if r["function"] == dispatcher and "end" in r)
         == done_before + 1,
         "the dispatcher to finish",
@@ -576,7 +569,7 @@ def test_the_schedule_starts_one_execution_per_active_alert_and_never_a_second(d
         _fire_and_await_dispatch(deployment, schedule)
         after_first = _executions_by_alert(deployment, ours)
         for execution in after_first[first] + after_first[second]:
-            _wait_for(lambda: _is_waiting(deployment, execution["executionArn"]), "round 1 to end")
+            wait_for(lambda: _is_waiting(deployment, execution["executionArn"]), "round 1 to end")
         deployment.aws.clock.advance(3600)
         _fire_and_await_dispatch(deployment, schedule)
         after_second = _executions_by_alert(deployment, ours)
@@ -856,7 +849,7 @@ def test_a_second_execution_for_an_escalating_alert_ends_at_once_naming_the_firs
     alert_id = alerts.put_alert(users, rounds=2, interval=3600)
     with deployment.aws.clock.busy():
         first = _start(deployment, alert_id)
-        _wait_for(lambda: len(notifications(slack, alert_id, delivered_only=True)) == 2, "round 1 on Slack")
+        wait_for(lambda: len(notifications(slack, alert_id, delivered_only=True)) == 2, "round 1 on Slack")
         # When: the alert is started again seconds later, as a person or a redelivered event would
         second = follow(deployment.aws, _start(deployment, alert_id))
         alerts.set_status(alert_id, "resolved")
@@ -887,9 +880,9 @@ def test_executions_started_together_for_one_alert_notify_once(deployment, slack
     with deployment.aws.clock.busy():
         arns = [_start(deployment, alert_id) for _ in range(5)]
         ended = lambda: [a for a in arns if sfn.describe_execution(executionArn=a)["status"] != "RUNNING"]  # noqa: E731
-        _wait_for(lambda: len(ended()) == 4, "four of them to end")
+        wait_for(lambda: len(ended()) == 4, "four of them to end")
         [winner] = set(arns) - set(ended())
-        _wait_for(lambda: _is_waiting(deployment, winner), "the escalation's round 1 to end")
+        wait_for(lambda: _is_waiting(deployment, winner), "the escalation's round 1 to end")
         alerts.set_status(alert_id, "resolved")
     results = {arn: follow(deployment.aws, arn) for arn in arns}
     # Then: exactly one escalated; each other one ended at once naming it
@@ -908,13 +901,13 @@ def test_a_stopped_escalation_does_not_block_the_next_one(deployment, slack, ale
     sfn = deployment.client("stepfunctions")
     with deployment.aws.clock.busy():
         stopped = _start(deployment, alert_id)
-        _wait_for(lambda: _is_waiting(deployment, stopped), "round 1 to end")
+        wait_for(lambda: _is_waiting(deployment, stopped), "round 1 to end")
         sfn.stop_execution(executionArn=stopped)
     assert _claim(alerts, alert_id) == stopped
     # When: the alert is started again
     with deployment.aws.clock.busy():
         again = _start(deployment, alert_id)
-        _wait_for(lambda: _is_waiting(deployment, again), "round 1 to end")
+        wait_for(lambda: _is_waiting(deployment, again), "round 1 to end")
         alerts.set_status(alert_id, "resolved")
     result = follow(deployment.aws, again)
     # Then: it took the claim over and notified

@@ -12,34 +12,11 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any, Iterator
-from urllib.parse import unquote
+from typing import Any
 
-import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
-from emulator.console import Console
-from tests.browser import chromium
-
-TIMEOUT = 30
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from chromium()
-
-
-@pytest.fixture(scope="module")
-def console(deployment) -> Iterator[Console]:
-    with Console(deployment) as running:
-        yield running
-    deployment.aws.clock.resume()
-
-
-def _until(browser: Any, condition: Any, what: str) -> None:
-    WebDriverWait(browser, TIMEOUT, poll_frequency=0.1).until(lambda _: condition(), message=what)
-
+from tests.browser import advance_clock, shown_execution, until
 
 # The page redraws every second: read what it shows in one script, never through stale elements.
 _READ_ALARM = """
@@ -74,25 +51,21 @@ def test_a_failed_execution_puts_its_alarm_in_alarm_and_the_status_topic_shows_t
     topic = deployment.output("MonitoringStack", "StatusTopicArn")
     # When: an execution that fails is started from the console
     browser.get(console.url)
-    _until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, 'section[data-machine="map-retry"] button.start'), "machines")
+    until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, 'section[data-machine="map-retry"] button.start'), "machines")
     section = browser.find_element(By.CSS_SELECTOR, 'section[data-machine="map-retry"]')
     editor = section.find_element(By.CSS_SELECTOR, "textarea.input")
     editor.clear()
     editor.send_keys('{"items": "A-123"}')
     section.find_element(By.CSS_SELECTOR, "button.start").click()
-    _until(browser, lambda: browser.find_element(By.ID, "execution-status").get_attribute("data-status") == "FAILED", "failed")
-    execution = unquote(browser.current_url.split("#/execution/", 1)[1])
-    failed_at = deployment.client("stepfunctions").describe_execution(executionArn=execution)["stopDate"].timestamp()
+    until(browser, lambda: browser.find_element(By.ID, "execution-status").get_attribute("data-status") == "FAILED", "failed")
+    failed_at = deployment.client("stepfunctions").describe_execution(executionArn=shown_execution(browser))["stopDate"].timestamp()
     # Then: the alarms page shows the alarm still OK
     browser.get(console.url + "#/alarms")
-    _until(browser, lambda: _alarm_shown(browser, name).get("state") == "OK", "alarm listed OK")
+    until(browser, lambda: _alarm_shown(browser, name).get("state") == "OK", "alarm listed OK")
     # When: the clock is advanced by the alarm's period from the console
-    seconds = browser.find_element(By.ID, "clock-seconds")
-    seconds.clear()
-    seconds.send_keys(str(alarm["Period"]))
-    browser.find_element(By.ID, "clock-advance").click()
+    advance_clock(browser, alarm["Period"])
     # Then: the alarm is in ALARM, changed at a period boundary within one period of the failure
-    _until(browser, lambda: _alarm_shown(browser, name).get("state") == "ALARM", "alarm in ALARM")
+    until(browser, lambda: _alarm_shown(browser, name).get("state") == "ALARM", "alarm in ALARM")
     shown_alarm = _alarm_shown(browser, name)
     changed_at = shown_alarm["updated"]
     assert failed_at < changed_at <= failed_at + alarm["Period"]
@@ -111,7 +84,7 @@ def test_a_failed_execution_puts_its_alarm_in_alarm_and_the_status_topic_shows_t
         return found
 
     changed = datetime.fromtimestamp(changed_at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000+0000")
-    _until(browser, lambda: any(n["message"]["StateChangeTime"] == changed for n in notifications()), "notification shown")
+    until(browser, lambda: any(n["message"]["StateChangeTime"] == changed for n in notifications()), "notification shown")
     [shown] = [n for n in notifications() if n["message"]["StateChangeTime"] == changed]
     assert shown["summary"].startswith('ALARM: "MonitoringStack-')
     assert shown["message"]["OldStateValue"] == "OK"

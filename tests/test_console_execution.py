@@ -8,33 +8,24 @@ rewrite of the machine (JSONPath or JSONata) that keeps its documented behaviour
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import io
 import json
 import time
-from typing import Any, Iterator
+import urllib.parse
+import urllib.request
+import zipfile
+from typing import Any, Callable, Iterator
 
 import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from emulator import samples
-from emulator.clock import INSTANT
-from emulator.console import Console
-from tests.browser import chromium
-
-TIMEOUT = 30
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from chromium()
-
-
-@pytest.fixture(scope="module")
-def console(deployment) -> Iterator[Console]:
-    with Console(deployment) as running:
-        yield running
-    deployment.aws.clock.set_speed(INSTANT)
-    deployment.aws.clock.resume()
+from emulator.session import SLACK_SIGNING_SECRET_NAME
+from tests.browser import TIMEOUT, advance_clock, click, shown_execution, until
+from tests.emulator_helpers import wait_for
 
 
 def _states(scope: dict) -> Iterator[tuple[str, dict]]:
@@ -57,8 +48,17 @@ def _node(browser: Any, state: str) -> Any:
     return browser.find_element(By.CSS_SELECTOR, f'g.state[data-state="{state}"]')
 
 
-def _until(browser: Any, condition: Any, what: str) -> None:
-    WebDriverWait(browser, TIMEOUT, poll_frequency=0.1).until(lambda _: condition(), message=what)
+def _in_new_tab(browser: Any, link: Callable[[], Any], shown: Callable[[], Any], what: str) -> None:
+    """Click the link ``link()`` finds, which opens a new tab; wait there until ``shown()``, then close it
+    and come back."""
+    home, tabs = browser.current_window_handle, set(browser.window_handles)
+    click(browser, link, "the link clicked")
+    until(browser, lambda: len(browser.window_handles) == len(tabs) + 1, "a new tab")
+    [opened] = set(browser.window_handles) - tabs
+    browser.switch_to.window(opened)
+    until(browser, shown, what)
+    browser.close()
+    browser.switch_to.window(home)
 
 
 def test_the_machines_page_draws_every_state_of_each_deployed_definition(deployment, console, browser):
@@ -67,7 +67,7 @@ def test_the_machines_page_draws_every_state_of_each_deployed_definition(deploym
     definition = json.loads(sfn.describe_state_machine(stateMachineArn=deployment.machine_arn("map-retry"))["definition"])
     # When
     browser.get(console.url)
-    _until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, 'section[data-machine="map-retry"] g.state'), "graph drawn")
+    until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, 'section[data-machine="map-retry"] g.state'), "graph drawn")
     # Then: one node per state, nested Map states included, and the first sample in the editor
     drawn = browser.find_elements(By.CSS_SELECTOR, 'section[data-machine="map-retry"] g.state')
     assert sorted(n.get_attribute("data-state") for n in drawn) == sorted(name for name, _ in _states(definition))
@@ -98,7 +98,7 @@ def test_every_machine_graph_is_readable_in_a_1400_px_window(deployment, console
     # Given: the console in the 1,400 px wide window tests/browser.py opens
     browser.get(console.url)
     machines = deployment.machine_names().values()
-    _until(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "section.machine svg.graph")) >= len(machines),
+    until(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "section.machine svg.graph")) >= len(machines),
            "graphs drawn")
     assert browser.execute_script("return window.innerWidth") <= 1400
     # Then: nothing runs off the side of the page
@@ -128,28 +128,25 @@ def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it_from
     posts_before = len(deployment.slack.posts)
     # Given: the console open, the clock paused from it
     browser.get(console.url)
-    _until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, 'section[data-machine="alert"] button.start'), "machines page")
+    until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, 'section[data-machine="alert"] button.start'), "machines page")
     browser.find_element(By.ID, "clock-pause").click()
-    _until(browser, lambda: browser.find_element(By.ID, "clock-mode").text == "paused", "clock shown paused")
+    until(browser, lambda: browser.find_element(By.ID, "clock-mode").text == "paused", "clock shown paused")
     # When: the sample is started from the console
     section = browser.find_element(By.CSS_SELECTOR, 'section[data-machine="alert"]')
     Select(section.find_element(By.CSS_SELECTOR, "select.sample")).select_by_value(sample.name)
     section.find_element(By.CSS_SELECTOR, "button.start").click()
-    _until(browser, lambda: "#/execution/" in browser.current_url, "execution page")
+    until(browser, lambda: "#/execution/" in browser.current_url, "execution page")
     # Then: the first round is posted and the execution waits at its Wait, in progress (blue)
-    _until(browser, lambda: _node(browser, wait_state).get_attribute("data-status") == "in_progress", "at the Wait")
+    until(browser, lambda: _node(browser, wait_state).get_attribute("data-status") == "in_progress", "at the Wait")
     clock_shown = browser.find_element(By.ID, "clock-time").text
     time.sleep(1.5)  # real time passes; simulated time does not
     assert _node(browser, wait_state).get_attribute("data-status") == "in_progress"
     assert browser.find_element(By.ID, "clock-time").text == clock_shown
     assert len(deployment.slack.posts) - posts_before == users
     # When: the clock is advanced by the interval from the console
-    seconds = browser.find_element(By.ID, "clock-seconds")
-    seconds.clear()
-    seconds.send_keys(str(interval))
-    browser.find_element(By.ID, "clock-advance").click()
+    advance_clock(browser, interval)
     # Then: the second round is posted and it waits again (the Wait entered twice)
-    _until(browser, lambda: _node(browser, wait_state).find_element(By.CSS_SELECTOR, "text.count").text == "×2", "second round")
+    until(browser, lambda: _node(browser, wait_state).find_element(By.CSS_SELECTOR, "text.count").text == "×2", "second round")
     assert _node(browser, wait_state).get_attribute("data-status") == "in_progress"
     assert len(deployment.slack.posts) - posts_before == 2 * users
     assert len(browser.find_elements(By.CSS_SELECTOR, "#slack li")) == len(deployment.slack.posts)
@@ -157,24 +154,17 @@ def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it_from
     # in Slack: the link opens, and the Slack app's interactivity sends the app the signed click),
     # then the clock resumed
     clicks_before = len(deployment.slack.interactions)
-    last = browser.find_element(By.CSS_SELECTOR, f'#slack li[data-seq="{deployment.slack.posts[-1].seq}"]')
-    tabs = set(browser.window_handles)
-    last.find_element(By.LINK_TEXT, "Acknowledge").click()
-    _until(browser, lambda: len(browser.window_handles) == len(tabs) + 1, "the link's tab")
-    [opened] = set(browser.window_handles) - tabs
-    browser.switch_to.window(opened)
-    _until(browser, lambda: "acknowledge" in browser.find_element(By.TAG_NAME, "body").text.lower(), "the link's page")
-    browser.close()
-    browser.switch_to.window(next(iter(tabs)))
-    _until(browser, lambda: len(deployment.slack.interactions) == clicks_before + 1, "the click sent to the app")
+    last = f'#slack li[data-seq="{deployment.slack.posts[-1].seq}"]'
+    _in_new_tab(browser, lambda: browser.find_element(By.CSS_SELECTOR, last).find_element(By.LINK_TEXT, "Acknowledge"),
+                lambda: "acknowledge" in browser.find_element(By.TAG_NAME, "body").text.lower(), "the link's page")
+    until(browser, lambda: len(deployment.slack.interactions) == clicks_before + 1, "the click sent to the app")
     clicker = deployment.slack.interactions[-1].payload["user"]["id"]
     browser.find_element(By.ID, "clock-resume").click()
     # Then: the execution succeeds on the acknowledged branch (green), with no third round
-    _until(browser, lambda: browser.find_element(By.ID, "execution-status").get_attribute("data-status") == "SUCCEEDED", "ended")
-    _until(browser, lambda: _node(browser, acknowledged).get_attribute("data-status") == "succeeded", "graph updated")
+    until(browser, lambda: browser.find_element(By.ID, "execution-status").get_attribute("data-status") == "SUCCEEDED", "ended")
+    until(browser, lambda: _node(browser, acknowledged).get_attribute("data-status") == "succeeded", "graph updated")
     assert _node(browser, wait_state).get_attribute("data-status") == "succeeded"
-    execution = browser.current_url.split("#/execution/", 1)[1]
-    output = json.loads(sfn.describe_execution(executionArn=_unquote(execution))["output"])
+    output = json.loads(sfn.describe_execution(executionArn=shown_execution(browser))["output"])
     assert output["stopped_reason"] == "acknowledged" and output["rounds_completed"] == 2
     assert output["acknowledged_by"] == clicker
     # Then: no third round; the one post after the click is the follow-up saying who acted
@@ -184,12 +174,6 @@ def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it_from
     first, last = (row.find_elements(By.TAG_NAME, "td") for row in (rows[0], rows[-1]))
     assert [first[0].text, first[1].text, first[4].text] == ["1", "ExecutionStarted", "0"]
     assert last[1].text == "ExecutionSucceeded" and int(last[4].text) == pytest.approx(2 * interval * 1000, abs=2000)
-
-
-def _unquote(text: str) -> str:
-    from urllib.parse import unquote
-
-    return unquote(text)
 
 
 # -- The Slack panel (issue 22, part 3) -----------------------------------------------------------
@@ -214,19 +198,12 @@ def _slack_message(actions_url: str) -> dict:
 
 
 def _post_json(url: str, body: dict) -> int:
-    import urllib.request
-
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         return response.status
 
 
 def test_the_slack_panel_shows_a_message_as_slack_does_and_its_buttons_act(deployment, console, browser):
-    import hashlib
-    import hmac
-
-    from emulator.session import SLACK_SIGNING_SECRET_NAME
-
     # Given: the deployer's set-up: interactivity's request URL is the app's action endpoint
     actions_url = deployment.output("AlertNotificationStack", "AlertActionsUrl")
     slack = deployment.slack
@@ -239,7 +216,7 @@ def test_the_slack_panel_shows_a_message_as_slack_does_and_its_buttons_act(deplo
     # When: the Slack page is open
     browser.get(console.url + "#/slack")
     item = f'#slack li[data-seq="{seq}"]'
-    _until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f"{item} .slack-button"), "message drawn")
+    until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f"{item} .slack-button"), "message drawn")
     # Then: drawn as Slack shows it: bold, the mention, the link, two buttons
     message = browser.find_element(By.CSS_SELECTOR, item)
     assert message.find_element(By.TAG_NAME, "strong").text == "Disk full"
@@ -248,17 +225,11 @@ def test_the_slack_panel_shows_a_message_as_slack_does_and_its_buttons_act(deplo
     assert link.get_attribute("href") == "https://example.com/runbook"
     assert [b.text for b in message.find_elements(By.CSS_SELECTOR, ".slack-button")] == ["Acknowledge", "Resolve"]
     # When: the link button is clicked
-    tabs = set(browser.window_handles)
-    message.find_element(By.LINK_TEXT, "Acknowledge").click()
     # Then: its url opens in a new tab: the app's endpoint answers the browser
-    _until(browser, lambda: len(browser.window_handles) == len(tabs) + 1, "a new tab")
-    [opened] = set(browser.window_handles) - tabs
-    browser.switch_to.window(opened)
-    _until(browser, lambda: browser.current_url.startswith(actions_url), "the link's page")
-    browser.close()
-    browser.switch_to.window(next(iter(tabs)))
+    _in_new_tab(browser, lambda: browser.find_element(By.CSS_SELECTOR, item).find_element(By.LINK_TEXT, "Acknowledge"),
+                lambda: browser.current_url.startswith(actions_url), "the link's page")
     # Then: and the app got Slack's signed block_actions request for it
-    _until(browser, lambda: len(slack.interactions) == interactions_before + 1, "block_actions sent")
+    until(browser, lambda: len(slack.interactions) == interactions_before + 1, "block_actions sent")
     sent = slack.interactions[-1]
     timestamp = sent.headers["X-Slack-Request-Timestamp"]
     expected = "v0=" + hmac.new(secret.encode(), f"v0:{timestamp}:{sent.request_body}".encode(), hashlib.sha256).hexdigest()
@@ -266,25 +237,25 @@ def test_the_slack_panel_shows_a_message_as_slack_does_and_its_buttons_act(deplo
     assert sent.payload["type"] == "block_actions" and sent.payload["actions"][0]["action_id"] == "acknowledge"
     assert sent.status is not None  # the request URL answered
     # When: the plain (interactive) button is clicked
-    browser.find_element(By.CSS_SELECTOR, f'{item} button.slack-button[data-action="resolve"]').click()
+    # (the panel is drawn again when the first click's outcome arrives: the button is found afresh)
+    click(browser, lambda: browser.find_element(By.CSS_SELECTOR, f'{item} button.slack-button[data-action="resolve"]'),
+          "Resolve clicked")
     # Then: the request is sent, and the panel says what the app answered
-    _until(browser, lambda: len(slack.interactions) == interactions_before + 2, "second block_actions sent")
+    until(browser, lambda: len(slack.interactions) == interactions_before + 2, "second block_actions sent")
     resolve = slack.interactions[-1]
     assert resolve.payload["actions"][0]["value"] == "resolve" and resolve.payload["user"]["id"] == "U0123ABCD"
-    _until(browser, lambda: f"HTTP {resolve.status}" in browser.find_element(By.CSS_SELECTOR, f"{item} .slack-outcome").text,
+    until(browser, lambda: f"HTTP {resolve.status}" in browser.find_element(By.CSS_SELECTOR, f"{item} .slack-outcome").text,
            "outcome shown")
     # When: the app replaces the message through the click's response_url
     replaced = {"replace_original": True, "text": "Resolved by <@U0123ABCD>",
                 "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "Resolved by <@U0123ABCD>"}}]}
     assert _post_json(resolve.payload["response_url"], replaced) == 200
     # Then: the panel shows the new message in place of the old one, without its buttons
-    _until(browser, lambda: "Resolved by @U0123ABCD" in browser.find_element(By.CSS_SELECTOR, item).text, "message replaced")
+    until(browser, lambda: "Resolved by @U0123ABCD" in browser.find_element(By.CSS_SELECTOR, item).text, "message replaced")
     assert browser.find_elements(By.CSS_SELECTOR, f"{item} .slack-button") == []
 
 
 def test_the_console_api_returns_each_posts_whole_body(deployment, console):
-    import urllib.request
-
     message = _slack_message("http://127.0.0.1:9/")
     assert _post_json(deployment.slack.url, message) == 200
     with urllib.request.urlopen(console.url + "api/slack", timeout=30) as response:
@@ -298,6 +269,11 @@ def _rules_on_every_alarm_change(deployment) -> int:
     count = sum(1 for pattern in patterns if '"aws.cloudwatch"' in pattern and "alarmName" not in pattern)
     assert count >= 1, "the alert stack has no rule on alarm state changes"
     return count
+
+
+def _started_by(deployment, event: dict) -> list[str]:
+    """The executions ``event`` started, as the emulator's EventBridge recorded them."""
+    return [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
 
 
 def test_the_execution_page_shows_the_alarm_event_that_started_it(deployment, console, browser):
@@ -323,9 +299,9 @@ def test_the_execution_page_shows_the_alarm_event_that_started_it(deployment, co
         # When: the alarm's state-change event reaches the default bus
         # this rule, and each alert stack's rule on every alarm change (no alert names this alarm: it ignores it)
         assert deployment.aws.router.put(event) == 1 + _rules_on_every_alarm_change(deployment)
-        [started] = [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
+        [started] = _started_by(deployment, event)
         browser.get(console.url + "#/execution/" + started)
-        _until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#started-by dd"), "started-by shown")
+        until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#started-by dd"), "started-by shown")
         # Then: the page names the event, the alarm, its state change and the rule
         shown = browser.find_element(By.ID, "started-by").text
         for expected in ("aws.cloudwatch · CloudWatch Alarm State Change", "console-test-alarm", "OK → ALARM",
@@ -348,12 +324,6 @@ def handler(event, context):
 
 
 def test_an_execution_a_lambda_target_started_names_the_event_that_invoked_it(deployment, console):
-    import io
-    import time
-    import urllib.parse
-    import urllib.request
-    import zipfile
-
     # Given: a rule whose Lambda target starts the alert machine (as the app's alarm handler does)
     sample = samples.sample("alert", "disk-full-web-1")
     deployment.seed("alert", sample.input)
@@ -383,13 +353,9 @@ def test_an_execution_a_lambda_target_started_names_the_event_that_invoked_it(de
         # When: the event is delivered, and the function starts an execution
         # this rule, and each alert stack's rule on every alarm change (no alert names this alarm: it ignores it)
         assert deployment.aws.router.put(event) == 1 + _rules_on_every_alarm_change(deployment)
-        deadline = time.monotonic() + TIMEOUT
-        started: list[str] = []
-        while not started and time.monotonic() < deadline:
-            started = [arn for arn, by in deployment.aws.router.started_by.items() if by["event"]["id"] == event["id"]]
-            time.sleep(0.1)
+        wait_for(lambda: _started_by(deployment, event), "the function's StartExecution", TIMEOUT)
         # Then: the console's execution names the event and the Lambda target it went through
-        [arn] = started
+        [arn] = _started_by(deployment, event)
         with urllib.request.urlopen(console.url + "api/execution?arn=" + urllib.parse.quote(arn), timeout=30) as response:
             shown = json.loads(response.read())["started_by"]
         assert shown["event"] == event and shown["target"] == function

@@ -41,44 +41,25 @@ def test_each_machine_is_drawn_on_its_patterns_page_as_its_asl_file_draws_it():
         )
 
 
-def test_the_cost_page_quotes_the_benchmark_headline_as_results_md_has_it():
+# Each block of bench/results.md a docs page quotes: its markers, the page quoting it, a phrase it holds.
+QUOTED_FIGURES = {
+    "headline": (report.HEADLINE_START, report.HEADLINE_END, "cost.md", "transitions"),
+    "dispatch": (report.DISPATCH_START, report.DISPATCH_END, "alert-notification.md", "StartExecution calls"),
+    "hotswap": (report.HOTSWAP_START, report.HOTSWAP_END, "emulator.md", "hotswap-deployment time"),
+}
+
+
+@pytest.mark.parametrize(("start", "end", "page_name", "phrase"), QUOTED_FIGURES.values(), ids=QUOTED_FIGURES.keys())
+def test_each_docs_page_quotes_its_benchmark_figures_as_results_md_has_them(start, end, page_name, phrase):
     # Given
     results = docs_pages.RESULTS.read_text()
     # When
-    page = docs_pages.page_holding(report.HEADLINE_START, report.HEADLINE_END)
-    quoted = report.read_headline(page.read_text())
+    page = docs_pages.page_holding(start, end)
+    quoted = docs_pages.block(page.read_text(), start, end)
     # Then
-    assert page == docs_pages.DOCS / "cost.md"
-    assert quoted == report.read_headline(results), f"docs/cost.md's headline is stale: {STALE}"
-    assert "transitions" in quoted
-
-
-def test_the_alert_page_shows_the_dispatch_figures_as_results_md_has_them():
-    # Given
-    results = docs_pages.RESULTS.read_text()
-    # When
-    page = docs_pages.page_holding(report.DISPATCH_START, report.DISPATCH_END)
-    quoted = docs_pages.block(page.read_text(), report.DISPATCH_START, report.DISPATCH_END)
-    # Then
-    assert page == docs_pages.DOCS / "alert-notification.md"
-    assert quoted == docs_pages.block(results, report.DISPATCH_START, report.DISPATCH_END), (
-        f"docs/alert-notification.md's dispatch figures are stale: {STALE}"
-    )
-    assert "StartExecution calls" in quoted
-
-
-def test_the_emulator_page_shows_the_hot_swap_figures_as_results_md_has_them():
-    # Given
-    results = docs_pages.RESULTS.read_text()
-    # When
-    page = docs_pages.page_holding(report.HOTSWAP_START, report.HOTSWAP_END)
-    quoted = docs_pages.block(page.read_text(), report.HOTSWAP_START, report.HOTSWAP_END)
-    # Then
-    assert page == docs_pages.DOCS / "emulator.md"
-    assert quoted == docs_pages.block(results, report.HOTSWAP_START, report.HOTSWAP_END), (
-        f"docs/emulator.md's hot-swap figures are stale: {STALE}"
-    )
-    assert "hotswap-deployment time" in quoted
+    assert page == docs_pages.DOCS / page_name
+    assert quoted == docs_pages.block(results, start, end), f"docs/{page_name}'s figures are stale: {STALE}"
+    assert phrase in quoted
 
 
 def test_every_relative_link_in_the_docs_reaches_a_file_and_heading_that_exist():

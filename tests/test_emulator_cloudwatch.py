@@ -59,11 +59,6 @@ class Inbox:
 
 
 @pytest.fixture(scope="module")
-def aws(deployment):
-    return deployment.aws
-
-
-@pytest.fixture(scope="module")
 def cloudwatch(aws):
     return aws.client("cloudwatch")
 
@@ -91,6 +86,16 @@ def _put_alarm(cloudwatch: Any, **settings: Any) -> str:
         "ComparisonOperator": "GreaterThanOrEqualToThreshold", **settings,
     })
     return name
+
+
+def _queue_with_alarm(aws: Any, cloudwatch: Any, metric: str, statistic: str) -> tuple[str, str, str]:
+    """A new queue and an alarm on one of its AWS/SQS metrics as the app's failure-queue alarms are
+    (>= 1 in a minute, missing data not breaching): (queue name, queue URL, alarm name)."""
+    queue = unique("failures")
+    url = aws.client("sqs").create_queue(QueueName=queue)["QueueUrl"]
+    name = _put_alarm(cloudwatch, Namespace="AWS/SQS", MetricName=metric, Statistic=statistic,
+                      Dimensions=[{"Name": "QueueName", "Value": queue}], TreatMissingData="notBreaching")
+    return queue, url, name
 
 
 def _described(cloudwatch: Any, name: str) -> dict:
@@ -327,11 +332,7 @@ def test_a_queue_with_a_message_waiting_raises_its_depth_alarm(aws, cloudwatch, 
     # message waiting in it (SQS pushes the depth to AWS/SQS every minute:
     # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html)
     sqs = aws.client("sqs")
-    queue = unique("failures")
-    url = sqs.create_queue(QueueName=queue)["QueueUrl"]
-    name = _put_alarm(cloudwatch, Namespace="AWS/SQS", MetricName="ApproximateNumberOfMessagesVisible",
-                      Statistic="Maximum", Dimensions=[{"Name": "QueueName", "Value": queue}],
-                      TreatMissingData="notBreaching")
+    queue, url, name = _queue_with_alarm(aws, cloudwatch, "ApproximateNumberOfMessagesVisible", "Maximum")
     sqs.send_message(QueueUrl=url, MessageBody="a record nobody handled")
     try:
         # When: two minutes of simulated time pass (a sample, then the end of its period)
@@ -355,12 +356,7 @@ def test_a_sent_messages_alarm_fires_again_for_a_failure_arriving_while_an_older
     # Given: an alarm as the app's failure-queue alarms are (NumberOfMessagesSent, Sum >= 1 per
     # period, missing data not breaching) on a queue nothing reads
     sqs = aws.client("sqs")
-    queue = unique("failures")
-    url = sqs.create_queue(QueueName=queue)["QueueUrl"]
-    name = _put_alarm(cloudwatch, Namespace="AWS/SQS", MetricName="NumberOfMessagesSent",
-                      Statistic="Sum", Dimensions=[{"Name": "QueueName", "Value": queue}],
-                      TreatMissingData="notBreaching")
-
+    _, url, name = _queue_with_alarm(aws, cloudwatch, "NumberOfMessagesSent", "Sum")
     try:
         def minutes_pass(count: int) -> None:
             for _ in range(count):

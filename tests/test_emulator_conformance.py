@@ -726,18 +726,8 @@ CASES: list[Case] = [
 
 # -- Running the table ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def aws(deployment):
-    return deployment.aws
-
-
-@pytest.fixture(scope="module")
 def sfn(aws):
     return aws.client("stepfunctions")
-
-
-@pytest.fixture(scope="module")
-def role_arn(aws):
-    return aws.client("iam").create_role(RoleName=unique("conformance"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
 
 
 class Executions:

@@ -42,11 +42,6 @@ def aws(deployment):
 
 
 @pytest.fixture(scope="module")
-def role_arn(aws):
-    return aws.client("iam").create_role(RoleName=unique("faults"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-
-
-@pytest.fixture(scope="module")
 def probe(aws, role_arn) -> str:
     """A function of this module's own; its name is unique, so faults on it touch nothing else."""
     return create_function(aws, role_arn, "fault-probe", "probe", PROBE_CODE, Timeout=30, MemorySize=128)["FunctionName"]

@@ -50,17 +50,6 @@ def lambda_handler(event, context):
 
 
 @pytest.fixture(scope="module")
-def aws(deployment):
-    return deployment.aws
-
-
-@pytest.fixture(scope="module")
-def role_arn(aws):
-    iam = aws.client("iam")
-    return iam.create_role(RoleName=unique("fidelity"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-
-
-@pytest.fixture(scope="module")
 def probe_arn(aws, role_arn):
     return create_function(
         aws, role_arn, "probe", "probe", PROBE_CODE, Timeout=900, MemorySize=512,

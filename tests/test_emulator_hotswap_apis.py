@@ -27,11 +27,6 @@ def _definition(result: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def aws(deployment):
-    return deployment.aws
-
-
-@pytest.fixture(scope="module")
 def machine(aws):
     return aws.client("stepfunctions").create_state_machine(
         name=unique("cloudcontrol"), definition=_definition("first"), roleArn=_role(aws), tags=[{"key": "team", "value": "a"}],

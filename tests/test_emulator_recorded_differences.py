@@ -17,16 +17,6 @@ from tests.emulator_helpers import unique
 DG = "https://docs.aws.amazon.com/step-functions/latest/dg/"
 
 
-@pytest.fixture(scope="module")
-def aws(deployment):
-    return deployment.aws
-
-
-@pytest.fixture(scope="module")
-def role_arn(aws):
-    return aws.client("iam").create_role(RoleName=unique("recorded"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-
-
 def _execute(aws, role_arn: str, definition: dict, payload: object = None) -> ExecutionResult:
     arn = aws.client("stepfunctions").create_state_machine(
         name=unique("recorded"), definition=json.dumps(definition), roleArn=role_arn)["stateMachineArn"]

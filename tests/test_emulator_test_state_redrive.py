@@ -22,11 +22,6 @@ from tests.emulator_helpers import unique, wait_for_event
 
 
 @pytest.fixture(scope="module")
-def aws(deployment):
-    return deployment.aws
-
-
-@pytest.fixture(scope="module")
 def sfn(aws):
     # TestState is host-prefixed ("sync-"): against a local endpoint the prefix must not be added.
     env = aws.environment

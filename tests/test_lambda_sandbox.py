@@ -81,16 +81,6 @@ def test_the_sandbox_and_the_tests_run_the_powertools_release_the_stacks_deploy(
 
 
 # -- what a handler can import, in the emulator -------------------------------------------------------
-@pytest.fixture(scope="module")
-def aws(deployment):
-    return deployment.aws
-
-
-@pytest.fixture(scope="module")
-def role_arn(aws):
-    return aws.client("iam").create_role(RoleName=unique("sandbox"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-
-
 def _invoke(aws, function: dict) -> tuple[dict, object]:
     response = aws.client("lambda").invoke(FunctionName=function["FunctionArn"], Payload=b"{}")
     return response, json.loads(response["Payload"].read())

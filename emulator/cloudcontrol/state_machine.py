@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from emulator.cloudformation.property_names import api_names, property_names
+
 # The optional configurations, by the API's name for each.
 _CONFIGURATIONS = {"LoggingConfiguration": "loggingConfiguration", "TracingConfiguration": "tracingConfiguration",
                    "EncryptionConfiguration": "encryptionConfiguration"}
@@ -43,7 +45,7 @@ class StateMachineHandler:
             properties["StateMachineRevisionId"] = machine["revisionId"]
         for name, field in _CONFIGURATIONS.items():
             if machine.get(field):
-                properties[name] = _pascal(machine[field])
+                properties[name] = property_names(machine[field])
         if tags:
             properties["Tags"] = [{"Key": t["key"], "Value": t["value"]} for t in tags]
         return properties
@@ -51,7 +53,7 @@ class StateMachineHandler:
     @staticmethod
     def update(client: Callable[[str], Any], arn: str, current: dict, desired: dict) -> None:
         sfn = client("stepfunctions")
-        changes = {field: _camel(desired[name]) for name, field in _UPDATABLE.items()
+        changes = {field: api_names(desired[name]) for name, field in _UPDATABLE.items()
                    if name in desired and desired[name] != current.get(name)}
         definition = _definition(client, desired)
         if definition != current["DefinitionString"]:
@@ -85,19 +87,3 @@ def _definition(client: Callable[[str], Any], properties: dict) -> str:
     for name, value in (properties.get("DefinitionSubstitutions") or {}).items():
         text = text.replace("${" + name + "}", json.dumps(value) if isinstance(value, bool) else str(value))
     return text
-
-
-def _pascal(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key[:1].upper() + key[1:]: _pascal(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_pascal(item) for item in value]
-    return value
-
-
-def _camel(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key[:1].lower() + key[1:]: _camel(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_camel(item) for item in value]
-    return value

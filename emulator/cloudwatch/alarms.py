@@ -19,6 +19,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from emulator.events.envelope import aws_event
+
 ALARM, OK, INSUFFICIENT_DATA = "ALARM", "OK", "INSUFFICIENT_DATA"
 STATE_CHANGE = "CloudWatch Alarm State Change"
 INITIAL_REASON = "Unchecked: Initial alarm creation"
@@ -238,22 +240,16 @@ def _reason_data(alarm: Alarm, starts: list[int], at: int, present: list[tuple[i
 # -- what others receive ---------------------------------------------------------------------------
 def state_change_event(alarm: Alarm, previous: State, current: State, account: str, region: str) -> dict:
     """The EventBridge event for ``alarm`` going from ``previous`` to ``current``."""
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": STATE_CHANGE,
-        "source": "aws.cloudwatch",
-        "account": account,
-        "time": _event_time(current.timestamp),
-        "region": region,
-        "resources": [alarm.arn],
-        "detail": {
+    return aws_event(
+        source="aws.cloudwatch", detail_type=STATE_CHANGE, account=account, region=region, at=current.timestamp,
+        resources=[alarm.arn],
+        detail={
             "alarmName": alarm.name,
             "state": _state_detail(current),
             "previousState": _state_detail(previous),
             "configuration": _configuration(alarm),
         },
-    }
+    )
 
 
 def _state_detail(state: State) -> dict:
@@ -328,10 +324,6 @@ def state_timestamp(epoch: float) -> str:
     """CloudWatch's state timestamps: 2019-10-02T17:04:40.985+0000."""
     moment = _utc(epoch)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}+0000"
-
-
-def _event_time(epoch: float) -> str:
-    return _utc(epoch).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _reason_time(epoch: float) -> str:

@@ -13,21 +13,17 @@ import datetime as _datetime
 import json
 import re
 import threading
-import uuid
 from typing import Any
 
 from emulator.awslambda.trace import new_trace_id, trace_root
 from emulator.clock import SimClock
+from emulator.events.envelope import aws_event
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 # A placeholder, an escape, a quote, or a run of anything else: enough to know what is in a string.
 _TEMPLATE_TOKEN = re.compile(r'<(?P<name>[A-Za-z0-9_.\-]+)>|\\.|"|[^<\\"]+|[<\\]', re.DOTALL)
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
-
-
-def _iso(epoch: float) -> str:
-    return _datetime.datetime.fromtimestamp(epoch, _datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _millis(value: Any) -> int | None:
@@ -43,20 +39,13 @@ def status_change_event(execution: Any, now: float, status: str | None = None) -
     if status is None:
         status = execution.exec_status.value if hasattr(execution.exec_status, "value") else str(execution.exec_status)
     ended = status != "RUNNING"
-    account, region = execution.account_id, execution.region_name
     output = None
     if status == "SUCCEEDED":
         output = json.dumps(execution.output, separators=(",", ":"))
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": STATUS_CHANGE,
-        "source": "aws.states",
-        "account": account,
-        "time": _iso(now),
-        "region": region,
-        "resources": [execution.exec_arn],
-        "detail": {
+    return aws_event(
+        source="aws.states", detail_type=STATUS_CHANGE, account=execution.account_id, region=execution.region_name,
+        at=now, resources=[execution.exec_arn],
+        detail={
             "executionArn": execution.exec_arn,
             "stateMachineArn": execution.state_machine_arn,
             "name": execution.name,
@@ -70,7 +59,7 @@ def status_change_event(execution: Any, now: float, status: str | None = None) -
             "error": execution.error if ended else None,
             "cause": execution.cause if ended else None,
         },
-    }
+    )
 
 
 def _lookup(event: dict, path: str) -> tuple[bool, Any]:
@@ -278,17 +267,8 @@ class EventRouter:
         rule = next((r for r in self.scheduled_rules() if r.name == rule_name), None)
         if rule is None:
             raise KeyError(f"No scheduled rule named {rule_name}")
-        event = {
-            "version": "0",
-            "id": str(uuid.uuid4()),
-            "detail-type": "Scheduled Event",
-            "source": "aws.events",
-            "account": rule.account_id,
-            "time": _iso(self.clock.now()),
-            "region": rule.region_name,
-            "resources": [rule.arn],
-            "detail": {},
-        }
+        event = aws_event(source="aws.events", detail_type="Scheduled Event", account=rule.account_id,
+                          region=rule.region_name, at=self.clock.now(), resources=[rule.arn], detail={})
         return self._deliver(rule, event)
 
     def _run_schedules(self) -> None:

@@ -10,6 +10,7 @@ import threading
 import uuid
 from typing import Any, Callable
 
+from emulator.cloudformation.property_names import api_names
 from emulator.patches._moto import modules_importing
 
 
@@ -426,15 +427,6 @@ def install_parse_once_per_definition() -> None:
     AmazonStateLanguageParser.parse = staticmethod(parse)
 
 
-def _api_shape(value: Any) -> Any:
-    """A CloudFormation property value with the API's member names (``LogGroupArn`` -> ``logGroupArn``)."""
-    if isinstance(value, dict):
-        return {key[:1].lower() + key[1:]: _api_shape(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_api_shape(item) for item in value]
-    return value
-
-
 def install_execution_logging() -> None:
     """AWS: a state machine with a ``LoggingConfiguration`` (from CloudFormation too) writes the
     history events its level selects to its log group, one JSON message per event, without
@@ -455,7 +447,7 @@ def install_execution_logging() -> None:
             properties.get("DefinitionString", ""),
             properties.get("RoleArn", ""),
             tags=sfn_models.cfn_to_api_tags(properties.get("Tags", [])),
-            loggingConfiguration=_api_shape(logging_configuration) if logging_configuration else None,
+            loggingConfiguration=api_names(logging_configuration) if logging_configuration else None,
         )
 
     sfn_models.StateMachine.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)

@@ -14,6 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.nag import acknowledge
 from stacks.common.python_function import PythonFunction
 
@@ -63,16 +64,13 @@ class AlertActions(Construct):
             environment={
                 "ALERT_TABLE_NAME": table.table_name,
                 "SIGNING_KEY_SECRET_ARN": self.signing_key.secret_arn,
-                # Absent with a team's notifier: no follow-up post (the app has no channel of its own).
-                **({"SLACK_WEBHOOK_SECRET_NAME": webhook_secret.secret_name} if webhook_secret else {}),
                 # Absent: Slack's button requests are refused and the signed links alone work.
                 **({"SLACK_SIGNING_SECRET_NAME": slack_signing_secret_name} if slack_signing_secret_name else {}),
             },
             reserved_concurrency=RESERVED_CONCURRENCY,
         )
         self.signing_key.grant_read(endpoint.function)
-        if webhook_secret:
-            webhook_secret.grant_read(endpoint.function)  # the follow-up post: who acted, and when
+        let_post_to_slack(endpoint.function, webhook_secret)  # the follow-up post: who acted, and when
         table.grant(endpoint.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
         if slack_signing_secret_name:
             # Created by whoever sets up the Slack app (it holds a credential), so only referenced.

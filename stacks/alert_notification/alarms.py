@@ -18,6 +18,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.python_function import PythonFunction
 from stacks.common.scanners import acknowledge_lint
@@ -55,8 +56,6 @@ class AlarmRaisedAlerts(Construct):
                 "ALERT_TABLE_NAME": table.table_name,
                 "ALARM_INDEX_NAME": alarm_index_name,
                 "STATE_MACHINE_ARN": state_machine.state_machine_arn,
-                # Absent with a team's notifier: no follow-up post (the app has no channel of its own).
-                **({"SLACK_WEBHOOK_SECRET_NAME": webhook_secret.secret_name} if webhook_secret else {}),
             },
         )
         function = handler.function
@@ -66,8 +65,7 @@ class AlarmRaisedAlerts(Construct):
         )
         table.grant(function, "dynamodb:UpdateItem")
         state_machine.grant_start_execution(function)
-        if webhook_secret:
-            webhook_secret.grant_read(function)  # the follow-up post when an alarm resolves an alert
+        let_post_to_slack(function, webhook_secret)  # the follow-up post when an alarm resolves an alert
 
         failures = failure_queue(self, "FailureQueue")
         function.configure_async_invoke(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -16,6 +16,7 @@ from constructs import Construct
 
 from stacks.alert_notification.actions import AlertActions
 from stacks.alert_notification.alarms import AlarmRaisedAlerts
+from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
@@ -158,12 +159,7 @@ class AlertNotification(Construct):
         self.state_machine = machine.state_machine
         self.log_group: logs.ILogGroup = machine.log_group
         self.state_machines: list[sfn.IStateMachine] = [self.state_machine]
-        executions = Stack.of(self).format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{self.state_machine.state_machine_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        executions = machine.execution_arns()
         # Fetch Alert Config asks whether the execution holding an alert's claim still runs. A policy
         # of its own: the function's default policy cannot name the machine, which names the function.
         claim_check = iam.Policy(
@@ -282,12 +278,10 @@ class AlertNotification(Construct):
             # A pacing wait of up to 5 s, two 5 s requests and a Retry-After pause of up to 5 s fit.
             timeout=Duration.seconds(25),
             environment={
-                "SLACK_WEBHOOK_SECRET_NAME": webhook_secret.secret_name,
                 "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
             },
         )
-        # Read on this one secret only: a secret ARN ends in a random "-XXXXXX" that grant_read matches.
-        webhook_secret.grant_read(notify_user.function)
+        let_post_to_slack(notify_user.function, webhook_secret)
         self.idempotency_table.grant(
             notify_user.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from aws_cdk import Names, RemovalPolicy
+from aws_cdk import ArnFormat, Names, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -77,6 +77,17 @@ class StandardStateMachine(Construct):
                 "task parameters would be logged (user addresses, alert messages, the callback's task "
                 "token). Every event stays in the execution history, which the console shows.",
             },
+        )
+
+    def execution_arns(self, map_run_label: str | None = None) -> str:
+        """The ARN pattern of this machine's executions, or of the child executions a Distributed Map
+        labelled ``map_run_label`` starts (named ``<machine>/<label>:<id>``)."""
+        name = self.state_machine.state_machine_name
+        return Stack.of(self).format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{name}/{map_run_label}:*" if map_run_label else f"{name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
 
     def allow_invoke(self, *functions: lambda_.IFunction) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -176,7 +176,7 @@ class MapRetry(Construct):
             item_processor,
             *(f.function for f in (chunk_processor, record_pass, record_chunks)),
         )
-        self._allow_distributed_map(self.machine.state_machine)
+        self._allow_distributed_map(self.machine)
         self.state_machine: sfn.StateMachine = self.machine.state_machine
         self.log_group: logs.ILogGroup = self.machine.log_group
         self.state_machines: list[sfn.IStateMachine] = [self.machine.state_machine]
@@ -192,31 +192,26 @@ class MapRetry(Construct):
             {f"AwsSolutions::AwsSolutions-IAM5[Resource::<ItemsBucket.Arn>/{p}]": PREFIX_REASONS[p] for p in {read, write}},
         )
 
-    def _allow_distributed_map(self, machine: sfn.StateMachine) -> None:
+    def _allow_distributed_map(self, machine: StandardStateMachine) -> None:
         """What "Process Pending Chunks" needs: read manifests (ItemReader) and run child executions.
 
         A separate policy: the machine resource depends on its role's default policy, so a
         statement naming the machine itself must live outside it (as CDK's own DistributedMap does).
         """
-        child_executions = Stack.of(self).format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{machine.state_machine_name}/{CHUNK_MAP_LABEL}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        child_executions = machine.execution_arns(map_run_label=CHUNK_MAP_LABEL)
         policy = iam.Policy(
             self,
             "DistributedMapPolicy",
             statements=[
                 iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.bucket.arn_for_objects(RUNS)]),
-                iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine.state_machine_arn]),
+                iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine.state_machine.state_machine_arn]),
                 iam.PolicyStatement(
                     actions=["states:DescribeExecution", "states:StopExecution", "states:RedriveExecution"],
                     resources=[child_executions],
                 ),
             ],
         )
-        policy.attach_to_role(machine.role)
+        policy.attach_to_role(machine.state_machine.role)
         acknowledge(
             policy,
             {
