@@ -16,7 +16,6 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode
 
@@ -26,17 +25,9 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from emulator.follow import follow
 from patterns_common import alert_action_links as links
 from patterns_common.alert_executions import alert_key, alert_key_of
-from tests.emulator_helpers import wait_for_event
+from tests.emulator_helpers import wait_for, wait_for_event
 
 STACK = "AlertNotificationStack"
-
-
-def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Alerts:
@@ -130,7 +121,7 @@ def test_the_link_page_changes_nothing_its_button_acknowledges_and_the_execution
         execution_arn = sfn.start_execution(
             stateMachineArn=deployment.machine_arn("alert"), input=json.dumps({"alert_id": alert_id})
         )["executionArn"]
-        _wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "round 1 on Slack")
+        wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "round 1 on Slack", timeout=60)
         url = link(deployment, signing_key, alert_id, user)
         # When: the link is opened (as a person, Slack's unfurler or a mail scanner would)
         status, page = http(url)
@@ -276,18 +267,18 @@ def test_an_alarm_raises_its_alert_at_once_and_ok_resolves_it(deployment, alerts
     try:
         # When: the alarm enters ALARM
         set_alarm_state(deployment, alarm, "ALARM")
-        _wait_for(lambda: alarm_changes_handled(deployment, {alarm}, "ALARM") == 1, "the alarm change to be applied")
+        wait_for(lambda: alarm_changes_handled(deployment, {alarm}, "ALARM") == 1, "the alarm change to be applied", timeout=60)
         # Then: active, and its escalation started at once (first post without waiting for the schedule)
         assert alerts.get(alert_id)["status"] == "active"
         [execution_arn] = execution_arns(deployment, {alert_id})[alert_id]
-        _wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "the first notification")
+        wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "the first notification", timeout=60)
         # When: a minute later (simulated; well inside the round-2 wait), the alarm returns to OK. The
         # round must be over first: a minute jumped while the notifier still runs would be a minute
         # of its timeout, which real time never takes from a running function.
         wait_for_event(deployment.client("stepfunctions"), execution_arn, "WaitStateEntered", timeout=60)
         deployment.aws.clock.advance(60)
         set_alarm_state(deployment, alarm, "OK")
-        _wait_for(lambda: alarm_changes_handled(deployment, {alarm}, "OK") == 1, "the OK change to be applied")
+        wait_for(lambda: alarm_changes_handled(deployment, {alarm}, "OK") == 1, "the OK change to be applied", timeout=60)
     finally:
         deployment.aws.clock.resume()
     # Then: resolved by the alarm, said in the channel, and the execution ends resolved
@@ -321,14 +312,14 @@ def test_an_alarm_storm_with_redelivered_events_starts_each_escalation_exactly_o
     assert len(events) == 200 and len({e["detail"]["state"]["timestamp"][:19] for e in events}) == 1
     for event in events:
         router.put(event)
-    _wait_for(lambda: alarm_changes_handled(deployment, set(alarms), "ALARM") == 400, "400 deliveries", timeout=240)
+    wait_for(lambda: alarm_changes_handled(deployment, set(alarms), "ALARM") == 400, "400 deliveries", timeout=240)
     # Then: 200 escalations, one per alert
     started = executions_for(deployment, set(alarms.values()))
     assert len(started) == 200 and set(started.values()) == {1}
     assert all(alerts.get(alert_id)["status"] == "active" for alert_id in alarms.values())
     # Leave nothing running for the tests after this one (each escalation is one round of one user)
-    _wait_for(lambda: not execution_arns(deployment, set(alarms.values()), status="RUNNING"), "the escalations to end",
-              timeout=300)
+    wait_for(lambda: not execution_arns(deployment, set(alarms.values()), status="RUNNING"), "the escalations to end",
+             timeout=300)
 
 
 def test_done_when_an_alarm_pages_at_once_and_the_posts_acknowledge_link_stops_the_escalation(deployment, alerts, slack):
@@ -342,7 +333,7 @@ def test_done_when_an_alarm_pages_at_once_and_the_posts_acknowledge_link_stops_t
         raised_at = deployment.aws.clock.now()
         set_alarm_state(deployment, alarm, "ALARM")
         # Then: the first post comes within seconds of simulated time, with its two buttons
-        _wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "the first post")
+        wait_for(lambda: len(notifications_about(slack, alert_id)) == 1, "the first post", timeout=60)
         [post] = notifications_about(slack, alert_id)
         assert float(post.ts) - raised_at < 10  # simulated seconds: the stand-in stamps posts on the emulator's clock
         [actions] = [block for block in post.body["blocks"] if block["type"] == "actions"]

@@ -163,26 +163,6 @@ def test_every_lambda_task_has_a_timeout_and_retries_lambda_service_errors():
         assert LAMBDA_SERVICE_ERRORS <= retried, name
 
 
-def test_every_retrier_spreads_its_retries_with_full_jitter():
-    # Many executions (a dispatch, an alarm storm) retry against one webhook and one table at once:
-    # full jitter spreads them (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html)
-    retriers = [(name, r) for name, state in all_states().items() for r in state.get("Retry", [])]
-    assert len(retriers) >= 5
-    assert [name for name, retrier in retriers if retrier.get("JitterStrategy") != "FULL"] == []
-
-
-@pytest.mark.parametrize(
-    "state, error",
-    [
-        ("Notification Delivery Failed", "NotificationDeliveryFailed"),
-        ("Alert Was Deleted", "AlertNotFound"),
-        ("Alert Status Is Invalid", "InvalidAlertConfig"),
-    ],
-)
-def test_machine_ends_with_searchable_error_names(state, error):
-    assert STATES[state]["Type"] == "Fail" and STATES[state]["Error"] == error
-
-
 # -- functions and grants --------------------------------------------------------------------------
 
 

@@ -201,7 +201,7 @@ def test_invalid_config_names_the_field_and_the_problem(config_logic, overrides,
     assert problem in str(raised.value)
 
 
-@pytest.mark.parametrize("event", [{}, {"alert_id": ""}, {"alert_id": 7}, {"alert_id": "x" * 257}, ["x"]])
+@pytest.mark.parametrize("event", [{}, {"alert_id": ""}, {"alert_id": "  "}, {"alert_id": 7}, {"alert_id": "x" * 257}, ["x"]])
 def test_execution_input_without_a_usable_alert_id_is_rejected(config_logic, event):
     with pytest.raises(config_logic.InvalidAlertConfig, match=r"^alert_id: "):
         config_logic.read_input(event)

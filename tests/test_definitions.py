@@ -58,6 +58,27 @@ def test_definition_is_jsonata_with_a_machine_timeout(machine):
     assert isinstance(definition["TimeoutSeconds"], int) and definition["TimeoutSeconds"] > 0
 
 
+def retriers(states: dict) -> list[tuple[str, dict]]:
+    """Every (state name, retrier) of ``states``, a Map's iteration states included."""
+    found = []
+    for name, state in states.items():
+        found += [(name, retrier) for retrier in state.get("Retry", [])]
+        if "ItemProcessor" in state:
+            found += retriers(state["ItemProcessor"]["States"])
+    return found
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_every_retrier_spreads_its_retries_with_full_jitter(machine):
+    # Many executions (a dispatch, an alarm storm, a burst of jobs) hit one function, table or
+    # webhook at once and fail together: full jitter spreads their retries
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html); that it
+    # acts is shown in tests/test_mocked_integrations_execution.py
+    found = retriers(json.loads(filled(machine))["States"])
+    assert found
+    assert [name for name, retrier in found if retrier.get("JitterStrategy") != "FULL"] == []
+
+
 def test_load_definition_refuses_missing_and_unused_substitutions(tmp_path, monkeypatch):
     # Given
     monkeypatch.setattr("stacks.common.definitions.STATEMACHINES_DIR", tmp_path)

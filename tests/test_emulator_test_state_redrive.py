@@ -39,7 +39,8 @@ def sfn(aws):
 @pytest.fixture(scope="module")
 def machines(deployment, sfn):
     """Each deployed machine's definition and role, as DescribeStateMachine gives them."""
-    described = {name: sfn.describe_state_machine(stateMachineArn=deployment.machine_arn(name)) for name in ("alert", "poller", "map-retry")}
+    names = ("alert", "poller", "callback", "export-poller", "map-retry")
+    described = {name: sfn.describe_state_machine(stateMachineArn=deployment.machine_arn(name)) for name in names}
     return {name: (d["definition"], d["roleArn"]) for name, d in described.items()}
 
 
@@ -96,16 +97,19 @@ def test_get_job_status_catches_job_timeout(sfn, machines):
 
 def test_get_job_status_retries_a_lambda_service_error_then_gives_up(sfn, machines):
     # Given Lambda.ServiceException, which the first Retrier matches (IntervalSeconds 2, BackoffRate 2,
-    # MaxAttempts 6), after one retry already made
+    # MaxAttempts 6, JitterStrategy FULL), after one retry already made
     error = {"error": "Lambda.ServiceException", "cause": "Service unavailable"}
     retriable = _test_state(
         sfn, machines, "poller", "Get Job Status", {}, mock={"errorOutput": error},
         stateConfiguration={"retrierRetryCount": 1}, inspectionLevel="DEBUG",
     )
-    # Then the state is retried after 2 * 2^1 seconds
+    # Then the state is retried by the first Retrier, within 2 * 2^1 seconds (full jitter waits
+    # anywhere from 0 to the interval)
     assert retriable["status"] == "RETRIABLE"
     assert retriable["nextState"] == "Get Job Status"
-    assert retriable["inspectionData"]["errorDetails"] == {"retryIndex": 0, "retryBackoffIntervalSeconds": 4}
+    details = retriable["inspectionData"]["errorDetails"]
+    assert details["retryIndex"] == 0
+    assert 0 <= details["retryBackoffIntervalSeconds"] <= 4
     # And once its six retries are spent, no Catcher matches: the state fails
     exhausted = _test_state(sfn, machines, "poller", "Get Job Status", {}, mock={"errorOutput": error}, stateConfiguration={"retrierRetryCount": 6})
     assert exhausted["status"] == "FAILED"
@@ -164,6 +168,59 @@ def test_an_acknowledged_alert_ends_naming_who_acknowledged(sfn, machines):
 def test_map_retry_pass_decision(sfn, machines, record, next_state):
     result = _test_state(sfn, machines, "map-retry", "Retry Failed Items?", record)
     assert (result["status"], result["nextState"]) == ("SUCCEEDED", next_state)
+
+
+@pytest.mark.parametrize(
+    ("status", "waited", "next_state"),
+    [
+        ("COMPLETED", 0, "Export Succeeded"),
+        ("FAILED", 0, "Export Failed"),
+        ("COMPLETED", 600, "Export Succeeded"),  # a final status wins over the clock
+        ("IN_PROGRESS", 599, "Wait Before Next Check"),
+        ("IN_PROGRESS", 600, "Export Timed Out"),  # the limit itself included
+    ],
+)
+def test_export_complete_routes_each_export_status_and_times_out_at_the_limit(sfn, machines, status, waited, next_state):
+    variables = {"export": {"ExportArn": "arn:x", "ExportStatus": status}, "waited": waited, "settings": {"timeout_seconds": 600}}
+    result = _test_state(sfn, machines, "export-poller", "Export Complete?", {}, variables=json.dumps(variables))
+    assert (result["status"], result["nextState"]) == ("SUCCEEDED", next_state)
+
+
+def test_export_wait_counts_the_seconds_it_waits(sfn, machines):
+    # The loop's clock is the Wait's own Assign: no state of its own per poll
+    variables = {"waited": 120, "settings": {"poll_interval_seconds": 60}}
+    result = _test_state(
+        sfn, machines, "export-poller", "Wait Before Next Check", {}, variables=json.dumps(variables), inspectionLevel="DEBUG"
+    )
+    assert (result["status"], result["nextState"]) == ("SUCCEEDED", "Describe Export")
+    assert json.loads(result["inspectionData"]["variables"])["waited"] == 180
+
+
+@pytest.mark.parametrize(("timeout_seconds", "window"), [(120, 119), (1800, 300)])
+def test_callback_validation_sets_a_heartbeat_window_under_the_timeout(sfn, machines, timeout_seconds, window):
+    # HeartbeatSeconds must be smaller than TimeoutSeconds (https://states-language.net/spec.html#task-state)
+    answer = {"StatusCode": 200, "Payload": {"job": {}, "timeout_seconds": timeout_seconds}}
+    result = _test_state(
+        sfn, machines, "callback", "Validate Job Input", {"job": {}, "timeout_seconds": timeout_seconds},
+        mock={"result": json.dumps(answer)}, inspectionLevel="DEBUG",
+    )
+    assert (result["status"], result["nextState"]) == ("SUCCEEDED", "Timeout Too Short For A Heartbeat?")
+    assert json.loads(result["inspectionData"]["variables"])["heartbeat_seconds"] == window
+
+
+@pytest.mark.parametrize(
+    ("state", "error", "cause"),
+    [
+        ("Alert Status Is Invalid", "InvalidAlertConfig", "status: must be active"),
+        ("Alert Was Deleted", "AlertNotFound", "The item of alert a-1 was deleted"),
+        ("Notification Delivery Failed", "NotificationDeliveryFailed", "All 2 notifications of alert a-1 failed"),
+    ],
+)
+def test_an_alert_ends_in_an_error_a_person_can_search_for(sfn, machines, state, error, cause):
+    variables = {**ALERT_LOOP, "failed": [{"round": 1, "user": "u1", "error": "E"}, {"round": 1, "user": "u2", "error": "E"}]}
+    result = _test_state(sfn, machines, "alert", state, {}, variables=json.dumps(variables))
+    assert (result["status"], result["error"]) == ("FAILED", error)
+    assert result["cause"].startswith(cause), result["cause"]
 
 
 JSONATA_LOOP = {

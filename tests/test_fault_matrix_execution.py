@@ -9,7 +9,9 @@ that must hold whatever the fault:
   pass hands the chunk processor an item its chunk journal recorded as succeeded in an earlier one);
 - no job status lost or contradicted (status.txt and result.json agree with the outcome, also after
   a runner that finishes late);
-- every failed execution announced exactly once on the status topic, and no other announced as failed.
+- every failed execution announced exactly once on the status topic, and no other announced as failed;
+- every retry's wait within its retrier's full-jitter bound (the pollers and the callback variant,
+  whose states run one at a time).
 
 Faults that hit a Lambda's own SDK calls (S3 GetObject) are retried by boto3 inside the handler;
 faults on the engine's calls (lambda:invoke, dynamodb:getItem, aws-sdk:dynamodb) are retried only by
@@ -31,6 +33,7 @@ import pytest
 from boto3.dynamodb.types import TypeSerializer
 
 from emulator.follow import ExecutionResult
+from tests.conftest import ROOT
 from tests.test_alert_notification_execution import notifications
 from tests.test_map_retry_execution import chunked_passes
 from tests.test_monitoring_execution import StatusInbox
@@ -178,6 +181,33 @@ def assert_job_status_kept(world: World, machine: str, result: ExecutionResult, 
         assert result.error == "JobTimeout"
 
 
+# The machines whose states run one at a time (no Map iterations interleaving in the history).
+SEQUENTIAL_DEFINITIONS = {"poller": "job_poller", "callback": "callback_job", "export-poller": "export_poller"}
+
+
+def assert_backoffs_within_their_retriers_bounds(machine: str, result: ExecutionResult) -> None:
+    """Each retry waits from 0 to IntervalSeconds x BackoffRate^n, capped by MaxDelaySeconds (full
+    jitter: https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html)."""
+    if machine not in SEQUENTIAL_DEFINITIONS:
+        return
+    states = json.loads((ROOT / "statemachines" / f"{SEQUENTIAL_DEFINITIONS[machine]}.asl.json").read_text())["States"]
+    state, failed, retried = None, None, Counter()
+    for event in result.events:
+        if event["type"].endswith("StateEntered"):
+            state, failed = event["stateEnteredEventDetails"]["name"], None
+        elif event["type"] in ("TaskFailed", "TaskTimedOut"):
+            failed = event
+        elif event["type"] == "TaskScheduled" and failed is not None:
+            error = failed.get("taskFailedEventDetails", failed.get("taskTimedOutEventDetails", {}))["error"]
+            [retrier] = [r for r in states[state]["Retry"] if error in r["ErrorEquals"]][:1]
+            n = retried[(state, error)]
+            bound = min(retrier["IntervalSeconds"] * retrier["BackoffRate"] ** n, retrier.get("MaxDelaySeconds", float("inf")))
+            waited = (event["timestamp"] - failed["timestamp"]).total_seconds()
+            assert 0 <= waited <= bound + 0.5, (state, error, n, waited, bound)
+            retried[(state, error)] += 1
+            failed = None
+
+
 def assert_announced_once_if_failed(world: World, result: ExecutionResult) -> None:
     failed = result.status != "SUCCEEDED"
     messages = [json.loads(m) for m in world.inbox.messages_for(result.execution_arn, expected=1 if failed else 0)]
@@ -245,6 +275,20 @@ def _all_items_done(_world: World, _payload: Any, result: ExecutionResult) -> No
     assert result.status == "SUCCEEDED", result.cause
     text = json.dumps(result.output)
     assert all(f"item-{i}" in text for i in range(6)), result.output
+
+
+def _each_attempt_delivered_once(_world: World, _payload: Any, result: ExecutionResult) -> None:
+    # Lambda.ServiceException after the processor ran: not retried inside the pass (that would hand
+    # the processor the same attempt again), but recorded, and run by the next pass as attempt 2
+    _all_items_done(_world, _payload, result)
+    delivered = [
+        json.loads(event["taskScheduledEventDetails"]["parameters"])["Payload"]
+        for event in result.events
+        if event["type"] == "TaskScheduled"
+    ]
+    attempts = [(p["item"]["id"], p["attempt"]) for p in delivered if isinstance(p, dict) and "attempt" in p]
+    assert len(attempts) == 7 and len(set(attempts)) == 7, attempts
+    assert (result.output["passes"], sorted(result.output["attempts"].values())) == (2, [1, 1, 1, 1, 1, 2])
 
 
 def _s3_items(*slow: int, **options: Any) -> Callable[[World], dict]:
@@ -443,6 +487,14 @@ CASES: dict[str, Case] = {
         hits=3,
         check=_all_items_done,
     ),
+    "map-retry: Process Item's answer lost after it ran (service exception)": Case(
+        "map-retry",
+        _items,
+        lambda w, p: w.faults.lambda_service_error("ItemProcessor", times=1, run_handler=True),
+        "SUCCEEDED",
+        hits=1,
+        check=_each_attempt_delivered_once,
+    ),
     "map-retry: Process Item times out once, the next pass retries it": Case(
         "map-retry",
         _items,
@@ -508,6 +560,7 @@ def test_fault_ends_as_documented_and_loses_nothing(world, name):
     assert_no_item_processed_after_it_succeeded(world, payload, result)
     assert_job_status_kept(world, case.machine, result, case.job_status)
     assert_announced_once_if_failed(world, result)
+    assert_backoffs_within_their_retriers_bounds(case.machine, result)
     print(
         f"\n{name}: {result.status} {result.error or ''} retries={result.retries} "
         f"simulated={result.simulated_seconds:.0f}s hits={getattr(fault, 'hits', '-')}"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from emulator.stepfunctions.jsonata import evaluate
 from patterns_common.job_demo import MAX_DURATION_SECONDS
 from stacks.common.definitions import definition_path
 from tests.lambda_loader import load_lambda_module
@@ -329,12 +330,10 @@ def test_lambda_tasks_retry_service_errors_and_time_out_after_their_function(syn
         assert task["Resource"].startswith("arn:aws:states:::lambda:invoke"), name
         retried = {error for retry in task["Retry"] for error in retry["ErrorEquals"]}
         assert retried >= LAMBDA_SERVICE_ERRORS, name
-        if isinstance(task["TimeoutSeconds"], int):
+        if isinstance(task["TimeoutSeconds"], int):  # (the callback task's is the job's own timeout)
             function = FUNCTION_OF_PLACEHOLDER[task["Arguments"]["FunctionName"]]
             logical_id = synthesized.logical_id("AWS::Lambda::Function", function)
             assert task["TimeoutSeconds"] > synthesized.resources[logical_id]["Properties"]["Timeout"], name
-        else:
-            assert task["TimeoutSeconds"] == "{% $states.input.timeout_seconds %}", name
 
 
 def test_export_tasks_use_sdk_integrations_with_timeouts_and_retries():
@@ -347,24 +346,6 @@ def test_export_tasks_use_sdk_integrations_with_timeouts_and_retries():
         assert task["TimeoutSeconds"] > 0 and task["Retry"], name
 
 
-def test_poller_loops_get_status_choice_wait_and_ends_in_the_named_errors():
-    states = asl("job_poller")["States"]
-    assert states["Wait For Job To Start"]["Seconds"] == "{% $states.input.initial_wait_seconds %}"
-    assert states["Wait Before Next Poll"] == {
-        "Type": "Wait",
-        "Seconds": "{% $states.input.poll_interval_seconds %}",
-        "Next": "Get Job Status",
-    }
-    assert states["Get Job Status"]["Next"] == "Job Complete?"
-    assert states["Get Job Status"]["Assign"] == {"job_status": "{% $states.result.Payload %}"}
-    assert states["Job Complete?"]["Default"] == "Wait Before Next Poll"
-    assert states["Job Failed"] == {"Type": "Fail", "Error": "JobFailed", "Cause": "{% $job_status.error_message %}"}
-    caught = {error for state in tasks(asl("job_poller")).values() for c in state.get("Catch", [])
-              for error in c["ErrorEquals"]}
-    assert caught == {"InvalidJobInput", "JobTimeout"}
-    assert states["Run Job"]["Arguments"]["Payload"]["context"] == "{% $states.context %}"
-
-
 @pytest.mark.parametrize("machine, polls", [("job_poller", True), ("export_poller", True), ("callback_job", False)])
 def test_machine_timeout_is_only_a_backstop_behind_the_per_execution_timeout(machine, polls):
     validation = load_lambda_module("job_validate_input", "job_validate_input_logic")
@@ -373,58 +354,75 @@ def test_machine_timeout_is_only_a_backstop_behind_the_per_execution_timeout(mac
     assert asl(machine)["TimeoutSeconds"] > latest_end
 
 
-def test_callback_task_waits_for_the_token_with_heartbeat_and_timeout_mapped_to_job_timeout():
-    states = asl("callback_job")["States"]
-    task = states["Run Job And Wait For Callback"]
-    assert task["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
-    assert task["Arguments"]["InvocationType"] == "Event"
-    assert task["Arguments"]["Payload"]["task_token"] == "{% $states.context.Task.Token %}"
-    heartbeat = task["HeartbeatSeconds"]
-    # The runner heartbeats at least three times per HeartbeatSeconds window
-    assert task["Arguments"]["Payload"]["heartbeat_interval_seconds"] * 3 <= heartbeat
-    # The input guard keeps the per-execution timeout above HeartbeatSeconds
-    assert states["Timeout Longer Than Heartbeat?"]["Choices"][0]["Condition"] == (
-        f"{{% $states.input.timeout_seconds <= {heartbeat} %}}"
-    )
-    targets = {error: c["Next"] for c in task["Catch"] for error in c["ErrorEquals"]}
-    assert set(targets) == {"States.HeartbeatTimeout", "States.Timeout"}
-    assert {states[target]["Error"] for target in targets.values()} == {"JobTimeout"}
-    # No Wait states, and the job's report ends the execution: no polling transitions, no closing state
-    assert not [s for s in states.values() if s["Type"] == "Wait"]
-    assert task["End"] is True
+def heartbeat_window(timeout_seconds: int) -> int:
+    """The callback task's HeartbeatSeconds for a timeout, as its Validate Job Input assigns it."""
+    expression = asl("callback_job")["States"]["Validate Job Input"]["Assign"]["heartbeat_seconds"]
+    return evaluate(expression.removeprefix("{%").removesuffix("%}"), {"states": {"result": {"Payload": {"timeout_seconds": timeout_seconds}}}})
 
 
-def test_export_input_bounds_match_validate_job_input():
+@pytest.mark.parametrize(("timeout_seconds", "window"), [(2, 1), (120, 119), (300, 299), (301, 300), (86_400, 300)])
+def test_callback_heartbeat_window_is_300_s_or_just_under_a_shorter_timeout(timeout_seconds, window):
+    # HeartbeatSeconds must be a positive integer smaller than TimeoutSeconds
+    # (https://states-language.net/spec.html#task-state)
+    assert heartbeat_window(timeout_seconds) == window
+
+
+def test_callback_runner_heartbeats_at_least_three_times_per_full_heartbeat_window():
+    task = asl("callback_job")["States"]["Run Job And Wait For Callback"]
+    assert task["Arguments"]["Payload"]["heartbeat_interval_seconds"] * 3 <= heartbeat_window(86_400)
+
+
+def export_input_problem(payload: Any) -> str | None:
+    """What the export poller's Check Export Input says of ``payload``: None when it is valid."""
+    expression = asl("export_poller")["States"]["Check Export Input"]["Output"]
+    return evaluate(expression.removeprefix("{%").removesuffix("%}"), {"states": {"input": payload}})["problem"]
+
+
+def lambda_input_problem(payload: dict) -> str | None:
+    """What Validate Job Input (the other two machines) says of the same settings."""
     validation = load_lambda_module("job_validate_input", "job_validate_input_logic")
-    check = asl("export_poller")["States"]["Check Export Input"]["Output"]
-    bounds = dict(re.findall(r"\$not\(\$whole\(\$settings\.(\w+), (.*?)\)\) \?", check))
-    assert bounds == {
-        "timeout_seconds": f"1, {validation.MAX_TIMEOUT_SECONDS}",
-        "initial_wait_seconds": "0, $settings.timeout_seconds",
-        "poll_interval_seconds": f"1, $min([{validation.MAX_POLL_INTERVAL_SECONDS}, $settings.timeout_seconds])",
-    }
+    try:
+        validation.normalize_job_input({"job": {}, **payload})
+    except validation.InvalidJobInput as error:
+        return str(error)
+    return None
 
 
-def test_export_input_is_checked_in_two_states_before_any_export():
-    states = asl("export_poller")["States"]
-    assert asl("export_poller")["StartAt"] == "Check Export Input"
-    assert states["Check Export Input"]["Next"] == "Export Input Valid?"
-    valid = states["Export Input Valid?"]
-    assert [rule["Next"] for rule in valid["Choices"]] == ["Start Table Export"]
-    assert states[valid["Default"]] == {"Type": "Fail", "Error": "InvalidJobInput", "Cause": "{% $states.input.problem %}"}
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"timeout_seconds": 0}, {"timeout_seconds": 1, "initial_wait_seconds": 0, "poll_interval_seconds": 1},
+        {"timeout_seconds": 86_400, "poll_interval_seconds": 3_600}, {"timeout_seconds": 86_401},
+        {"timeout_seconds": 2.5}, {"timeout_seconds": "60"},
+        {"initial_wait_seconds": -1}, {"timeout_seconds": 600, "initial_wait_seconds": 600},
+        {"timeout_seconds": 600, "initial_wait_seconds": 601},
+        {"poll_interval_seconds": 0}, {"timeout_seconds": 7_200, "poll_interval_seconds": 3_601},
+        {"timeout_seconds": 100, "initial_wait_seconds": 0, "poll_interval_seconds": 101},
+    ],
+)
+def test_export_poller_accepts_and_refuses_the_settings_validate_job_input_does(payload):
+    # The export poller has no Lambda: its Choice-free check must draw the same lines, naming the
+    # same field first
+    export, lambda_ = export_input_problem(payload), lambda_input_problem(payload)
+    assert (export is None) == (lambda_ is None), (export, lambda_)
+    if export is not None:
+        assert export.split(" ", 1)[0] == lambda_.split(" ", 1)[0]
 
 
-def test_export_loop_counts_waited_seconds_and_times_out_at_the_limit():
-    states = asl("export_poller")["States"]
-    choice = states["Export Complete?"]
-    assert [rule["Next"] for rule in choice["Choices"]] == ["Export Succeeded", "Export Failed", "Export Timed Out"]
-    assert choice["Choices"][2]["Condition"] == "{% $waited >= $settings.timeout_seconds %}"
-    assert choice["Default"] == "Wait Before Next Check"
-    # The Wait itself counts what it waits: no state of its own per poll
-    wait = states["Wait Before Next Check"]
-    assert wait["Assign"] == {"waited": "{% $waited + $settings.poll_interval_seconds %}"}
-    assert wait["Next"] == "Describe Export"
-    assert {states[n]["Error"] for n in ("Export Failed", "Export Timed Out")} == {"JobFailed", "JobTimeout"}
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ({"timeout_seconds": "7200"}, 'timeout_seconds must be a whole number of seconds from 1 to 86400, got "7200"'),
+        ({"initial_wait_seconds": -1}, "initial_wait_seconds must be a whole number of seconds from 0 to timeout_seconds, got -1"),
+        ({"poll_interval_seconds": 1.5}, "poll_interval_seconds must be a whole number of seconds from 1 to 3600 and no more than timeout_seconds, got 1.5"),
+        ({"timeout_seconds": 100, "initial_wait_seconds": 0, "poll_interval_seconds": 200}, "poll_interval_seconds must be a whole number of seconds from 1 to 3600 and no more than timeout_seconds, got 200"),
+        ({"timeout": 600}, 'the input fields are timeout_seconds, initial_wait_seconds and poll_interval_seconds (all optional); remove the others from {"timeout":600}'),
+        ([600], "input must be a JSON object with timeout_seconds, initial_wait_seconds and poll_interval_seconds, each optional, got [600]"),
+    ],
+)
+def test_export_input_problems_name_the_field_and_quote_the_value(payload, problem):
+    # (one execution shows where a problem ends: tests/test_bad_inputs_execution.py)
+    assert export_input_problem(payload) == problem
 
 
 def test_a_throttled_callback_runner_is_dropped_before_its_task_stops_waiting_for_heartbeats(synthesized):
@@ -438,6 +436,6 @@ def test_a_throttled_callback_runner_is_dropped_before_its_task_stops_waiting_fo
         for resource in synthesized.resources.values()
         if resource["Type"] == "AWS::Lambda::EventInvokeConfig" and resource["Properties"]["FunctionName"] == {"Ref": runner}
     ]
-    heartbeat = asl("callback_job")["States"]["Run Job And Wait For Callback"]["HeartbeatSeconds"]
     assert [c["MaximumRetryAttempts"] for c in configs] == [0]
-    assert configs[0]["MaximumEventAgeInSeconds"] < heartbeat
+    # (a shorter window belongs to a timeout shorter than that age: the task times out first anyway)
+    assert configs[0]["MaximumEventAgeInSeconds"] < heartbeat_window(86_400)

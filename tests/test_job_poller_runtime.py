@@ -152,6 +152,13 @@ def test_validation_fills_in_the_documented_defaults(validation):
     }
 
 
+def test_the_default_poll_interval_never_makes_a_short_timeout_invalid(validation):
+    # Given: a 10 s timeout (the callback variant does not poll at all), no interval given
+    normalized = validation.normalize_job_input({"job": {}, "timeout_seconds": 10})
+    # Then: polls every timeout_seconds instead of refusing its own default
+    assert normalized["poll_interval_seconds"] == 10
+
+
 def test_validation_keeps_given_values_and_hands_the_job_over_untouched(validation):
     # Given
     event = {

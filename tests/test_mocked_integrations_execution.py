@@ -11,6 +11,7 @@ https://docs.aws.amazon.com/step-functions/latest/dg/sfn-local-test-sm-exec.html
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,12 @@ def _events(result: ExecutionResult, event_type: str, state: str | None = None) 
 
 def _simulated_seconds(result: ExecutionResult) -> float:
     return (result.stop - result.start).total_seconds()
+
+
+def _backoffs(result: ExecutionResult, state: str) -> list[float]:
+    """Simulated seconds from each failed attempt of ``state`` to its next attempt."""
+    failed, scheduled = _events(result, "TaskFailed", state), _events(result, "TaskScheduled", state)
+    return [(again["timestamp"] - fail["timestamp"]).total_seconds() for fail, again in zip(failed, scheduled[1:])]
 
 
 def test_alert_retries_a_flaky_slack_reports_a_rejected_post_and_stops_when_acknowledged(mocked):
@@ -112,8 +119,27 @@ def test_export_poller_retries_a_throttled_export_then_reports_it_complete(mocke
     assert throttled == ["DynamoDb.ThrottlingException"] * 2
     assert result.output["export_arn"].endswith("/export/01700000000000-mocked")
     assert result.output["waited_seconds"] == 60 + 30
-    # Retry back-off 5 s then 10 s (BackoffRate 2), the initial wait and one poll interval.
-    assert _simulated_seconds(result) == pytest.approx(5 + 10 + 60 + 30, abs=1)
+    # Full jitter: each back-off is within [0, 5 s] then [0, 10 s] (IntervalSeconds 5, BackoffRate 2),
+    # then the initial wait and one poll interval.
+    assert all(0 <= wait <= limit + 0.5 for wait, limit in zip(_backoffs(result, "Start Table Export"), (5, 10), strict=True))
+    assert 60 + 30 <= _simulated_seconds(result) <= 5 + 10 + 60 + 30 + 1
+
+
+def test_executions_retrying_the_same_throttling_spread_their_retries(mocked):
+    # Given: four exports throttled twice at once, as a burst of jobs against one table would be.
+    # "JitterStrategy": "FULL" waits a random time between 0 and the back-off interval
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html#error-handling-retrying-after-an-error)
+    payload = {"initial_wait_seconds": 60, "poll_interval_seconds": 30}
+    # When
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: _run_case(mocked, "export-poller", "ExportThrottledTwice", payload, {}), range(4)))
+    # Then: every wait is within its interval (5 s, then 10 s) ...
+    waits = [_backoffs(result, "Start Table Export") for result in results]
+    assert all(result.status == "SUCCEEDED" for result in results)
+    assert all(len(w) == 2 and w[0] <= 5.5 and w[1] <= 10.5 for w in waits), waits
+    # ... but not the whole interval each time, as retries without jitter would wait
+    # (all eight near the maximum by chance: (0.1 x 0.05)^4, about one in 10^9)
+    assert not all(w[0] > 4.5 and w[1] > 9.5 for w in waits), waits
 
 
 def test_callback_task_that_is_mocked_gets_its_token_and_ends_with_the_mocked_result(mocked):
@@ -132,16 +158,19 @@ def test_callback_task_that_is_mocked_gets_its_token_and_ends_with_the_mocked_re
     assert len(_events(result, "TaskSubmitted")) == 1
 
 
-def test_callback_runner_that_stops_heartbeating_fails_the_job_with_job_timeout(mocked):
-    # Given: the callback task mocked to fail as a missed heartbeat does
-    payload = json.loads((MOCK_CONFIG.parent / "callback" / "880-second-job.json").read_text())
+@pytest.mark.parametrize(("timeout_seconds", "window"), [(1800, 300), (120, 119)])
+def test_callback_runner_that_stops_heartbeating_fails_the_job_with_job_timeout(mocked, timeout_seconds, window):
+    # Given: the callback task mocked to fail as a missed heartbeat does; a timeout of 300 s or less
+    # gets a window just under it (HeartbeatSeconds must be smaller than TimeoutSeconds:
+    # https://states-language.net/spec.html#task-state)
+    payload = {**json.loads((MOCK_CONFIG.parent / "callback" / "880-second-job.json").read_text()), "timeout_seconds": timeout_seconds}
 
     # When
     result = _run_case(mocked, "callback", "RunnerStopsHeartbeating", payload, {"CallbackJobRunner": 0})
 
-    # Then: its Catch on States.HeartbeatTimeout names the failure for a person
+    # Then: its Catch on States.HeartbeatTimeout names the failure for a person, and the window used
     assert (result.status, result.error) == ("FAILED", "JobTimeout")
-    assert result.cause.startswith("no heartbeat from the job runner for 300 s")
+    assert result.cause.startswith(f"no heartbeat from the job runner for {window} s (HeartbeatSeconds)")
 
 
 def test_map_retry_runs_a_second_pass_for_the_items_that_failed_the_first(mocked):

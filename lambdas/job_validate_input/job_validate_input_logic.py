@@ -1,7 +1,8 @@
 """Input of the job poller machines: defaults for the optional fields and bounds for every field.
 
 Defaults: ``timeout_seconds`` 900 (the longest demo job fits), ``initial_wait_seconds`` 0 and
-``poll_interval_seconds`` 30. Standard workflows bill per state transition, so set
+``poll_interval_seconds`` 30, or ``timeout_seconds`` when that is shorter (a default never makes
+an input invalid; the callback variant, which does not poll, takes any timeout). Standard workflows bill per state transition, so set
 ``initial_wait_seconds`` to the job's expected minimum duration and poll no more often than needed:
 a 15-minute job polled every second costs about 2,700 transitions, polled every minute about 45.
 
@@ -62,6 +63,8 @@ def normalize_job_input(event: Any) -> dict[str, Any]:
     timeout = _whole_seconds(
         "timeout_seconds", values["timeout_seconds"], 1, MAX_TIMEOUT_SECONDS, "at most one day"
     )
+    if "poll_interval_seconds" not in event:
+        values["poll_interval_seconds"] = min(DEFAULTS["poll_interval_seconds"], timeout)
     initial_wait = _whole_seconds(
         "initial_wait_seconds", values["initial_wait_seconds"], 0, timeout, "no longer than timeout_seconds"
     )

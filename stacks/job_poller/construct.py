@@ -256,7 +256,8 @@ class JobPoller(Construct):
             runner_role = granted_role(runner, "callback_job_runner", "SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat")
             policy_scope, policy_id = self, "CallbackJobRunnerSendTaskResult"
         # Past this age a throttled runner's event is dropped: the task's HeartbeatSeconds (300, in
-        # callback_job.asl.json) is longer, so a runner that starts within it is never taken for dead.
+        # callback_job.asl.json; under a shorter timeout, which ends the task first anyway) is longer,
+        # so a runner that starts within it is never taken for dead.
         self._no_async_retries(runner, "callback_job_runner", max_event_age=CALLBACK_RUNNER_MAX_EVENT_AGE)
         self.callback_job_runner = runner
         machine = StandardStateMachine(
