@@ -61,6 +61,7 @@ def _deployed(deployment: Deployment) -> dict[str, str]:
 
 
 def _copy_app(app_dir: Path) -> None:
+    app_dir.mkdir(exist_ok=True)
     for name in APP_FILES:
         source = ROOT / name
         if source.is_dir():
