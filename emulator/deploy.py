@@ -115,8 +115,10 @@ def watch(
     # app just deployed, and the CLI would redeploy what did not change or skip what did.
     shutil.rmtree(app_dir / "cdk.out" / ".hotswap-cache", ignore_errors=True)
     return subprocess.Popen(
-        # Every stack by default (the CLI's watch takes neither --all nor --require-approval).
-        [str(CDK), "watch", "--hotswap-fallback", "--no-notices", "--app", f"{sys.executable} app.py",
+        # Without --all the CLI's watch, on an app of several stacks, waits forever after its first
+        # synthesis, printing nothing (though it warns that --all is an unknown option it will ignore).
+        # It deploys with approval never asked, so --require-approval is not given.
+        [str(CDK), "watch", "--all", "--hotswap-fallback", "--no-notices", "--app", f"{sys.executable} app.py",
          *_context_arguments(context)],
         cwd=app_dir, env=cdk_environment(aws), stdin=subprocess.DEVNULL, stdout=output,
         stderr=None if output is None else subprocess.STDOUT,
