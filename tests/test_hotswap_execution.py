@@ -26,6 +26,7 @@ from tests.emulator_helpers import wait_for, wait_for_event
 
 PROBE_APP = Path(__file__).resolve().parent / "hotswap_app"
 STACK = "HotswapProbeStack"
+NEIGHBOUR_STACK = "HotswapProbeNeighbourStack"  # unchanged by the tests: `cdk watch` watches an app of several stacks
 # What the probe is deployed with; a `cdk watch` is given the same, as `serve --watch` gives the app's.
 CONTEXT = {"greeterDescription": "Greets for the hot-swap tests"}
 # Wall-time deadlines only, for a busy machine: a synthesis and a hot-swap take seconds when idle.
@@ -38,10 +39,11 @@ def probe(deployment, tmp_path_factory):
     app_dir = tmp_path_factory.mktemp("hotswap-app")
     shutil.copytree(PROBE_APP, app_dir, dirs_exist_ok=True)
     outdir = app_dir / "cdk.out"
-    run_cdk(deployment.aws, ["deploy", STACK], app_dir=app_dir, outdir=outdir, context=CONTEXT)
+    run_cdk(deployment.aws, ["deploy", "--all"], app_dir=app_dir, outdir=outdir, context=CONTEXT)
     yield app_dir, outdir
     cfn = deployment.client("cloudformation")
-    cfn.delete_stack(StackName=STACK)
+    for stack in (STACK, NEIGHBOUR_STACK):
+        cfn.delete_stack(StackName=stack)
 
 
 def _resource(deployment, resource_type: str) -> str:
@@ -127,7 +129,10 @@ def test_cdk_watch_deploys_nothing_as_it_starts_then_hot_swaps_each_saved_change
     def code() -> str:
         return lambda_.get_function(FunctionName=function)["Configuration"]["CodeSha256"]
 
-    stack_events = len(cfn.describe_stack_events(StackName=STACK)["StackEvents"])
+    def stack_events() -> dict[str, int]:
+        return {stack: len(cfn.describe_stack_events(StackName=stack)["StackEvents"]) for stack in (STACK, NEIGHBOUR_STACK)}
+
+    deployed_stack_events = stack_events()
     deployed_code = code()
     log = tmp_path / "watch.log"
     aws.clock.pause()
@@ -157,16 +162,16 @@ def test_cdk_watch_deploys_nothing_as_it_starts_then_hot_swaps_each_saved_change
     finally:
         aws.clock.resume()
 
-    # Then starting deployed nothing: the stack was not updated nor anything hot-swapped, and the
+    # Then starting deployed nothing: no stack was updated nor anything hot-swapped, and the
     # function kept the description its context gives it
     assert "hotswapped!" not in started and "Falling back" not in started, started[-3000:]
-    assert f"{STACK} (no changes)" in started
+    assert f"{STACK} (no changes)" in started and f"{NEIGHBOUR_STACK} (no changes)" in started
     assert lambda_.get_function_configuration(FunctionName=function)["Description"] == CONTEXT["greeterDescription"]
     # And each saved change was hot-swapped, never deployed through CloudFormation
     watched = log.read_text()
     assert watched.count(f"AWS::Lambda::Function '{function}' hotswapped!") == 1, watched[-3000:]
     assert watched.count(f"AWS::StepFunctions::StateMachine '{machine_arn}' hotswapped!") == 1, watched[-3000:]
-    assert len(cfn.describe_stack_events(StackName=STACK)["StackEvents"]) == stack_events
+    assert stack_events() == deployed_stack_events
     # And each execution ran what was deployed when it started: the running one its own definition
     assert follow(aws, after_definition).output == {"greeting": "hello from the watched code", "definition": "watched"}
     assert follow(aws, after_handler).output == {"greeting": "hello from the watched code", "definition": marker}

@@ -5,16 +5,18 @@ The tests copy this folder and edit the copy: ``greeter/handler.py`` (the code),
 (the machine; ``${GreeterArn}`` is substituted as the app's own machines are, into the template's
 DefinitionString) and ``settings.json`` (what cannot be hot-swapped: the function's timeout). The
 function's description comes from the context ``greeterDescription``, as the app's Slack signing
-secret's name does: a watch synthesizing without it would see a change where there is none.
+secret's name does: a watch synthesizing without it would see a change where there is none. A second
+stack, which nothing changes, makes it an app of several stacks, as the app `make watch` watches is.
 """
 
 import json
 from pathlib import Path
 
-from aws_cdk import App, Duration, Stack, aws_iam, aws_lambda, aws_stepfunctions
+from aws_cdk import App, Duration, Stack, aws_iam, aws_lambda, aws_sqs, aws_stepfunctions
 
 HERE = Path(__file__).resolve().parent
 STACK_NAME = "HotswapProbeStack"
+NEIGHBOUR_STACK_NAME = "HotswapProbeNeighbourStack"
 
 app = App()
 stack = Stack(app, STACK_NAME)
@@ -29,4 +31,5 @@ role = aws_iam.Role(stack, "MachineRole", assumed_by=aws_iam.ServicePrincipal("s
 greeter.grant_invoke(role)
 aws_stepfunctions.StateMachine(stack, "Machine", definition_body=aws_stepfunctions.DefinitionBody.from_string(definition),
                                role=role)
+aws_sqs.Queue(Stack(app, NEIGHBOUR_STACK_NAME), "Queue", enforce_ssl=True)
 app.synth()
