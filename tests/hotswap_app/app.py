@@ -3,10 +3,10 @@
 
 The tests copy this folder and edit the copy: ``greeter/handler.py`` (the code), ``definition.json``
 (the machine; ``${GreeterArn}`` is substituted as the app's own machines are, into the template's
-DefinitionString) and ``settings.json`` (what cannot be hot-swapped: the function's timeout). The
-function's description comes from the context ``greeterDescription``, as the app's Slack signing
-secret's name does: a watch synthesizing without it would see a change where there is none. A second
-stack, which nothing changes, makes it an app of several stacks, as the app `make watch` watches is.
+DefinitionString) and ``settings.json`` (what cannot be hot-swapped: the function's timeout). A second
+stack, which the tests do not change, makes it an app of several stacks, as the app `make watch`
+watches is; its queue's visibility timeout comes from the context ``queueVisibilitySeconds``, as the
+app's Slack signing secret's name does: a watch synthesizing without it would redeploy that stack.
 """
 
 import json
@@ -24,12 +24,12 @@ settings = json.loads((HERE / "settings.json").read_text())
 greeter = aws_lambda.Function(
     stack, "Greeter", runtime=aws_lambda.Runtime.PYTHON_3_13, handler="handler.lambda_handler",
     code=aws_lambda.Code.from_asset(str(HERE / "greeter")), timeout=Duration.seconds(settings["timeout_seconds"]),
-    description=app.node.try_get_context("greeterDescription"),
 )
 definition = (HERE / "definition.json").read_text().replace("${GreeterArn}", greeter.function_arn)
 role = aws_iam.Role(stack, "MachineRole", assumed_by=aws_iam.ServicePrincipal("states.amazonaws.com"))
 greeter.grant_invoke(role)
 aws_stepfunctions.StateMachine(stack, "Machine", definition_body=aws_stepfunctions.DefinitionBody.from_string(definition),
                                role=role)
-aws_sqs.Queue(Stack(app, NEIGHBOUR_STACK_NAME), "Queue", enforce_ssl=True)
+aws_sqs.Queue(Stack(app, NEIGHBOUR_STACK_NAME), "Queue", enforce_ssl=True,
+              visibility_timeout=Duration.seconds(int(app.node.try_get_context("queueVisibilitySeconds") or 30)))
 app.synth()
