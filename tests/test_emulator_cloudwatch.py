@@ -66,7 +66,8 @@ def cloudwatch(aws):
 @pytest.fixture
 def paused(aws) -> Iterator[None]:
     """Simulated time moves only when the test advances it: executions other tests left waiting would
-    otherwise carry it past a period boundary at any moment."""
+    otherwise carry it past a period boundary at any moment, where the alarm's own evaluation (of no
+    data) changes the state a test set by hand and sends one event more."""
     aws.clock.pause()
     try:
         yield
@@ -120,7 +121,7 @@ def test_a_new_alarm_is_insufficient_data(cloudwatch):
     assert (alarm["StateValue"], alarm["StateReason"]) == ("INSUFFICIENT_DATA", "Unchecked: Initial alarm creation")
 
 
-def test_set_alarm_state_puts_the_state_change_event_on_the_default_bus(aws, cloudwatch):
+def test_set_alarm_state_puts_the_state_change_event_on_the_default_bus(aws, cloudwatch, paused):
     # Given: a rule for this alarm's state changes, with a queue as its target
     name = _put_alarm(cloudwatch, AlarmDescription="Errors seen")
     inbox = Inbox(aws)
@@ -156,7 +157,7 @@ def test_set_alarm_state_puts_the_state_change_event_on_the_default_bus(aws, clo
     assert before - 1 <= changed <= aws.clock.now() + 1
 
 
-def test_set_alarm_state_runs_only_the_new_states_actions(aws, cloudwatch):
+def test_set_alarm_state_runs_only_the_new_states_actions(aws, cloudwatch, paused):
     # Given: a topic per state, each read by its own queue
     topics = {state: _topic(aws) for state in ("ALARM", "OK", "INSUFFICIENT_DATA")}
     inboxes = {state: Inbox(aws).subscribe(topic) for state, topic in topics.items()}
@@ -181,7 +182,7 @@ def test_set_alarm_state_runs_only_the_new_states_actions(aws, cloudwatch):
     assert inboxes["ALARM"].read(expected=0) == []
 
 
-def test_the_notification_carries_the_documented_subject(aws, cloudwatch):
+def test_the_notification_carries_the_documented_subject(aws, cloudwatch, paused):
     # Given: a queue subscribed without raw delivery sees SNS's envelope, Subject included
     topic = _topic(aws)
     inbox = Inbox(aws)
@@ -194,7 +195,7 @@ def test_the_notification_carries_the_documented_subject(aws, cloudwatch):
     assert json.loads(body)["Subject"] == f'ALARM: "{name}" in US East (N. Virginia)'
 
 
-def test_setting_the_state_it_is_in_changes_nothing(aws, cloudwatch):
+def test_setting_the_state_it_is_in_changes_nothing(aws, cloudwatch, paused):
     # Given
     topic = _topic(aws)
     inbox = Inbox(aws).subscribe(topic)
@@ -207,7 +208,7 @@ def test_setting_the_state_it_is_in_changes_nothing(aws, cloudwatch):
     assert inbox.read(expected=0) == []
 
 
-def test_disabled_actions_do_not_run_but_the_event_is_sent(aws, cloudwatch):
+def test_disabled_actions_do_not_run_but_the_event_is_sent(aws, cloudwatch, paused):
     # Given
     topic = _topic(aws)
     topic_inbox = Inbox(aws).subscribe(topic)
