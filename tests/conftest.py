@@ -109,10 +109,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _files_of_shard(items: list[pytest.Item], index: int, count: int) -> list[Path]:
-    """Whole test files, dealt so that each shard gets about as many tests (largest file first)."""
+    """Whole test files, dealt so that each shard gets about as much work (largest file first).
+
+    A file's work is its number of tests, or its module's ``SHARD_WEIGHT`` where a few tests do far
+    more than most (each run of the cdk CLI costs what dozens of ordinary tests do).
+    """
     sizes: dict[Path, int] = {}
     for item in items:
         sizes[item.path] = sizes.get(item.path, 0) + 1
+    for item in items:
+        sizes[item.path] = max(sizes[item.path], getattr(item.module, "SHARD_WEIGHT", 0))
     shards: list[list[Path]] = [[] for _ in range(count)]
     loads = [0] * count
     for path in sorted(sizes, key=lambda p: (-sizes[p], str(p))):
