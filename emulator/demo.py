@@ -52,7 +52,7 @@ def poller_scenario(deployment: Deployment, out: TextIO) -> None:
                           ("callback (no polling)", callback)):
         print(f"    {label:36s} {result.status:9s} {result.transitions:4d} transitions  "
               f"${result.cost_usd * 1e6:,.2f} per million executions", file=out)
-    _run(deployment, out, "export-poller", "SDK-integration variant: export the alert table to S3, poll describeExport", "defaults")
+    _run(deployment, out, "export-poller", "SDK-integration variant: export a table to S3, poll describeExport", "defaults")
 
 
 def map_retry_scenario(deployment: Deployment, out: TextIO) -> None:

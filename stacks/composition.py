@@ -30,15 +30,19 @@ def add_stacks(app: App, config: AppConfig, env: Environment | None = None) -> A
     # Stack tags are explicit (@aws-cdk/core:explicitStackTags): CloudFormation applies them to every
     # resource at deploy time; Tags.of(app) also writes them into each taggable resource.
     common = {"env": env, "tags": TAGS}
-    alert = AlertNotificationStack(app, "AlertNotificationStack", config=config, **common)
-    poller = JobPollerStack(app, "JobPollerStack", alert_table=alert.table, **common)
-    map_retry = MapRetryStack(app, "MapRetryStack", **common)
+    # A stage's copy differs in its stack names only: every export and every physical name the app
+    # writes is derived from its stack's name, so the copies share none.
+    prefix = f"{config.stage}-" if config.stage else ""
+    alert = AlertNotificationStack(app, f"{prefix}AlertNotificationStack", config=config, **common)
+    poller = JobPollerStack(app, f"{prefix}JobPollerStack", **common)
+    map_retry = MapRetryStack(app, f"{prefix}MapRetryStack", **common)
     monitoring = MonitoringStack(
         app,
-        "MonitoringStack",
+        f"{prefix}MonitoringStack",
         config=config,
         state_machines=[*alert.state_machines, *poller.state_machines, *map_retry.state_machines],
         failure_queues=alert.failure_queues,
+        watched_metrics=alert.watched_metrics,
         **common,
     )
     for key, value in TAGS.items():

@@ -6,11 +6,18 @@ Their values live in cdk.json's context (or ``cdk -c key=value``) and nowhere el
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 REQUIRED_CONTEXT = ("slackWebhookSecretName", "alertSchedule", "monitoredStatuses")
 VALID_STATUSES = {"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PENDING_REDRIVE"}
+# A stage prefixes stack names ([A-Za-z][-A-Za-z0-9]*, CloudFormation) and through them the names
+# derived from them: topic and dashboard names take letters, digits, hyphens and underscores, alarm
+# and log group names more, so the stack name's characters are the ones all accept. Short, because
+# CloudFormation cuts the stack name to fit the names it generates (64 characters for functions and
+# roles, 63 for buckets), and a stage cut off there no longer tells two copies apart.
+STAGE = re.compile(r"[A-Za-z](?:[-A-Za-z0-9]{0,18}[A-Za-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -21,6 +28,13 @@ class AppConfig:
     alert_email: str | None = None
     # The Slack app whose button clicks the alert action endpoint accepts; None: the links alone work.
     slack_signing_secret_name: str | None = None
+    # A copy of the app (`-c stage=staging`): prefixes every stack name, and so every export and name
+    # derived from one. None: the stack names without a prefix.
+    stage: str | None = None
+    # Concurrency reserved for the public alert action endpoint. None (the default) reserves nothing,
+    # so the app deploys on an account at the new-account concurrency quota (10): Lambda keeps 100
+    # unreserved, so reserving N needs an account quota of at least N + 100.
+    action_endpoint_reserved_concurrency: int | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.monitored_statuses) - VALID_STATUSES
@@ -31,6 +45,18 @@ class AppConfig:
             )
         if not (self.alert_schedule.startswith("rate(") or self.alert_schedule.startswith("cron(")):
             raise ValueError(f"alertSchedule must be rate(...) or cron(...); got {self.alert_schedule!r}")
+        if self.stage is not None and not STAGE.fullmatch(self.stage):
+            raise ValueError(
+                "stage must be 1 to 20 letters, digits or hyphens, starting with a letter and not ending with "
+                "a hyphen (it prefixes the stack names, and CloudFormation stack names allow only these); "
+                f"got {self.stage!r}"
+            )
+        reserved = self.action_endpoint_reserved_concurrency
+        if reserved is not None and (isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 1):
+            raise ValueError(
+                "actionEndpointReservedConcurrency must be a whole number of at least 1 (or unset to reserve "
+                f"nothing); got {reserved!r}"
+            )
 
     @classmethod
     def from_context(cls, get: Callable[[str], Any]) -> "AppConfig":
@@ -47,5 +73,20 @@ class AppConfig:
             "alert_email": get("alertEmail") or None,
             "slack_signing_secret_name": get("slackSigningSecretName") or None,
             "monitored_statuses": tuple(statuses),
+            "stage": _text(get("stage")),
+            "action_endpoint_reserved_concurrency": _whole_number(get("actionEndpointReservedConcurrency")),
         }
         return cls(**values)
+
+
+def _text(value: Any) -> str | None:
+    """A text setting; unset or empty is None (`-c stage=` clears it)."""
+    return None if value is None or value == "" else value if isinstance(value, str) else str(value)
+
+
+def _whole_number(value: Any) -> Any:
+    """`cdk -c key=10` passes text, cdk.json a number: text of digits becomes the number, anything
+    else is left for the check to name."""
+    if isinstance(value, str):
+        return int(value) if value.strip().isdigit() else (None if value == "" else value)
+    return value

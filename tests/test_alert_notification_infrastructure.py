@@ -362,11 +362,21 @@ def test_the_action_endpoint_is_a_public_function_url_published_as_an_output(tem
     template.has_output("AlertActionsUrl", {"Value": {"Fn::GetAtt": [url, "FunctionUrl"]}})
 
 
-def test_a_flood_on_the_action_endpoint_cannot_take_more_than_its_reserved_concurrency(template):
-    # Reserved concurrency is both the function's guaranteed share and its ceiling
-    # (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html).
+def test_by_default_the_action_endpoint_reserves_no_concurrency(template):
+    # Lambda keeps 100 of the account's concurrency unreserved, and a new account's quota is often 10
+    # (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html): a reservation fails there.
     endpoint = template.to_json()["Resources"][function_id(template, "ActionsEndpoint")]["Properties"]
-    assert 1 <= endpoint["ReservedConcurrentExecutions"] <= 20
+    assert "ReservedConcurrentExecutions" not in endpoint
+
+
+def test_with_the_reservation_key_only_the_action_endpoint_reserves_that_many():
+    # Given: `cdk deploy -c actionEndpointReservedConcurrency=10` (an account whose quota is 110 or more)
+    template = synthesize(AppConfig.from_context({**CONTEXT, "actionEndpointReservedConcurrency": "10"}.get))
+    # Then: reserved concurrency is both the endpoint's guaranteed share and its ceiling
+    # (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html), on it alone
+    functions = template.to_json()["Resources"]
+    reserved = {k: r["Properties"]["ReservedConcurrentExecutions"] for k, r in functions.items() if "ReservedConcurrentExecutions" in r.get("Properties", {})}
+    assert reserved == {function_id(template, "ActionsEndpoint"): 10}
 
 
 def test_the_action_endpoint_reads_its_secrets_and_reads_and_updates_only_alert_items(template):

@@ -222,3 +222,178 @@ def test_both_alert_failure_queues_raise_an_alarm_on_the_status_topic(synthesize
         assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert queue in json.dumps(alarm["Dimensions"])  # the import of the alert stack's queue name
         assert alarm["AlarmActions"] == [{"Ref": topic}]
+
+
+# -- a new account, a second region, a second copy -------------------------------------------------
+
+
+def _synthesize(outdir: Path, *, region: str = "us-east-1", **context: str) -> dict[str, dict]:
+    """The whole app as `cdk synth -c key=value` builds it in ``region``: stack name -> template."""
+    from aws_cdk import App, Environment
+
+    from stacks.composition import add_stacks
+
+    app = App(outdir=str(outdir), context={**CONTEXT, **context})
+    add_stacks(app, AppConfig.from_context(app.node.try_get_context), env=Environment(account="123456789012", region=region))
+    assembly = app.synth()
+    return {stack.stack_name: stack.template for stack in assembly.stacks}
+
+
+@pytest.fixture(scope="module")
+def staging_and_prod(tmp_path_factory) -> tuple[dict[str, dict], dict[str, dict]]:
+    return tuple(_synthesize(tmp_path_factory.mktemp(stage), stage=stage) for stage in ("staging", "prod"))
+
+
+def _references_only(value: object, template: dict) -> bool:
+    """A Ref or GetAtt of a resource of the same template: names another resource, is no name itself."""
+    if isinstance(value, dict) and len(value) == 1:
+        [(function, argument)] = value.items()
+        target = argument if function == "Ref" else argument[0] if function == "Fn::GetAtt" else None
+        return target in template["Resources"]
+    return False
+
+
+# Properties whose key ends in Name but name no resource of their own: CloudWatch metric and
+# namespace names, DynamoDB index and attribute names, an SNS topic's display name (shown in
+# messages, not unique), an inline policy's name (unique only within its role:
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-iam-policy.html).
+NOT_PHYSICAL_NAMES = {"MetricName", "Namespace", "IndexName", "AttributeName", "DisplayName", "PolicyName"}
+
+
+def _names(templates: dict[str, dict]) -> dict[str, set[str]]:
+    """Every stack name, export name and explicit physical name of a synthesized app, found generically."""
+    names: dict[str, set[str]] = {"stack": set(templates), "export": set(), "physical": set()}
+    for template in templates.values():
+        for output in template.get("Outputs", {}).values():
+            if "Export" in output:
+                names["export"].add(json.dumps(output["Export"]["Name"]))
+        for resource in template["Resources"].values():
+            for key, value in resource.get("Properties", {}).items():
+                if key.endswith("Name") and key not in NOT_PHYSICAL_NAMES and not _references_only(value, template):
+                    names["physical"].add(f"{resource['Type']} {json.dumps(value)}")
+    return names
+
+
+def test_two_stages_share_no_stack_export_or_physical_name(staging_and_prod):
+    # Given: `cdk synth -c stage=staging` and `-c stage=prod` in one account and region
+    staging, prod = (_names(templates) for templates in staging_and_prod)
+    # Then: each kind of name is there to compare (the app exports, names alarms, topics, log groups)
+    for kind in ("stack", "export", "physical"):
+        assert staging[kind] and prod[kind], kind
+        # ... and the copies share none: CloudFormation refuses a second stack, export or named
+        # resource of the same name in one account and region
+        assert staging[kind].isdisjoint(prod[kind]), (kind, staging[kind] & prod[kind])
+    assert {"staging-AlertNotificationStack", "staging-JobPollerStack", "staging-MapRetryStack", "staging-MonitoringStack"} == staging["stack"]
+
+
+def test_every_name_of_a_copy_carries_its_stage_and_without_one_none_does(synthesized_app, staging_and_prod):
+    # Given: the staging copy, and the app without -c stage
+    staging, default = _names(staging_and_prod[0]), _names(synthesized_app.templates)
+    # Then: the copy's every stack, export and physical name has its stage in it
+    for kind, names in staging.items():
+        assert all("staging" in name for name in names), (kind, [n for n in names if "staging" not in n])
+    # ... and without a stage the stacks keep the names the emulator, the docs and the bench use
+    assert default["stack"] == set(STACKS)
+    assert all(json.loads(name).split(":")[0] in STACKS for name in default["export"])
+
+
+# Resource types whose names AWS scopes to the account, not the region (CloudWatch dashboards:
+# "All dashboards in your account are global, not region-specific", AWS::CloudWatch::Dashboard
+# reference; IAM is a global service), or to every account (S3 bucket names).
+ACCOUNT_WIDE_NAMES = {
+    "AWS::CloudWatch::Dashboard": "DashboardName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::IAM::ManagedPolicy": "ManagedPolicyName",
+    "AWS::IAM::User": "UserName",
+    "AWS::IAM::Group": "GroupName",
+    "AWS::IAM::InstanceProfile": "InstanceProfileName",
+    "AWS::S3::Bucket": "BucketName",
+}
+
+
+def _account_wide_names(templates: dict[str, dict]) -> dict[str, str]:
+    return {
+        json.dumps(resource["Properties"][ACCOUNT_WIDE_NAMES[resource["Type"]]]): resource["Type"]
+        for template in templates.values()
+        for resource in template["Resources"].values()
+        if ACCOUNT_WIDE_NAMES.get(resource["Type"]) in resource.get("Properties", {})
+    }
+
+
+def test_a_second_region_shares_no_name_aws_scopes_to_the_account(synthesized_app, tmp_path):
+    # Given: the app synthesized for us-east-1 (CDK_DEFAULT_REGION=us-east-1) and for eu-west-1
+    first = _account_wide_names(synthesized_app.templates)
+    second = _account_wide_names(_synthesize(tmp_path, region="eu-west-1"))
+    # Then: the dashboard is named in both, and no account-wide name is the same in the two regions
+    assert list(first.values()).count("AWS::CloudWatch::Dashboard") == 1
+    assert list(second.values()).count("AWS::CloudWatch::Dashboard") == 1
+    assert set(first).isdisjoint(second), set(first) & set(second)
+
+
+def test_the_default_app_reserves_no_concurrency(synthesized_app):
+    # Lambda keeps 100 of the account's concurrency unreserved and new accounts often have a quota of
+    # 10, so any reservation fails there ("Configuring reserved concurrency",
+    # https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html)
+    reserved = [
+        (stack, logical_id)
+        for stack, template in synthesized_app.templates.items()
+        for logical_id, resource in template["Resources"].items()
+        if "ReservedConcurrentExecutions" in resource.get("Properties", {})
+    ]
+    functions = [r for t in synthesized_app.templates.values() for r in t["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    assert functions and reserved == []
+
+
+def test_the_action_endpoint_is_alarmed_on_the_status_topic_instead(synthesized_app):
+    # Given: the monitoring template and the endpoint's function in the alert stack
+    monitoring = synthesized_app.templates["MonitoringStack"]["Resources"]
+    [topic] = [k for k, v in monitoring.items() if v["Type"] == "AWS::SNS::Topic"]
+    alert = synthesized_app.templates["AlertNotificationStack"]["Resources"]
+    [endpoint] = [k for k, v in alert.items() if v["Type"] == "AWS::Lambda::Function" and "ActionsEndpoint" in k]
+    # When: the alarms on the endpoint's Lambda metrics (AWS/Lambda, dimension FunctionName)
+    alarms = {
+        v["Properties"]["MetricName"]: v["Properties"]
+        for v in monitoring.values()
+        if v["Type"] == "AWS::CloudWatch::Alarm" and v["Properties"]["Namespace"] == "AWS/Lambda"
+    }
+    # Then: a flood (more instances at once than a click takes), a throttle, an error each notify the topic
+    assert set(alarms) == {"ConcurrentExecutions", "Throttles", "Errors"}
+    for metric, alarm in alarms.items():
+        assert [d["Name"] for d in alarm["Dimensions"]] == ["FunctionName"]
+        assert endpoint in json.dumps(alarm["Dimensions"])  # the import of the endpoint's name
+        assert alarm["AlarmActions"] == [{"Ref": topic}]
+        assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarms["Throttles"]["Threshold"] == alarms["Errors"]["Threshold"] == 1
+    assert alarms["ConcurrentExecutions"]["Statistic"] == "Maximum" and alarms["ConcurrentExecutions"]["Threshold"] > 1
+
+
+@pytest.mark.parametrize("stage", ["staging", "prod", "team-a2", "A"])
+def test_config_accepts_a_stage_that_can_prefix_a_stack_name(stage):
+    assert AppConfig.from_context({**CONTEXT, "stage": stage}.get).stage == stage
+
+
+@pytest.mark.parametrize("stage", ["2024", "team_a", "prod.eu", "staging-", "-x", "a" * 21, "stáging"])
+def test_config_refuses_a_stage_no_stack_name_can_start_with(stage):
+    # CloudFormation stack names: [A-Za-z][-A-Za-z0-9]{0,127}
+    # (https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_CreateStack.html)
+    with pytest.raises(ValueError, match=r"^stage must be 1 to 20 letters, digits or hyphens"):
+        AppConfig.from_context({**CONTEXT, "stage": stage}.get)
+
+
+def test_config_without_a_stage_or_with_an_empty_one_has_none():
+    assert AppConfig.from_context(CONTEXT.get).stage is None
+    assert AppConfig.from_context({**CONTEXT, "stage": ""}.get).stage is None
+
+
+@pytest.mark.parametrize("given, reserved", [(None, None), ("10", 10), (25, 25)])
+def test_config_reads_the_endpoint_reservation_from_text_or_a_number(given, reserved):
+    # Given: `cdk -c actionEndpointReservedConcurrency=10` passes text, cdk.json a number
+    config = AppConfig.from_context({**CONTEXT, "actionEndpointReservedConcurrency": given}.get)
+    # Then
+    assert config.action_endpoint_reserved_concurrency == reserved
+
+
+@pytest.mark.parametrize("given", ["ten", "0", 0, -5, 2.5, True])
+def test_config_refuses_a_reservation_that_is_not_a_positive_whole_number(given):
+    with pytest.raises(ValueError, match=r"^actionEndpointReservedConcurrency must be a whole number of at least 1"):
+        AppConfig.from_context({**CONTEXT, "actionEndpointReservedConcurrency": given}.get)

@@ -229,11 +229,11 @@ def test_job_parameters_the_runner_refuses_fail_the_job_naming_the_field(deploym
 # ---------------------------------------------------------------------------------------------
 # SDK-integration variant: DynamoDB export, no Lambda
 # ---------------------------------------------------------------------------------------------
-def test_export_poller_exports_the_alert_table_under_the_job_prefix(deployment, bucket):
-    # Given: an alert in the alert table (point-in-time recovery on, as the template asks)
-    table = deployment.output("AlertNotificationStack", "AlertTableName")
-    alert_id = unique("export")
-    deployment.client("dynamodb").put_item(TableName=table, Item={"alert_id": {"S": alert_id}})
+def test_export_poller_exports_its_table_under_the_job_prefix(deployment, bucket):
+    # Given: an item in the stack's own table to export (point-in-time recovery on, as the template asks)
+    table = deployment.output("JobPollerStack", "ExportTableName")
+    item_id = unique("export")
+    deployment.client("dynamodb").put_item(TableName=table, Item={"id": {"S": item_id}})
     # When: first check after 60 s, then every 50 s
     result = deployment.run(
         "export-poller", {"initial_wait_seconds": 60, "poll_interval_seconds": 50}, name=unique("export")
@@ -256,7 +256,7 @@ def test_export_poller_exports_the_alert_table_under_the_job_prefix(deployment, 
     assert keys and all(key.endswith(".gz") for key in keys)
     s3 = deployment.client("s3")
     exported = b"".join(gzip.decompress(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) for key in keys)
-    assert alert_id.encode() in exported
+    assert item_id.encode() in exported
 
 
 def test_export_poller_times_out_once_it_has_waited_timeout_seconds(deployment):

@@ -78,10 +78,9 @@ class Synthesized:
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory) -> Synthesized:
-    """JobPollerStack alone (plus a table stack, as the app passes the alert table across stacks)."""
+    """JobPollerStack alone, as the app builds it: it depends on no other stack."""
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    from aws_cdk import App, Environment, RemovalPolicy, Stack, Validations
-    from aws_cdk import aws_dynamodb as dynamodb
+    from aws_cdk import App, Environment, Validations
     from aws_cdk.assertions import Template
     from cdk_nag import AwsSolutionsChecks
 
@@ -91,18 +90,7 @@ def synthesized(tmp_path_factory) -> Synthesized:
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
     app = App(outdir=str(tmp_path_factory.mktemp("cdk.out")), context=context)
     env = Environment(account="123456789012", region="us-east-1")
-    tables = Stack(app, "AlertTables", env=env)
-    table = dynamodb.Table(
-        tables,
-        "AlertTable",
-        partition_key=dynamodb.Attribute(name="alert_id", type=dynamodb.AttributeType.STRING),
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True
-        ),
-        removal_policy=RemovalPolicy.DESTROY,
-    )
-    table.node.default_child.override_logical_id("AlertTable")
-    stack = JobPollerStack(app, "JobPollerStack", alert_table=table, env=env)
+    stack = JobPollerStack(app, "JobPollerStack", env=env)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises on any unacknowledged cdk-nag finding
     template = Template.from_stack(stack).to_json()
@@ -226,8 +214,23 @@ def test_poller_machine_invokes_exactly_its_three_functions(synthesized):
     }
 
 
-def test_export_machine_is_scoped_to_the_alert_table_and_the_export_prefix(synthesized):
-    table_arn = {"Fn::ImportValue": "AlertTables:ExportsOutputFnGetAttAlertTableArn9009C240"}
+def test_the_stack_imports_nothing_from_another_stack(synthesized):
+    # The demonstration export poller exports a table of this stack's own: no other stack's resource
+    # is needed to deploy it, and no other stack must be deployed first.
+    assert "Fn::ImportValue" not in json.dumps(synthesized.template)
+
+
+def test_the_demo_table_to_export_is_published_and_can_be_exported(synthesized):
+    # An export reads the table's point-in-time recovery data
+    # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/S3DataExport.HowItWorks.html)
+    table = synthesized.logical_id("AWS::DynamoDB::Table", "ExportDemoTable")
+    properties = synthesized.resources[table]["Properties"]
+    assert properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert synthesized.template["Outputs"]["ExportTableName"]["Value"] == {"Ref": table}
+
+
+def test_export_machine_is_scoped_to_its_table_and_the_export_prefix(synthesized):
+    table_arn = {"Fn::GetAtt": [synthesized.logical_id("AWS::DynamoDB::Table", "ExportDemoTable"), "Arn"]}
     export_objects = as_set({"Fn::Join": ["", [{"Fn::GetAtt": ["JobBucket", "Arn"]}, "/jobs/*/export/*"]]})
     assert synthesized.grants("JobPollerExportPollerMachine") == {
         "dynamodb:ExportTableToPointInTime": as_set(table_arn),

@@ -237,13 +237,41 @@ def test_a_runner_with_its_own_async_retries_is_refused_naming_the_prop():
         JobPoller(stack, "JobPoller", export_table=_table(stack), job_runner=runner)
 
 
-@pytest.mark.parametrize("tables", [{}, {"export_table": True, "alert_table": True}])
-def test_the_table_to_export_is_given_exactly_once(tables):
+def test_without_a_table_to_export_the_poller_builds_without_the_export_machine():
+    # Given: a team that wants the S3 poller (and the callback variant) only
+    stack = _stack()
+    # When
+    poller = JobPoller(stack, "JobPoller")
+    template = json.loads(json.dumps(stack.node.root.synth().get_stack_by_name("Team").template))
+    # Then: two machines, neither exporting anything, and no DynamoDB permission anywhere
+    machines = _resources(template, "AWS::StepFunctions::StateMachine").values()
+    assert poller.export_poller is None and len(poller.state_machines) == len(machines) == 2
+    assert not any("Describe Export" in json.dumps(m) for m in machines)
+    assert "dynamodb:" not in json.dumps(_resources(template, "AWS::IAM::Policy"))
+
+
+def test_the_poller_has_no_other_name_for_the_table_to_export():
     # Given
     stack = _stack()
-    # When / Then
-    with pytest.raises(InvalidProp, match=r"^export_table: give exactly one of export_table .* or alert_table"):
-        JobPoller(stack, "JobPoller", **{name: _table(stack) if name == "export_table" else dynamodb.Table.from_table_name(stack, "A", "a") for name in tables})
+    # When / Then: alert_table, once an alias of export_table, is no prop at all
+    with pytest.raises(TypeError, match="alert_table"):
+        JobPoller(stack, "JobPoller", alert_table=_table(stack))
+
+
+def test_two_alert_setups_build_in_one_stack_and_the_first_keeps_its_table_id():
+    # Given: a team's stack with one alert setup per team, each with its own Slack channel
+    stack = _stack()
+    AlertNotification(stack, "Alerts", schedule="rate(1 hour)", slack_webhook_secret_name="team/slack")
+    AlertNotification(stack, "PaymentsAlerts", schedule="rate(1 hour)", slack_webhook_secret_name="payments/slack")
+    # When: synthesized with cdk-nag, as the app is
+    Validations.of(stack.node.root).add_plugins(AwsSolutionsChecks(stack.node.root))
+    template = json.loads(json.dumps(stack.node.root.synth().get_stack_by_name("Team").template))
+    # Then: two alert tables, the first under the logical id every deployed one has (a changed logical
+    # id makes CloudFormation replace the table), the second under one of its own
+    alert_tables = [k for k, t in _resources(template, "AWS::DynamoDB::Table").items() if "alarm_name" in json.dumps(t)]
+    assert sorted(alert_tables) == ["AlertTable", "PaymentsAlertsAlertTable"]
+    assert len(_resources(template, "AWS::StepFunctions::StateMachine")) == 2
+    assert len(_resources(template, "AWS::Lambda::Url")) == 2
 
 
 def test_the_example_app_builds_the_constructs_side_by_side_in_one_stack_cdk_nag_clean(tmp_path):

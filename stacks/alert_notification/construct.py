@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+import re
+
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -44,8 +46,13 @@ class AlertNotification(Construct):
     notification, ``{"execution_id", "alert_id", "message", "round", "user", "links", "post_at",
     "attempt"}`` (``links``: the user's signed ``acknowledge`` and ``resolve`` URLs), returns when it
     delivered it and raises to report a failure (the error's name is what ``notifications_failed``
-    records). Exposes ``state_machine``, ``log_group``, ``notifier`` (the function used), ``table``
-    and ``functions``, the functions this construct made, by name.
+    records). ``actions_reserved_concurrency``: concurrency reserved for the public action endpoint
+    (None: none, see ``actions.py``). Exposes ``state_machine``, ``log_group``, ``notifier`` (the
+    function used), ``table``, ``functions``, the functions this construct made, by name, and
+    ``failure_queues`` and ``watched_metrics``, what a monitoring construct should alarm on.
+
+    Several may share a stack: the first keeps its table's logical id ``AlertTable``, each later
+    one's is its construct id followed by ``AlertTable``.
     """
 
     def __init__(
@@ -57,6 +64,7 @@ class AlertNotification(Construct):
         slack_webhook_secret_name: str | None = None,
         slack_signing_secret_name: str | None = None,
         notifier: lambda_.IFunction | None = None,
+        actions_reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, id_)
         if (notifier is None) == (slack_webhook_secret_name is None):
@@ -76,7 +84,7 @@ class AlertNotification(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
         # Stateful: the logical id must never change, or CloudFormation replaces the table.
-        self.table.node.default_child.override_logical_id("AlertTable")
+        self.table.node.default_child.override_logical_id(self._table_logical_id())
         # Alerts by the alarm that raises them (KEYS_ONLY: the alarm handler updates each item by key).
         # Written on the CloudFormation resource: an index CDK knows of widens every Table.grant to
         # <table>/index/*, and only the alarm handler may query it.
@@ -107,7 +115,9 @@ class AlertNotification(Construct):
             table=self.table,
             webhook_secret=webhook_secret,
             slack_signing_secret_name=slack_signing_secret_name,
+            reserved_concurrency=actions_reserved_concurrency,
         )
+        self.watched_metrics = self.actions.watched_metrics
 
         fetch_config = PythonFunction(
             self,
@@ -260,6 +270,16 @@ class AlertNotification(Construct):
             ),
             self.alarms.failure_queue,
         ]
+
+    def _table_logical_id(self) -> str:
+        """``AlertTable`` for the stack's first alert setup (the id every deployed table has); a later
+        one's is derived from its own construct id, so adding one never renames another's table."""
+        stack = Stack.of(self)
+        earlier = [c for c in stack.node.find_all() if isinstance(c, AlertNotification) and c is not self]
+        if not earlier:
+            return "AlertTable"
+        within_stack = self.node.path[len(stack.node.path) + 1 :]
+        return re.sub(r"[^A-Za-z0-9]", "", within_stack) + "AlertTable"
 
     def _slack_notifier(self, webhook_secret: secretsmanager.ISecret) -> lambda_.Function:
         """The default notifier: one Slack post per notification, idempotent on (execution, round, user)."""

@@ -20,10 +20,12 @@ class AlertNotificationStack(Stack):
             slack_webhook_secret_name=config.slack_webhook_secret_name,
             schedule=config.alert_schedule,
             slack_signing_secret_name=config.slack_signing_secret_name,
+            actions_reserved_concurrency=config.action_endpoint_reserved_concurrency,
         )
         self.table = pattern.table
         self.state_machines = pattern.state_machines
         self.failure_queues = pattern.failure_queues
+        self.watched_metrics = pattern.watched_metrics
         CfnOutput(self, "StateMachineArn", value=pattern.state_machine.state_machine_arn)
         CfnOutput(self, "AlertTableName", value=pattern.table.table_name)
         CfnOutput(

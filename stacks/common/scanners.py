@@ -24,8 +24,11 @@ ACKNOWLEDGED: dict[str, dict[str, str]] = {
         "in JobTimeout instead.",
         "CKV_AWS_115": "Concurrency is bounded by the callers (Map MaxConcurrency, one dispatch per "
         "schedule slot, one runner per job, one alarm handler invocation per alarm state change); a reservation would take capacity from the account's "
-        "pool and throttle legitimate bursts. (The public alert action endpoint, which no caller "
-        "bounds, has a reservation, so this is not written on it.)",
+        "pool and throttle legitimate bursts, and a new account (quota 10, of which Lambda keeps 100 "
+        "unreserved) cannot give one. The public alert action endpoint, which no caller bounds, refuses "
+        "unsigned requests before writing anything and is alarmed on its concurrency, throttles and "
+        "errors; a reservation for it is opt-in (actionEndpointReservedConcurrency), and where it is "
+        "set this is not written on it.",
         "CKV_AWS_173": "The environment holds only resource names, ARNs and log settings, no secret (the "
         "Slack webhook URL is read from Secrets Manager at run time); Lambda encrypts it at rest "
         "with an AWS-owned key.",
@@ -56,7 +59,8 @@ ACKNOWLEDGED: dict[str, dict[str, str]] = {
         "CKV_AWS_258": "The alert action endpoint is opened by people from a Slack message, who hold no AWS "
         "credentials, so IAM auth cannot apply; the handler authenticates every request instead (an "
         "expiring HMAC-SHA256 token bound to alert, user and action, or Slack's v0 request signature), "
-        "GET changes nothing, and reserved concurrency bounds a flood.",
+        "GET changes nothing, and a flood raises an alarm on the status topic (reserved concurrency "
+        "also bounds it where the account's quota allows one, actionEndpointReservedConcurrency).",
     },
     "AWS::SecretsManager::Secret": {
         "CKV_AWS_149": "The action link signing key is encrypted with the AWS-managed key "

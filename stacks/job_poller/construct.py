@@ -39,7 +39,7 @@ class JobPoller(Construct):
       and ends the task with SendTaskSuccess or SendTaskFailure (error ``JobFailed``), which the
       construct lets it call on the callback machine only.
     - ``export_table``: the DynamoDB table (point-in-time recovery on) the SDK-integration poller
-      exports; ``alert_table`` is its older name, for the app's own alert table. Give exactly one.
+      exports. Without it there is no SDK-integration poller (``export_poller`` is None).
 
     Without a runner the demo runners run. Exposes ``state_machine`` and ``log_group`` (the S3 poller),
     ``export_poller`` and ``callback`` (each with its ``state_machine`` and ``log_group``), ``bucket``,
@@ -53,16 +53,10 @@ class JobPoller(Construct):
         id_: str,
         *,
         export_table: dynamodb.ITable | None = None,
-        alert_table: dynamodb.ITable | None = None,
         job_runner: lambda_.IFunction | None = None,
         callback_job_runner: lambda_.IFunction | None = None,
     ) -> None:
         super().__init__(scope, id_)
-        if (export_table is None) == (alert_table is None):
-            raise InvalidProp(
-                "export_table: give exactly one of export_table (the table the SDK-integration poller exports) "
-                "or alert_table (its older name)"
-            )
         self.functions: dict[str, lambda_.Function] = {}
         self.bucket = s3.Bucket(
             self,
@@ -100,14 +94,12 @@ class JobPoller(Construct):
         )
         self.functions["ValidateJobInput"] = self.validate_input.function
         self.poller = self._s3_poller(job_runner)
-        self.export_poller = self._export_poller(export_table or alert_table)
+        self.export_poller = self._export_poller(export_table) if export_table is not None else None
         self.callback = self._callback_machine(callback_job_runner)
         self.state_machine: sfn.StateMachine = self.poller.state_machine
         self.log_group: logs.ILogGroup = self.poller.log_group
         self.state_machines: list[sfn.IStateMachine] = [
-            self.poller.state_machine,
-            self.export_poller.state_machine,
-            self.callback.state_machine,
+            machine.state_machine for machine in (self.poller, self.export_poller, self.callback) if machine is not None
         ]
 
     @staticmethod
@@ -213,7 +205,7 @@ class JobPoller(Construct):
             machine="export_poller",
             comment="Job poller with SDK integrations only: DynamoDB export of the table it is given, "
             "describeExport until COMPLETED, FAILED or timeout_seconds",
-            substitutions={"AlertTableArn": table.table_arn, "JobBucketName": self.bucket.bucket_name},
+            substitutions={"ExportTableArn": table.table_arn, "JobBucketName": self.bucket.bucket_name},
         )
         export_objects = self.bucket.arn_for_objects("jobs/*/export/*")
         table_exports = f"{table.table_arn}/export/*"

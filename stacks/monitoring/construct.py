@@ -19,6 +19,7 @@ from constructs import Construct
 
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.python_function import METRICS_NAMESPACE
+from stacks.common.watched_metric import WatchedMetric
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 # EventBridge's own maxima: a notification that cannot be published yet is retried for a day.
@@ -99,7 +100,8 @@ class _TopicTarget:
 
 
 class ExecutionMonitoring(Construct):
-    """Watches ``state_machines``: one status-change rule, three alarms each, one dashboard, one topic."""
+    """Watches ``state_machines``: one status-change rule, three alarms each, one dashboard, one topic;
+    and an alarm per failure queue and per watched metric, on the same topic."""
 
     def __init__(
         self,
@@ -109,6 +111,7 @@ class ExecutionMonitoring(Construct):
         state_machines: Sequence[sfn.IStateMachine],
         statuses: Sequence[str],
         failure_queues: Sequence[FailureQueue] = (),
+        watched_metrics: Sequence[WatchedMetric] = (),
         alert_email: str | None,
     ) -> None:
         super().__init__(scope, id_)
@@ -158,6 +161,7 @@ class ExecutionMonitoring(Construct):
             *(alarm for machine in state_machines for alarm in self._machine_alarms(machine)),
             self._dead_letter_alarm(),
             *(self._failure_queue_alarm(failure_queue) for failure_queue in failure_queues),
+            *(self._watched_metric_alarm(watched) for watched in watched_metrics),
         ]
         action = cw_actions.SnsAction(self.topic)
         for alarm in self.alarms:
@@ -255,9 +259,23 @@ class ExecutionMonitoring(Construct):
             failure_queue.description,
         )
 
+    def _watched_metric_alarm(self, watched: WatchedMetric) -> cloudwatch.Alarm:
+        return _alarm(
+            self,
+            watched.alarm_id,
+            watched.metric,
+            f"{Stack.of(self).stack_name}-{watched.alarm_id}",
+            watched.description,
+            threshold=watched.threshold,
+        )
+
     def _dashboard(self, machines: Sequence[sfn.IStateMachine]) -> cloudwatch.Dashboard:
+        stack = Stack.of(self)
+        # Named because people open it by name. Dashboards are global to the account (unlike the
+        # alarms, topic and log groups, which are regional), so the name carries the region too: the
+        # same stack in a second region would otherwise fail with "already exists".
         dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", dashboard_name=f"{Stack.of(self).stack_name}-executions"
+            self, "Dashboard", dashboard_name=f"{stack.stack_name}-{stack.region}-executions"
         )
         dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=24))
         dashboard.add_widgets(
@@ -294,15 +312,16 @@ class ExecutionMonitoring(Construct):
 
 
 def _alarm(
-    scope: Construct, id_: str, metric: cloudwatch.Metric, name: str, description: str
+    scope: Construct, id_: str, metric: cloudwatch.IMetric, name: str, description: str, *, threshold: float = 1
 ) -> cloudwatch.Alarm:
-    """Alarm as soon as one datapoint reaches 1; no data is the healthy state."""
-    return metric.create_alarm(
+    """Alarm as soon as one datapoint reaches ``threshold`` (1: any); no data is the healthy state."""
+    return cloudwatch.Alarm(
         scope,
         id_,
+        metric=metric,
         alarm_name=name,
         alarm_description=description,
-        threshold=1,
+        threshold=threshold,
         evaluation_periods=1,
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,

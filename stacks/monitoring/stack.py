@@ -9,6 +9,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from stacks.common.failure_queue import FailureQueue
+from stacks.common.watched_metric import WatchedMetric
 from stacks.config import AppConfig
 from stacks.monitoring.construct import ExecutionMonitoring
 
@@ -22,6 +23,7 @@ class MonitoringStack(Stack):
         config: AppConfig,
         state_machines: Sequence[sfn.IStateMachine],
         failure_queues: Sequence[FailureQueue] = (),
+        watched_metrics: Sequence[WatchedMetric] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, description="Execution status events, alarms and dashboard", **kwargs)
@@ -30,6 +32,7 @@ class MonitoringStack(Stack):
             "ExecutionMonitoring",
             state_machines=state_machines,
             failure_queues=failure_queues,
+            watched_metrics=watched_metrics,
             statuses=config.monitored_statuses,
             alert_email=config.alert_email,
         )
