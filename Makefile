@@ -11,7 +11,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup lambda-sandbox demo test bench synth lint deploy watch clean
+.PHONY: setup lambda-sandbox browser demo test bench synth lint deploy watch clean
 
 setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed node_modules/.installed lambda-sandbox
 
@@ -37,8 +37,25 @@ node_modules/.installed: package.json package-lock.json
 demo: setup
 	$(PYTHON) -m emulator demo
 
+# The console's browser tests drive Debian's headless Chromium and its driver. Installed here where
+# make can (as root, with apt, as CI runs); anywhere else make stops before any other work, with the
+# command to run.
+CHROMIUM_PACKAGES := chromium chromium-driver
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing $(CHROMIUM_PACKAGES) for the console's browser tests"; \
+		apt-get update -qq && apt-get install -y -qq $(CHROMIUM_PACKAGES) >/dev/null; \
+	else \
+		echo "make test needs Chromium and chromedriver on PATH for the console's browser tests. Run:" >&2; \
+		echo "    sudo sh -c 'apt-get update && apt-get install -y $(CHROMIUM_PACKAGES)'" >&2; \
+		echo "(on a system without apt, install Chromium and its chromedriver with its package manager)" >&2; \
+		exit 1; \
+	fi
+
 # Three pytest processes on the two cores: two shards of the tests on the emulator's deployment, and the rest (tests/parallel.py).
-test: setup
+# The browser first: a missing one stops make at once, before the installs.
+test: browser setup
 	$(PYTHON) -m tests.parallel
 
 # Seed designs against ours in the local emulator: bench/results.md, charts, the figures docs/ quotes.
