@@ -22,7 +22,6 @@ class AlertNotificationStack(Stack):
             slack_signing_secret_name=config.slack_signing_secret_name,
             actions_reserved_concurrency=config.action_endpoint_reserved_concurrency,
         )
-        self.table = pattern.table
         self.state_machines = pattern.state_machines
         self.failure_queues = pattern.failure_queues
         self.watched_metrics = pattern.watched_metrics
