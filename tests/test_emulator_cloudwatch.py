@@ -10,6 +10,8 @@ target. Pages followed:
 - Alarm actions and their notification: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Notify_Users_Alarm_Changes.html
 - Alarm evaluation: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html
 - Step Functions metrics: https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html
+- DescribeAlarmHistory: https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_DescribeAlarmHistory.html
+  and the AWS CLI reference's describe-alarm-history example (HistoryData, HistorySummary)
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from typing import Any, Iterator
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.emulator_helpers import create_function, unique
 
@@ -155,6 +158,58 @@ def test_set_alarm_state_puts_the_state_change_event_on_the_default_bus(aws, clo
     # The change happened on the simulated clock
     changed = time.mktime(time.strptime(event["time"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
     assert before - 1 <= changed <= aws.clock.now() + 1
+
+
+def test_set_alarm_state_on_a_missing_alarm_is_resource_not_found_naming_it(cloudwatch):
+    # SetAlarmState's errors: ResourceNotFound, "The named resource does not exist" (HTTP 404 in the API model)
+    name = unique("no-such-alarm")
+    with pytest.raises(ClientError) as refused:
+        cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="trying it")
+    error = refused.value.response["Error"]
+    assert (error["Code"], refused.value.response["ResponseMetadata"]["HTTPStatusCode"]) == ("ResourceNotFound", 404)
+    assert name in error["Message"]
+
+
+def test_states_set_by_hand_on_a_paused_clock_get_increasing_timestamps(aws, cloudwatch, paused):
+    # Given: the clock paused, an alarm set to ALARM then at once back to OK, as a person does in the console
+    name = _put_alarm(cloudwatch)
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="first")
+    alarmed = _described(cloudwatch, name)["StateUpdatedTimestamp"]
+    # When
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="OK", StateReason="second")
+    # Then: the OK is later than the ALARM (a reader that drops a repeat of the latest time keeps it)
+    assert _described(cloudwatch, name)["StateUpdatedTimestamp"] > alarmed
+
+
+def test_describe_alarm_history_lists_each_state_update_newest_first(aws, cloudwatch, paused):
+    # Given
+    name = _put_alarm(cloudwatch)
+    _put_alarm(cloudwatch)  # another alarm's history is not this one's
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="testing purposes",
+                               StateReasonData='{"by": "test"}')
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="OK", StateReason="back to normal")
+    # When
+    items = cloudwatch.describe_alarm_history(AlarmName=name, HistoryItemType="StateUpdate")["AlarmHistoryItems"]
+    # Then
+    assert [(i["AlarmName"], i["HistoryItemType"], i["HistorySummary"]) for i in items] == [
+        (name, "StateUpdate", "Alarm updated from ALARM to OK"),
+        (name, "StateUpdate", "Alarm updated from INSUFFICIENT_DATA to ALARM"),
+    ]
+    assert json.loads(items[0]["HistoryData"]) == {
+        "version": "1.0",
+        "oldState": {"stateValue": "ALARM", "stateReason": "testing purposes", "stateReasonData": {"by": "test"}},
+        "newState": {"stateValue": "OK", "stateReason": "back to normal"},
+    }
+    assert items[0]["Timestamp"] > items[1]["Timestamp"]
+    described = _described(cloudwatch, name)
+    assert items[0]["Timestamp"] == described["StateUpdatedTimestamp"]
+    # Oldest first, a page at a time
+    first = cloudwatch.describe_alarm_history(AlarmName=name, ScanBy="TimestampAscending", MaxRecords=1)
+    assert [i["HistorySummary"] for i in first["AlarmHistoryItems"]] == ["Alarm updated from INSUFFICIENT_DATA to ALARM"]
+    rest = cloudwatch.describe_alarm_history(AlarmName=name, ScanBy="TimestampAscending", MaxRecords=1,
+                                             NextToken=first["NextToken"])
+    assert [i["HistorySummary"] for i in rest["AlarmHistoryItems"]] == ["Alarm updated from ALARM to OK"]
+    assert "NextToken" not in rest
 
 
 def test_set_alarm_state_runs_only_the_new_states_actions(aws, cloudwatch, paused):

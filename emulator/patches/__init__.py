@@ -91,5 +91,6 @@ def install_all(
     # CloudWatch.
     cloudwatch.install_initial_alarm_state()
     cloudwatch.install_alarm_state_changes(on_alarm_change)
+    cloudwatch.install_describe_alarm_history()
     # Speed.
     stepfunctions.install_parse_once_per_definition()
