@@ -30,6 +30,7 @@ from emulator.cloudwatch.alarms import (
     Alarm,
     State,
     evaluate,
+    next_state_time,
     sns_notification,
     state_change_event,
 )
@@ -356,7 +357,5 @@ def test_a_line_that_is_not_emf_is_no_metric(line):
 
 def test_a_change_at_the_same_moment_as_the_last_is_stamped_a_millisecond_later():
     # State timestamps are milliseconds (2019-10-02T17:04:40.985+0000) and strictly increase.
-    from emulator.cloudwatch.alarms import next_state_time
-
     assert next_state_time(previous=1000.5, now=1000.5) == 1000.501
     assert next_state_time(previous=1000.5, now=1002.25) == 1002.25
