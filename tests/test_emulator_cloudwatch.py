@@ -433,3 +433,55 @@ def test_a_sent_messages_alarm_fires_again_for_a_failure_arriving_while_an_older
         assert (first, quiet, second) == ("ALARM", "OK", "ALARM")
     finally:
         cloudwatch.delete_alarms(AlarmNames=[name])
+
+
+# -- Dashboards: the account's, in every region ------------------------------------------------------
+# A dashboard's ARN has no region (arn:aws:cloudwatch::<account>:dashboard/<name>): the account has one
+# set of dashboards. https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutDashboard.html
+def _in_region(aws: Any, service: str, region: str) -> Any:
+    import boto3
+
+    from emulator.server import CREDENTIALS
+
+    return boto3.client(service, region_name=region, endpoint_url=aws.endpoint_url,
+                        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+                        aws_session_token=CREDENTIALS["AWS_SESSION_TOKEN"])
+
+
+def _dashboard_body() -> str:
+    return json.dumps({"widgets": [{"type": "text", "x": 0, "y": 0, "width": 6, "height": 2, "properties": {"markdown": "hi"}}]})
+
+
+def test_a_dashboard_put_in_one_region_is_listed_in_another(aws, cloudwatch):
+    # Given
+    name = unique("dashboard")
+    cloudwatch.put_dashboard(DashboardName=name, DashboardBody=_dashboard_body())
+    # When
+    listed = _in_region(aws, "cloudwatch", "eu-west-1").list_dashboards(DashboardNamePrefix=name)["DashboardEntries"]
+    # Then
+    assert [(d["DashboardName"], d["DashboardArn"]) for d in listed] == [
+        (name, f"arn:aws:cloudwatch::123456789012:dashboard/{name}")]
+
+
+def test_a_second_regions_stack_creating_a_dashboard_name_in_use_fails_and_rolls_back(aws, cloudwatch):
+    # Given: the name taken in us-east-1; a stack in eu-west-1 that names a dashboard the same, deployed
+    # as `cdk deploy` deploys (a change set, then ExecuteChangeSet)
+    name = unique("dashboard")
+    cloudwatch.put_dashboard(DashboardName=name, DashboardBody=_dashboard_body())
+    template = {"Resources": {"Dashboard": {"Type": "AWS::CloudWatch::Dashboard",
+                                            "Properties": {"DashboardName": name, "DashboardBody": _dashboard_body()}}}}
+    cfn = _in_region(aws, "cloudformation", "eu-west-1")
+    stack = unique("SecondRegionStack")
+    cfn.create_change_set(StackName=stack, ChangeSetName="cdk-deploy-change-set", ChangeSetType="CREATE",
+                          TemplateBody=json.dumps(template))
+    # When
+    cfn.execute_change_set(StackName=stack, ChangeSetName="cdk-deploy-change-set")
+    # Then: as CloudFormation reports a dashboard name in use (CREATE_FAILED "Dashboard '<name>' already
+    # exists"), the new stack rolled back, and the account's dashboard is untouched
+    [described] = cfn.describe_stacks(StackName=stack)["Stacks"]
+    assert described["StackStatus"] == "ROLLBACK_COMPLETE"
+    failed = [(e["LogicalResourceId"], e["ResourceStatusReason"]) for e in cfn.describe_stack_events(StackName=stack)["StackEvents"]
+              if e["ResourceStatus"] == "CREATE_FAILED"]
+    assert failed == [("Dashboard", f"Dashboard '{name}' already exists")]
+    assert cloudwatch.get_dashboard(DashboardName=name)["DashboardBody"] == _dashboard_body()

@@ -8,6 +8,9 @@ from typing import Any, Callable
 
 from emulator.cloudwatch.alarms import INITIAL_REASON, INSUFFICIENT_DATA, State, as_epoch, record_state
 
+# The region whose CloudWatch holds the account's dashboards for every region.
+DASHBOARDS_REGION = "us-east-1"
+
 
 def install_initial_alarm_state() -> None:
     """PutMetricAlarm: "the alarm state is immediately set to INSUFFICIENT_DATA"; moto set OK.
@@ -93,3 +96,33 @@ def _moment(value: Any) -> datetime.datetime:
     """A request's date parameter (ISO 8601 text, or already a datetime) as an aware UTC datetime."""
     moment = value if isinstance(value, datetime.datetime) else datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def install_account_wide_dashboards() -> None:
+    """Dashboards belong to the account, not to a region (their ARN has no region): one put in
+    us-east-1 is listed, read and replaced from every region, and a stack that creates a dashboard
+    under a name the account already uses fails, "Dashboard '<name>' already exists"; moto kept
+    dashboards per region, so a second region's stack made a second one.
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Dashboards.html
+    """
+    from moto.cloudwatch.models import CloudWatchBackend, Dashboard, cloudwatch_backends
+    from moto.core.exceptions import ServiceException
+
+    original_init = CloudWatchBackend.__init__
+
+    def init(self: Any, region_name: str, account_id: str) -> None:
+        original_init(self, region_name, account_id)
+        if region_name != DASHBOARDS_REGION:
+            self.dashboards = cloudwatch_backends[account_id][DASHBOARDS_REGION].dashboards
+
+    original_create = Dashboard.create_from_cloudformation_json.__func__
+
+    def create(cls: Any, resource_name: str, cloudformation_json: dict, account_id: str, region_name: str,
+               **kwargs: Any) -> Any:
+        name = cloudformation_json.get("Properties", {}).get("DashboardName")
+        if name and name in cloudwatch_backends[account_id][region_name].dashboards:
+            raise ServiceException("AlreadyExists", f"Dashboard '{name}' already exists")
+        return original_create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+
+    CloudWatchBackend.__init__ = init
+    Dashboard.create_from_cloudformation_json = classmethod(create)

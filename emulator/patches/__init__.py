@@ -88,9 +88,11 @@ def install_all(
     cloudformation.install_describe_type()
     cloudformation.install_change_sets_by_stack()
     cloudformation.install_previous_ssm_parameter_values()
+    cloudformation.install_resource_failures()
     # CloudWatch.
     cloudwatch.install_initial_alarm_state()
     cloudwatch.install_alarm_state_changes(on_alarm_change)
     cloudwatch.install_describe_alarm_history()
+    cloudwatch.install_account_wide_dashboards()
     # Speed.
     stepfunctions.install_parse_once_per_definition()
