@@ -307,6 +307,9 @@ class LocalAws:
             "AWS_DEFAULT_REGION": REGION,
             "CDK_DEFAULT_ACCOUNT": ACCOUNT_ID,
             "CDK_DEFAULT_REGION": REGION,
+            # TestState is host-prefixed ("sync-"): sync-127.0.0.1 does not resolve. The AWS CLI and
+            # SDKs leave the prefix off with this set (SDKs and Tools Reference Guide, "Host prefix injection").
+            "AWS_DISABLE_HOST_PREFIX_INJECTION": "true",
         }
 
     def client(self, service: str) -> Any:
