@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 
@@ -216,6 +217,10 @@ def install_previous_ssm_parameter_values() -> None:
     Stack.stack_parameters = property(stack_parameters)
 
 
+# Resource types whose refusals CloudFormation reports through a resource handler, by service name.
+_HANDLED_BY_SERVICE = {"AWS::Lambda::Function": "Lambda"}
+
+
 class ResourceFailed(Exception):
     """A resource of a stack that its service refused to create, with the service's message."""
 
@@ -245,7 +250,13 @@ def install_resource_failures() -> None:
             return original_create(logical_id, resource_json, *args, **kwargs)
         except (ServiceException, HTTPException) as refused:
             reason = getattr(refused, "message", None) or getattr(refused, "description", None) or str(refused)
-            raise ResourceFailed(logical_id, resource_json["Type"], reason) from refused
+            resource_type = resource_json["Type"]
+            if resource_type in _HANDLED_BY_SERVICE:
+                # As a resource handler's failure reads in CloudFormation's events (Lambda's, for one).
+                service, status = _HANDLED_BY_SERVICE[resource_type], getattr(refused, "code", 400)
+                reason = (f'Resource handler returned message: "{reason} (Service: {service}, Status Code: {status}, '
+                          f'Request ID: {uuid.uuid4()})" (RequestToken: {uuid.uuid4()}, HandlerErrorCode: InvalidRequest)')
+            raise ResourceFailed(logical_id, resource_type, reason) from refused
 
     parsing.parse_and_create_resource = parse_and_create_resource
     original_execute = CloudFormationBackend.execute_change_set

@@ -26,7 +26,7 @@ from emulator.stepfunctions import patches as stepfunctions
 
 def install_all(
     clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], on_alarm_change: Callable[..., None],
-    mock_config: Callable[[], Any],
+    mock_config: Callable[[], Any], account_concurrency: Callable[[], int],
 ) -> None:
     # Simulated time in the Step Functions engine.
     engine_clock.install_engine_clock(clock)
@@ -80,6 +80,7 @@ def install_all(
     awslambda.install_function_urls(lambda_runtime)
     awslambda.install_lambda_invocation_type()
     awslambda.install_lambda_task_error_names()
+    awslambda.install_reserved_concurrency_minimum(account_concurrency)
     # DynamoDB.
     dynamodb.install_dynamodb_exports(clock)
     dynamodb.install_atomic_writes()
