@@ -261,9 +261,9 @@ def test_a_mocked_throw_keeps_its_error_and_cause_so_retry_and_catch_match_it(aw
         result = run(aws, f"{arn}#Throws", {})
     finally:
         aws.use_mock_config(previous)
-    # Then: retried once (a second answer taken, a second after the first), then caught, Error and Cause intact
+    # Then: retried once (a second answer taken, at least IntervalSeconds later), then caught, Error and Cause intact
     failed = [(e["taskFailedEventDetails"]["error"], e["taskFailedEventDetails"]["cause"]) for e in result.events if e["type"] == "TaskFailed"]
     assert failed == [(error, "mocked failure")] * 2, (result.error, result.cause)
     assert result.status == "SUCCEEDED", (result.error, result.cause)
     assert result.output == {"caught": {"Error": error, "Cause": "mocked failure"}}
-    assert (result.stop - result.start).total_seconds() == pytest.approx(1, abs=0.5)
+    assert (result.stop - result.start).total_seconds() >= 1
