@@ -43,11 +43,17 @@ def lambda_handler(event, context):
 
 
 def _unreserved(aws) -> int:
-    """UnreservedConcurrentExecutions: the quota less every function's reservation."""
+    return aws.client("lambda").get_account_settings()["AccountLimit"]["UnreservedConcurrentExecutions"]
+
+
+def test_account_settings_give_the_quota_and_what_the_reservations_leave(aws):
+    # GetAccountSettings: AccountLimit.ConcurrentExecutions, UnreservedConcurrentExecutions
     client = aws.client("lambda")
     functions = [f for page in client.get_paginator("list_functions").paginate() for f in page["Functions"]]
     reserved = [client.get_function_concurrency(FunctionName=f["FunctionName"]).get("ReservedConcurrentExecutions") for f in functions]
-    return aws.concurrency.quota - sum(r for r in reserved if r is not None)
+    limit = client.get_account_settings()["AccountLimit"]
+    assert (limit["ConcurrentExecutions"], limit["UnreservedConcurrentExecutions"]) == (
+        1000, 1000 - sum(r for r in reserved if r is not None))
 
 
 @pytest.fixture

@@ -102,6 +102,27 @@ def install_reserved_concurrency_minimum(quota: Callable[[], int]) -> None:
     LambdaBackend.create_function = create_function
 
 
+def install_account_settings(quota: Callable[[], int]) -> None:
+    """GetAccountSettings answers the account's concurrency: ``ConcurrentExecutions`` the quota,
+    ``UnreservedConcurrentExecutions`` what the reservations leave; moto had no such operation.
+    https://docs.aws.amazon.com/lambda/latest/api/API_GetAccountSettings.html
+    """
+    from moto.awslambda import urls
+    from moto.awslambda.responses import LambdaResponse
+
+    urls.url_paths[r"{0}/(?P<api_version>[^/]+)/account-settings/?$"] = LambdaResponse.dispatch
+
+    def get_account_settings(self: Any) -> tuple[int, dict, str]:
+        functions = self.backend.list_functions()
+        reserved = sum(r for r in map(reservation, functions) if r is not None)
+        return 200, {}, json.dumps({
+            "AccountLimit": {"ConcurrentExecutions": quota(), "UnreservedConcurrentExecutions": quota() - reserved},
+            "AccountUsage": {"FunctionCount": len(functions)},
+        })
+
+    LambdaResponse.get_account_settings = get_account_settings
+
+
 def install_function_urls(urls: Any) -> None:
     """A function URL answers HTTP requests on AWS; moto makes up an address that answers nowhere.
 

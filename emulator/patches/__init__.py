@@ -81,6 +81,7 @@ def install_all(
     awslambda.install_lambda_invocation_type()
     awslambda.install_lambda_task_error_names()
     awslambda.install_reserved_concurrency_minimum(account_concurrency)
+    awslambda.install_account_settings(account_concurrency)
     # DynamoDB.
     dynamodb.install_dynamodb_exports(clock)
     dynamodb.install_atomic_writes()
