@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from botocore.exceptions import ClientError
 
+from emulator.follow import run
 from tests.emulator_helpers import create_function, unique, wait_for
 
 # Runs until the object its event names exists in the bucket: its instance stays busy in real time,
@@ -183,3 +184,18 @@ def test_a_throttled_event_is_retried_until_its_maximum_age_then_recorded(aws, r
     assert recorded - accepted == pytest.approx(60, abs=1.5)
     assert aws.runtime.count(name) == 0
 
+
+
+def test_a_state_machine_task_on_a_throttled_function_fails_with_lambdas_throttling_error(aws, role_arn):
+    # Given: a lambda:invoke task on a function reserved at 0; Step Functions names Lambda's errors
+    # "Lambda.<code>" (https://docs.aws.amazon.com/step-functions/latest/dg/connect-lambda.html)
+    name = create_function(aws, role_arn, "task-throttled", "echo", ECHO_CODE)["FunctionName"]
+    aws.client("lambda").put_function_concurrency(FunctionName=name, ReservedConcurrentExecutions=0)
+    definition = {"StartAt": "Call", "States": {"Call": {
+        "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Parameters": {"FunctionName": name}, "End": True}}}
+    arn = aws.client("stepfunctions").create_state_machine(
+        name=unique("throttled"), definition=json.dumps(definition), roleArn=role_arn)["stateMachineArn"]
+    # When
+    result = run(aws, arn, {})
+    # Then
+    assert (result.status, result.error) == ("FAILED", "Lambda.TooManyRequestsException"), result.cause
