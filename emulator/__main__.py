@@ -13,6 +13,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from emulator import demo, samples
+from emulator.awslambda.concurrency import (
+    DEFAULT_ACCOUNT_CONCURRENCY,
+    NEW_ACCOUNT_CONCURRENCY,
+    VARIABLE,
+    configured_quota,
+)
 from emulator.clock import INSTANT, parse_speed
 from emulator.console import Console
 from emulator.deploy import stop_watch, watch
@@ -28,7 +34,8 @@ def _serve(args: argparse.Namespace) -> int:
     except MockConfigError as exc:
         print(f"error: {MOCK_CONFIG_VARIABLE}: {exc}", file=sys.stderr)
         return 2
-    with deployed(auto_schedules=True, progress=sys.stdout, mock_config=mock_config) as deployment, Console(deployment) as console:
+    with deployed(auto_schedules=True, progress=sys.stdout, mock_config=mock_config,
+                  account_concurrency=args.account_concurrency) as deployment, Console(deployment) as console:
         deployment.aws.clock.set_speed(args.speed)
         if args.paused:
             deployment.aws.clock.pause()
@@ -36,6 +43,8 @@ def _serve(args: argparse.Namespace) -> int:
         print("Use it from another shell with:")
         for key, value in deployment.aws.environment.items():
             print(f"  export {key}={value}")
+        concurrency = deployment.aws.concurrency
+        print(f"Lambda concurrency: the account's quota {concurrency.quota}, {concurrency.unreserved()} unreserved")
         print(f"Slack stand-in (webhook secret value): {deployment.slack.url}")
         if deployment.slack.interactive:
             print(f"Slack app interactivity: request URL {deployment.slack.request_url}, "
@@ -184,6 +193,13 @@ def _speed(text: str) -> str | float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _concurrency(text: str) -> int:
+    try:
+        return configured_quota(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc) if "1 or more" in str(exc) else f"not a whole number: {text!r}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -194,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--speed", type=_speed, default=INSTANT,
                        help="simulated-clock speed: instant (default: jump to the next wake-up when idle) or a factor (1 = real time)")
     serve.add_argument("--paused", action="store_true", help="start with the simulated clock paused")
+    serve.add_argument("--account-concurrency", type=_concurrency, default=None, metavar="N",
+                       help=f"the account's Lambda concurrency quota (default: ${VARIABLE}, else "
+                            f"{DEFAULT_ACCOUNT_CONCURRENCY}); {NEW_ACCOUNT_CONCURRENCY} is a new account's, "
+                            "where no function may reserve concurrency")
     serve.add_argument("--watch", action="store_true",
                        help="then run `cdk watch` against it: saved changes are hot-swapped, or deployed in full")
     run = commands.add_parser("run", help="deploy the app, start one execution and follow it")

@@ -16,6 +16,7 @@ import boto3
 from botocore.config import Config
 
 from emulator import patches
+from emulator.awslambda.concurrency import DEFAULT_ACCOUNT_CONCURRENCY, Concurrency, configured_quota
 from emulator.awslambda.function_urls import FunctionUrls
 from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
@@ -45,6 +46,10 @@ class _Current:
     function_urls: FunctionUrls | None = None
     cloudwatch: CloudWatch | None = None
     mock_config: MockConfig | None = None
+    concurrency: Concurrency | None = None
+
+    def account_concurrency(self) -> int:
+        return self.concurrency.quota if self.concurrency is not None else DEFAULT_ACCOUNT_CONCURRENCY
 
     def invoke(self, fn: Any, payload: bytes, asynchronous: bool, trace_id: str | None = None) -> Any:
         if self.runtime is None:
@@ -111,6 +116,7 @@ def _install_patches_once() -> SimClock:
             patches.install_all(
                 clock, lambda_runtime=_current, on_status_change=_current.status_changed,
                 on_alarm_change=_current.alarm_changed, mock_config=lambda: _current.mock_config,
+                account_concurrency=_current.account_concurrency,
             )
             _clock = clock
         return _clock
@@ -119,8 +125,12 @@ def _install_patches_once() -> SimClock:
 class LocalAws:
     """A local AWS endpoint. Use as a context manager, or call ``start()`` and ``stop()``."""
 
-    def __init__(self, workdir: Path | None = None, auto_schedules: bool = False, mock_config: MockConfig | None = None) -> None:
+    def __init__(self, workdir: Path | None = None, auto_schedules: bool = False, mock_config: MockConfig | None = None,
+                 account_concurrency: int | None = None) -> None:
+        """``account_concurrency``: the account's Lambda concurrency quota (default: EMULATOR_ACCOUNT_CONCURRENCY,
+        else 1,000; a new account has 10)."""
         self._own_workdir = workdir is None
+        self.account_concurrency = account_concurrency if account_concurrency is not None else configured_quota()
         self.mock_config = mock_config  # Step Functions Local's mock configuration: see use_mock_config
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="local-aws-"))
         self.auto_schedules = auto_schedules
@@ -187,13 +197,16 @@ class LocalAws:
 
         self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
         self.cloudwatch = CloudWatch(self.clock, self.router, ACCOUNT_ID, REGION)
+        from moto.awslambda.models import lambda_backends
+
+        self.concurrency = Concurrency(self.account_concurrency, lambda: lambda_backends[ACCOUNT_ID][REGION].list_functions())
         self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults,
-                                     on_output=self.cloudwatch.read_function_log)
+                                     on_output=self.cloudwatch.read_function_log, concurrency=self.concurrency)
         self.function_urls = FunctionUrls(self.clock, lambda fn, payload: self.runtime.invoke(fn, payload, False),
                                           _find_function)
         _current.runtime, _current.router = self.runtime, self.router
         _current.function_urls, _current.cloudwatch = self.function_urls, self.cloudwatch
-        _current.mock_config = self.mock_config
+        _current.mock_config, _current.concurrency = self.mock_config, self.concurrency
         return self
 
     def use_mock_config(self, config: MockConfig | None) -> None:
@@ -207,7 +220,7 @@ class LocalAws:
         self.faults.clear()
         self.abort_running_executions()
         _current.runtime, _current.router, _current.function_urls, _current.cloudwatch = None, None, None, None
-        _current.mock_config = None
+        _current.mock_config, _current.concurrency = None, None
         if hasattr(self, "function_urls"):
             self.function_urls.close_all()
         if self._server is not None:
@@ -307,6 +320,9 @@ class LocalAws:
             "AWS_DEFAULT_REGION": REGION,
             "CDK_DEFAULT_ACCOUNT": ACCOUNT_ID,
             "CDK_DEFAULT_REGION": REGION,
+            # TestState is host-prefixed ("sync-"): sync-127.0.0.1 does not resolve. The AWS CLI and
+            # SDKs leave the prefix off with this set (SDKs and Tools Reference Guide, "Host prefix injection").
+            "AWS_DISABLE_HOST_PREFIX_INJECTION": "true",
         }
 
     def client(self, service: str) -> Any:

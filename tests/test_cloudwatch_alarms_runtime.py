@@ -30,6 +30,7 @@ from emulator.cloudwatch.alarms import (
     Alarm,
     State,
     evaluate,
+    next_state_time,
     sns_notification,
     state_change_event,
 )
@@ -352,3 +353,9 @@ def test_an_emf_line_becomes_one_metric_per_dimension_set():
 @pytest.mark.parametrize("line", ["plain text", '{"level": "INFO", "message": "hi"}', '{"_aws": "not a directive"}'])
 def test_a_line_that_is_not_emf_is_no_metric(line):
     assert emf_metric_data(line) == []
+
+
+def test_a_change_at_the_same_moment_as_the_last_is_stamped_a_millisecond_later():
+    # State timestamps are milliseconds (2019-10-02T17:04:40.985+0000) and strictly increase.
+    assert next_state_time(previous=1000.5, now=1000.5) == 1000.501
+    assert next_state_time(previous=1000.5, now=1002.25) == 1002.25

@@ -10,6 +10,8 @@ target. Pages followed:
 - Alarm actions and their notification: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Notify_Users_Alarm_Changes.html
 - Alarm evaluation: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html
 - Step Functions metrics: https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html
+- DescribeAlarmHistory: https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_DescribeAlarmHistory.html
+  and the AWS CLI reference's describe-alarm-history example (HistoryData, HistorySummary)
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from typing import Any, Iterator
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.emulator_helpers import create_function, unique
 
@@ -157,6 +160,58 @@ def test_set_alarm_state_puts_the_state_change_event_on_the_default_bus(aws, clo
     assert before - 1 <= changed <= aws.clock.now() + 1
 
 
+def test_set_alarm_state_on_a_missing_alarm_is_resource_not_found_naming_it(cloudwatch):
+    # SetAlarmState's errors: ResourceNotFound, "The named resource does not exist" (HTTP 404 in the API model)
+    name = unique("no-such-alarm")
+    with pytest.raises(ClientError) as refused:
+        cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="trying it")
+    error = refused.value.response["Error"]
+    assert (error["Code"], refused.value.response["ResponseMetadata"]["HTTPStatusCode"]) == ("ResourceNotFound", 404)
+    assert name in error["Message"]
+
+
+def test_states_set_by_hand_on_a_paused_clock_get_increasing_timestamps(aws, cloudwatch, paused):
+    # Given: the clock paused, an alarm set to ALARM then at once back to OK, as a person does in the console
+    name = _put_alarm(cloudwatch)
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="first")
+    alarmed = _described(cloudwatch, name)["StateUpdatedTimestamp"]
+    # When
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="OK", StateReason="second")
+    # Then: the OK is later than the ALARM (a reader that drops a repeat of the latest time keeps it)
+    assert _described(cloudwatch, name)["StateUpdatedTimestamp"] > alarmed
+
+
+def test_describe_alarm_history_lists_each_state_update_newest_first(aws, cloudwatch, paused):
+    # Given
+    name = _put_alarm(cloudwatch)
+    _put_alarm(cloudwatch)  # another alarm's history is not this one's
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="testing purposes",
+                               StateReasonData='{"by": "test"}')
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue="OK", StateReason="back to normal")
+    # When
+    items = cloudwatch.describe_alarm_history(AlarmName=name, HistoryItemType="StateUpdate")["AlarmHistoryItems"]
+    # Then
+    assert [(i["AlarmName"], i["HistoryItemType"], i["HistorySummary"]) for i in items] == [
+        (name, "StateUpdate", "Alarm updated from ALARM to OK"),
+        (name, "StateUpdate", "Alarm updated from INSUFFICIENT_DATA to ALARM"),
+    ]
+    assert json.loads(items[0]["HistoryData"]) == {
+        "version": "1.0",
+        "oldState": {"stateValue": "ALARM", "stateReason": "testing purposes", "stateReasonData": {"by": "test"}},
+        "newState": {"stateValue": "OK", "stateReason": "back to normal"},
+    }
+    assert items[0]["Timestamp"] > items[1]["Timestamp"]
+    described = _described(cloudwatch, name)
+    assert items[0]["Timestamp"] == described["StateUpdatedTimestamp"]
+    # Oldest first, a page at a time
+    first = cloudwatch.describe_alarm_history(AlarmName=name, ScanBy="TimestampAscending", MaxRecords=1)
+    assert [i["HistorySummary"] for i in first["AlarmHistoryItems"]] == ["Alarm updated from INSUFFICIENT_DATA to ALARM"]
+    rest = cloudwatch.describe_alarm_history(AlarmName=name, ScanBy="TimestampAscending", MaxRecords=1,
+                                             NextToken=first["NextToken"])
+    assert [i["HistorySummary"] for i in rest["AlarmHistoryItems"]] == ["Alarm updated from ALARM to OK"]
+    assert "NextToken" not in rest
+
+
 def test_set_alarm_state_runs_only_the_new_states_actions(aws, cloudwatch, paused):
     # Given: a topic per state, each read by its own queue
     topics = {state: _topic(aws) for state in ("ALARM", "OK", "INSUFFICIENT_DATA")}
@@ -268,7 +323,8 @@ def test_a_failed_execution_puts_its_monitoring_alarm_in_alarm_within_its_period
     described = _wait_for_state(cloudwatch, alarm["AlarmName"], "ALARM")
     assert described["StateValue"] == "ALARM", described["StateReason"]
     assert failed_at < described["StateUpdatedTimestamp"].timestamp() <= failed_at + alarm["Period"]
-    alarm_messages = [json.loads(b) for b in inbox.read(expected=2) if "AlarmName" in json.loads(b)]
+    # (Other machines' alarms may fire too at this boundary, for failures earlier tests caused: only this one's count.)
+    alarm_messages = [json.loads(b) for b in inbox.read(expected=2) if json.loads(b).get("AlarmName") == alarm["AlarmName"]]
     assert [(m["AlarmName"], m["NewStateValue"], m["OldStateValue"]) for m in alarm_messages] == [
         (alarm["AlarmName"], "ALARM", "OK")
     ]
@@ -378,3 +434,55 @@ def test_a_sent_messages_alarm_fires_again_for_a_failure_arriving_while_an_older
         assert (first, quiet, second) == ("ALARM", "OK", "ALARM")
     finally:
         cloudwatch.delete_alarms(AlarmNames=[name])
+
+
+# -- Dashboards: the account's, in every region ------------------------------------------------------
+# A dashboard's ARN has no region (arn:aws:cloudwatch::<account>:dashboard/<name>): the account has one
+# set of dashboards. https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutDashboard.html
+def _in_region(aws: Any, service: str, region: str) -> Any:
+    import boto3
+
+    from emulator.server import CREDENTIALS
+
+    return boto3.client(service, region_name=region, endpoint_url=aws.endpoint_url,
+                        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+                        aws_session_token=CREDENTIALS["AWS_SESSION_TOKEN"])
+
+
+def _dashboard_body() -> str:
+    return json.dumps({"widgets": [{"type": "text", "x": 0, "y": 0, "width": 6, "height": 2, "properties": {"markdown": "hi"}}]})
+
+
+def test_a_dashboard_put_in_one_region_is_listed_in_another(aws, cloudwatch):
+    # Given
+    name = unique("dashboard")
+    cloudwatch.put_dashboard(DashboardName=name, DashboardBody=_dashboard_body())
+    # When
+    listed = _in_region(aws, "cloudwatch", "eu-west-1").list_dashboards(DashboardNamePrefix=name)["DashboardEntries"]
+    # Then
+    assert [(d["DashboardName"], d["DashboardArn"]) for d in listed] == [
+        (name, f"arn:aws:cloudwatch::123456789012:dashboard/{name}")]
+
+
+def test_a_second_regions_stack_creating_a_dashboard_name_in_use_fails_and_rolls_back(aws, cloudwatch):
+    # Given: the name taken in us-east-1; a stack in eu-west-1 that names a dashboard the same, deployed
+    # as `cdk deploy` deploys (a change set, then ExecuteChangeSet)
+    name = unique("dashboard")
+    cloudwatch.put_dashboard(DashboardName=name, DashboardBody=_dashboard_body())
+    template = {"Resources": {"Dashboard": {"Type": "AWS::CloudWatch::Dashboard",
+                                            "Properties": {"DashboardName": name, "DashboardBody": _dashboard_body()}}}}
+    cfn = _in_region(aws, "cloudformation", "eu-west-1")
+    stack = unique("SecondRegionStack")
+    cfn.create_change_set(StackName=stack, ChangeSetName="cdk-deploy-change-set", ChangeSetType="CREATE",
+                          TemplateBody=json.dumps(template))
+    # When
+    cfn.execute_change_set(StackName=stack, ChangeSetName="cdk-deploy-change-set")
+    # Then: as CloudFormation reports a dashboard name in use (CREATE_FAILED "Dashboard '<name>' already
+    # exists"), the new stack rolled back, and the account's dashboard is untouched
+    [described] = cfn.describe_stacks(StackName=stack)["Stacks"]
+    assert described["StackStatus"] == "ROLLBACK_COMPLETE"
+    failed = [(e["LogicalResourceId"], e["ResourceStatusReason"]) for e in cfn.describe_stack_events(StackName=stack)["StackEvents"]
+              if e["ResourceStatus"] == "CREATE_FAILED"]
+    assert failed == [("Dashboard", f"Dashboard '{name}' already exists")]
+    assert cloudwatch.get_dashboard(DashboardName=name)["DashboardBody"] == _dashboard_body()

@@ -208,3 +208,62 @@ def test_serve_lists_the_test_cases_and_warns_of_a_machine_name_nothing_deployed
     assert [line for line in lines if "warning" in line] == [
         "  warning: no deployed state machine is named 'NoSuchMachine' "
         "(the app's: alert, callback, export-poller, map-retry, poller)"]
+
+
+# -- A Throw on every kind of integration -----------------------------------------------------------
+# (resource, Parameters, the error a team would write a Retry for). The kinds the app's machines use
+# (statemachines/*.asl.json) and the ones a team's adds most often; the services called do not exist.
+_NO_SUCH_TABLE = "no-such-table"
+THROWN_BY_INTEGRATION = [
+    ("arn:aws:states:::lambda:invoke", {"FunctionName": "no-such-function", "Payload.$": "$"}, "Lambda.TooManyRequestsException"),
+    ("arn:aws:states:::lambda:invoke.waitForTaskToken",
+     {"FunctionName": "no-such-function", "Payload": {"token.$": "$$.Task.Token"}}, "Lambda.ServiceException"),
+    ("arn:aws:lambda:us-east-1:123456789012:function:no-such-function", None, "Lambda.ServiceException"),
+    ("arn:aws:states:::dynamodb:getItem", {"TableName": _NO_SUCH_TABLE, "Key": {"id": {"S": "a"}}}, "DynamoDB.ThrottlingException"),
+    ("arn:aws:states:::dynamodb:updateItem",
+     {"TableName": _NO_SUCH_TABLE, "Key": {"id": {"S": "a"}}, "UpdateExpression": "SET n = :n",
+      "ExpressionAttributeValues": {":n": {"N": "1"}}}, "DynamoDB.ConditionalCheckFailedException"),
+    ("arn:aws:states:::dynamodb:putItem", {"TableName": _NO_SUCH_TABLE, "Item": {"id": {"S": "a"}}},
+     "DynamoDB.ProvisionedThroughputExceededException"),
+    ("arn:aws:states:::aws-sdk:dynamodb:describeExport", {"ExportArn": "arn:aws:dynamodb:us-east-1:123456789012:table/t/export/x"},
+     "DynamoDb.ExportNotFoundException"),
+    ("arn:aws:states:::aws-sdk:s3:getObject", {"Bucket": "no-such-bucket", "Key": "k"}, "S3.NoSuchKeyException"),
+    ("arn:aws:states:::sqs:sendMessage",
+     {"QueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/no-such-queue", "MessageBody": "m"}, "SQS.KmsThrottledException"),
+    ("arn:aws:states:::sns:publish", {"TopicArn": "arn:aws:sns:us-east-1:123456789012:no-such-topic", "Message": "m"},
+     "SNS.ThrottledException"),
+    ("arn:aws:states:::states:startExecution",
+     {"StateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:no-such-machine", "Input": {}},
+     "StepFunctions.ExecutionLimitExceededException"),
+    ("arn:aws:states:::events:putEvents", {"Entries": [{"Source": "s", "DetailType": "d", "Detail": {}}]},
+     "EventBridge.InternalException"),
+]
+
+
+@pytest.mark.parametrize(("resource", "parameters", "error"), THROWN_BY_INTEGRATION, ids=[r[0].rpartition(":::")[2] or "lambda-arn" for r in THROWN_BY_INTEGRATION])
+def test_a_mocked_throw_keeps_its_error_and_cause_so_retry_and_catch_match_it(aws, role_arn, resource, parameters, error):
+    # Given: a task whose Retry and Catch name the mocked error, mocked to throw on both attempts
+    # ("Throw ... Error and Cause", sfn-local-mock-cfg-file.html; Retry and Catch match the task's
+    # Error: concepts-error-handling.html)
+    task = {"Type": "Task", "Resource": resource, "Retry": [{"ErrorEquals": [error], "IntervalSeconds": 1, "MaxAttempts": 1}],
+            "Catch": [{"ErrorEquals": [error], "ResultPath": "$.caught", "Next": "Caught"}], "End": True}
+    if parameters is not None:
+        task["Parameters"] = parameters
+    definition = {"StartAt": "Call Service", "States": {"Call Service": task, "Caught": {"Type": "Pass", "End": True}}}
+    name = unique("throw")
+    arn = aws.client("stepfunctions").create_state_machine(name=name, definition=json.dumps(definition), roleArn=role_arn)["stateMachineArn"]
+    config = MockConfig({"StateMachines": {name: {"TestCases": {"Throws": {"Call Service": "Thrown"}}}},
+                         "MockedResponses": {"Thrown": {"0-1": {"Throw": {"Error": error, "Cause": "mocked failure"}}}}})
+    previous = aws.mock_config
+    aws.use_mock_config(config)
+    try:
+        # When
+        result = run(aws, f"{arn}#Throws", {})
+    finally:
+        aws.use_mock_config(previous)
+    # Then: retried once (a second answer taken, at least IntervalSeconds later), then caught, Error and Cause intact
+    failed = [(e["taskFailedEventDetails"]["error"], e["taskFailedEventDetails"]["cause"]) for e in result.events if e["type"] == "TaskFailed"]
+    assert failed == [(error, "mocked failure")] * 2, (result.error, result.cause)
+    assert result.status == "SUCCEEDED", (result.error, result.cause)
+    assert result.output == {"caught": {"Error": error, "Cause": "mocked failure"}}
+    assert (result.stop - result.start).total_seconds() >= 1

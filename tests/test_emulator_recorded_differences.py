@@ -52,11 +52,25 @@ def test_jsonata_wait_timestamp_that_is_no_offset_date_time_is_a_query_evaluatio
         f"The Timestamp field cannot be parsed as an ISO-8601 extended offset date-time format string: {value}")
 
 
-def test_jsonata_map_items_that_are_not_an_array_say_what_they_were(aws, role_arn):
-    # state-map-inline.html: Items "must evaluate to a JSON array".
+@pytest.mark.parametrize(("items", "kind", "shown"), [({"a": 1}, "object", '{"a":1}'), ("abc", "string", '"abc"'),
+                                                      (None, "null", "null"), (True, "boolean", "true"), (1.5, "number", "1.5")])
+def test_jsonata_map_items_expression_that_is_not_an_array_names_the_expression_and_the_type(aws, role_arn, items, kind, shown):
+    # state-map-inline.html: Items "must evaluate to a JSON array"; AWS's records word the failure
+    # of an Items expression as an unexpected result type of that expression.
     state = {"Type": "Map", "Items": "{% $states.input.items %}",
              "ItemProcessor": {"StartAt": "Echo", "States": {"Echo": {"Type": "Pass", "End": True}}}}
-    result = _execute(aws, role_arn, _one(state, jsonata=True), {"items": {"a": 1}})
+    result = _execute(aws, role_arn, _one(state, jsonata=True), {"items": items})
+    assert (result.status, result.error) == ("FAILED", "States.QueryEvaluationError")
+    assert result.cause.endswith(
+        "The JSONata expression '$states.input.items' specified for the field 'Items' returned an unexpected result type. "
+        f"Expected 'array', but was '{kind}' for value: {shown}")
+
+
+def test_jsonata_map_without_items_whose_input_is_not_an_array_says_what_the_input_was(aws, role_arn):
+    # state-map-inline.html: with no Items the Map iterates over its input; AWS's records word an
+    # input that is not an array as the Map state's input.
+    state = {"Type": "Map", "ItemProcessor": {"StartAt": "Echo", "States": {"Echo": {"Type": "Pass", "End": True}}}}
+    result = _execute(aws, role_arn, _one(state, jsonata=True), {"a": 1})
     assert (result.status, result.error) == ("FAILED", "States.QueryEvaluationError")
     assert result.cause.endswith('Map state input must be an array but was: {"a":1}')
 
@@ -66,6 +80,16 @@ def test_jsonpath_reads_keys_holding_escaped_quotes(aws, role_arn):
     state = {"Type": "Pass", "Parameters": {"single.$": "$['it\\'s']", "double.$": '$["say \\"hi\\""]'}}
     result = _execute(aws, role_arn, _one(state), {"it's": 1, 'say "hi"': 2})
     assert (result.status, result.output) == ("SUCCEEDED", {"single": 1, "double": 2}), (result.error, result.cause)
+
+
+def test_jsonpath_bracket_key_keeps_backslashes_that_escape_no_delimiter(aws, role_arn):
+    # amazon-states-language-paths.html (bracket notation); AWS's records: in $['Test\""Name"'] only
+    # a backslash before the delimiting ' is an escape, so the key is Test\""Name"; the value read is
+    # the input's, {"value":"Value\"\\"} as JSON.
+    state = {"Type": "Pass", "Parameters": {"value.$": '$[\'Test\\""Name"\']'}}
+    result = _execute(aws, role_arn, _one(state), {'Test\\""Name"': 'Value"\\'})
+    assert result.status == "SUCCEEDED", (result.error, result.cause)
+    assert json.dumps(result.output, separators=(",", ":")) == '{"value":"Value\\"\\\\"}'
 
 
 def test_a_variable_assigned_null_reads_back_as_null(aws, role_arn):
@@ -102,3 +126,25 @@ def test_a_pass_states_assign_and_output_both_read_the_variables_from_before_the
         "Read": {"Type": "Pass", "Parameters": {"x.$": "$x", "previous.$": "$previous", "input.$": "$"}, "End": True}}}
     result = _execute(aws, role_arn, definition)
     assert (result.status, result.output) == ("SUCCEEDED", {"x": 2, "previous": 1, "input": {"seen": 1}}), (result.error, result.cause)
+
+
+def test_a_pass_states_output_path_reads_the_variable_from_before_its_assign(aws, role_arn):
+    # workflow-variables.html: what a state assigns is visible from the next state on; AWS's records
+    # of a Pass state with InputPath and OutputPath "$answer" and an Assign of answer output the old value.
+    definition = {"StartAt": "Set", "States": {
+        "Set": {"Type": "Pass", "Assign": {"answer": 42}, "Next": "Change"},
+        "Change": {"Type": "Pass", "InputPath": "$answer", "OutputPath": "$answer", "Assign": {"answer": "<omitted>"},
+                   "Next": "Read"},
+        "Read": {"Type": "Pass", "Parameters": {"output.$": "$", "answer.$": "$answer"}, "End": True}}}
+    result = _execute(aws, role_arn, definition)
+    assert (result.status, result.output) == ("SUCCEEDED", {"output": 42, "answer": "<omitted>"}), (result.error, result.cause)
+
+
+def test_a_jsonata_pass_states_output_reads_the_variable_from_before_its_assign(aws, role_arn):
+    # workflow-variables.html: "Assign and Output are evaluated in parallel", with the values from before the state.
+    definition = {"QueryLanguage": "JSONata", "StartAt": "Set", "States": {
+        "Set": {"Type": "Pass", "Assign": {"answer": 42}, "Next": "Change"},
+        "Change": {"Type": "Pass", "Output": "{% $answer %}", "Assign": {"answer": "<omitted>"}, "Next": "Read"},
+        "Read": {"Type": "Pass", "Output": {"output": "{% $states.input %}", "answer": "{% $answer %}"}, "End": True}}}
+    result = _execute(aws, role_arn, definition)
+    assert (result.status, result.output) == ("SUCCEEDED", {"output": 42, "answer": "<omitted>"}), (result.error, result.cause)

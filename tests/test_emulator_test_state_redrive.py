@@ -36,6 +36,20 @@ def sfn(aws):
     )
 
 
+def test_a_client_given_the_variables_serve_prints_reaches_test_state(aws, role_arn, monkeypatch):
+    # TestState is host-prefixed ("sync-"); AWS_DISABLE_HOST_PREFIX_INJECTION=true leaves the prefix off
+    # (AWS SDKs and Tools Reference Guide, "Host prefix injection"), as the AWS CLI and botocore read it.
+    # Given: only the environment `serve` prints, as a shell that exported its lines has
+    for key, value in aws.environment.items():
+        monkeypatch.setenv(key, value)
+    assert aws.environment["AWS_DISABLE_HOST_PREFIX_INJECTION"] == "true"
+    # When
+    result = boto3.client("stepfunctions").test_state(
+        definition=json.dumps({"Type": "Pass", "Result": {"reached": True}, "End": True}), roleArn=role_arn, input="{}")
+    # Then
+    assert (result["status"], json.loads(result["output"])) == ("SUCCEEDED", {"reached": True})
+
+
 @pytest.fixture(scope="module")
 def machines(deployment, sfn):
     """Each deployed machine's definition and role, as DescribeStateMachine gives them."""

@@ -91,6 +91,23 @@ def test_alert_retries_a_flaky_slack_reports_a_rejected_post_and_stops_when_ackn
     assert 600 <= _simulated_seconds(result) <= 606
 
 
+def test_a_mocked_throttle_of_the_alerts_status_read_is_retried_by_its_retry(mocked):
+    # Given: the DynamoDB status read before round 2 mocked to throttle once (error and cause as the
+    # issue gives them), then to read the alert acknowledged; its Retry names DynamoDB.ThrottlingException
+    # When
+    result = _run_case(mocked, "alert", "StatusReadThrottledOnce", {"alert_id": "mocked-disk-full"},
+                       {"FetchAlertConfig": 0, "NotifyUser": 0})
+
+    # Then: the throttle failed the read once, as mocked; the retry read the acknowledgement
+    failures = [(e["taskFailedEventDetails"]["error"], e["taskFailedEventDetails"]["cause"])
+                for e in _events(result, "TaskFailed", "Read Alert Status")]
+    assert failures == [("DynamoDB.ThrottlingException", "mocked throttle")]
+    assert result.status == "SUCCEEDED", (result.error, result.cause)
+    assert (result.output["stopped_reason"], result.output["acknowledged_by"]) == ("acknowledged", "foo@example.com")
+    # The retry waited up to IntervalSeconds (1 s, full jitter) after the round's 300 s interval.
+    assert 300 <= _simulated_seconds(result) <= 301.5
+
+
 def test_job_poller_fails_with_the_job_error_on_its_third_poll(mocked):
     # Given: the input validated by the real handler; the job's start and its status mocked:
     # running at the first two polls, failed at the third

@@ -10,7 +10,11 @@ asynchronous invocations" (invocation-async-retain-records): an event that fails
 sent as an invocation record (condition ``RetriesExhausted``, the guide's "Example invocation
 record") to the on-failure destination, a successful one to the on-success destination. An event
 dropped for its age is recorded alike, with the condition Lambda names ``EventAgeExceeded``. Every
-attempt of one event carries the same request id, as the guide's example shows.
+attempt of one event carries the same request id, as the guide's example shows. A throttled attempt
+(the function's or the account's concurrency in use: concurrency.py) is no attempt: "Lambda returns
+the event to the queue and attempts to run the function again for up to 6 hours ... The retry
+interval increases exponentially from 1 second after the first attempt to a maximum of 5 minutes",
+within the event's maximum age.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ DEFAULT_RETRY_ATTEMPTS = 2
 DEFAULT_MAX_EVENT_AGE_SECONDS = 6 * 3600
 # The wait before each retry: one minute before the first, two minutes before the second.
 RETRY_WAITS_SECONDS = (60, 120)
+# Throttled events wait 1 s before the first retry, doubling each time up to 5 minutes.
+THROTTLED_FIRST_WAIT_SECONDS = 1
+THROTTLED_MAX_WAIT_SECONDS = 300
 SUCCESS = "Success"
 RETRIES_EXHAUSTED = "RetriesExhausted"
 EVENT_AGE_EXCEEDED = "EventAgeExceeded"
@@ -69,16 +76,20 @@ class Outcome:
 def process(attempt: Callable[[], Any], config: AsyncConfig, clock: SimClock) -> Outcome:
     """Run ``attempt`` (returns an ``InvokeResult``) until it succeeds, retries run out or the event is too old."""
     accepted = clock.now()
+    expires = accepted + config.max_event_age_seconds
     attempts = 0
+    throttled_wait = THROTTLED_FIRST_WAIT_SECONDS
     while True:
         result = attempt()
-        attempts += 1
-        if not result.errored:
-            return Outcome(SUCCESS, attempts, result.payload, False)
-        if attempts > config.retry_attempts:
-            return Outcome(RETRIES_EXHAUSTED, attempts, result.payload, True)
-        wait = RETRY_WAITS_SECONDS[attempts - 1]
-        expires = accepted + config.max_event_age_seconds
+        if result.throttled is not None:
+            wait, throttled_wait = throttled_wait, min(throttled_wait * 2, THROTTLED_MAX_WAIT_SECONDS)
+        else:
+            attempts += 1
+            if not result.errored:
+                return Outcome(SUCCESS, attempts, result.payload, False)
+            if attempts > config.retry_attempts:
+                return Outcome(RETRIES_EXHAUSTED, attempts, result.payload, True)
+            wait = RETRY_WAITS_SECONDS[attempts - 1]
         if clock.now() + wait > expires:
             # The event would still be queued when it reaches its maximum age: it is dropped then.
             clock.sleep(max(0.0, expires - clock.now()))

@@ -28,6 +28,8 @@ from emulator.clock import SimClock
 # The synchronous invocation payload quota, request and response alike (Lambda quotas page).
 MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
 _TOO_LARGE = json.dumps({"Message": f"Request must be smaller than {MAX_PAYLOAD_BYTES} bytes for the InvokeFunction operation"}).encode()
+# What a function URL answers when the function is throttled ("Function URLs ... 429").
+_THROTTLED = json.dumps({"Message": "Rate Exceeded."}).encode()
 # What AWS answers when the function's resource-based policy lets nobody invoke it through its URL.
 FORBIDDEN = ("Forbidden. For troubleshooting Function URL authorization issues, see: "
              "https://docs.aws.amazon.com/lambda/latest/dg/urls-auth.html")
@@ -218,6 +220,8 @@ class FunctionUrls:
         if len(payload) > MAX_PAYLOAD_BYTES:
             return _reply(request, 413, [("content-type", "application/json")], _TOO_LARGE)
         result = self._invoke(fn, payload)
+        if result.throttled is not None:  # the function's or the account's concurrency is all in use
+            return _reply(request, 429, [("content-type", "application/json")], _THROTTLED)
         if result.errored or len(result.payload) > MAX_PAYLOAD_BYTES:
             return _reply(request, 502, [("content-type", "text/plain")], b"Internal Server Error")
         status, headers, data = http_response(result.payload)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Callable
+
+from emulator.awslambda.concurrency import refusal, reservation
 
 
 class _ManagedLayer:
@@ -27,6 +30,16 @@ def _header(headers: Any, name: str) -> str | None:
 
 def install_lambda_runtime(runtime: Any) -> None:
     from moto.awslambda.models import LambdaBackend, LambdaFunction
+    from moto.core.exceptions import JsonRESTError
+
+    class TooManyRequests(JsonRESTError):
+        """Invoke beyond the function's or the account's concurrency: HTTP 429, as Lambda words it."""
+
+        code = 429
+
+        def __init__(self, reason: str) -> None:
+            super().__init__("TooManyRequestsException", "Rate Exceeded.")
+            self.description = json.dumps({"Type": "User", "message": "Rate Exceeded.", "Reason": reason})
 
     original_layer_lookup = LambdaBackend.layers_versions_by_arn
 
@@ -47,11 +60,67 @@ def install_lambda_runtime(runtime: Any) -> None:
                                 trace_id=_header(request_headers, "x-amzn-trace-id"))
         if result is None:
             return b""
+        if result.throttled is not None:
+            raise TooManyRequests(result.throttled)
         if result.errored:
             response_headers["x-amz-function-error"] = "Unhandled"
         return result.payload
 
     LambdaFunction.invoke = invoke
+
+
+def install_reserved_concurrency_minimum(quota: Callable[[], int]) -> None:
+    """PutFunctionConcurrency, and a function created with ReservedConcurrentExecutions (as
+    CloudFormation creates one), are refused with InvalidParameterValueException when the
+    reservations would leave less than the minimum unreserved of the account's ``quota()``
+    (concurrency.py); moto checked only when MOTO_LAMBDA_CONCURRENCY_QUOTA was set, and never at create.
+    https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html
+    """
+    from moto.awslambda.exceptions import InvalidParameterValueException
+    from moto.awslambda.models import LambdaBackend
+
+    def check(backend: Any, function_name: str, requested: Any) -> None:
+        others = [reservation(fn) for fn in backend.list_functions() if fn.function_name != function_name]
+        refused = refusal(quota(), [r for r in others if r is not None], int(requested))
+        if refused is not None:
+            raise InvalidParameterValueException(refused)
+
+    original_put = LambdaBackend.put_function_concurrency
+
+    def put_function_concurrency(self: Any, function_name: str, reserved_concurrency: str) -> str:
+        check(self, self.get_function(function_name).function_name, reserved_concurrency)
+        return original_put(self, function_name, reserved_concurrency)
+
+    original_create = LambdaBackend.create_function
+
+    def create_function(self: Any, spec: dict[str, Any]) -> Any:
+        if spec.get("ReservedConcurrentExecutions") is not None:
+            check(self, spec.get("FunctionName"), spec["ReservedConcurrentExecutions"])
+        return original_create(self, spec)
+
+    LambdaBackend.put_function_concurrency = put_function_concurrency
+    LambdaBackend.create_function = create_function
+
+
+def install_account_settings(quota: Callable[[], int]) -> None:
+    """GetAccountSettings answers the account's concurrency: ``ConcurrentExecutions`` the quota,
+    ``UnreservedConcurrentExecutions`` what the reservations leave; moto had no such operation.
+    https://docs.aws.amazon.com/lambda/latest/api/API_GetAccountSettings.html
+    """
+    from moto.awslambda import urls
+    from moto.awslambda.responses import LambdaResponse
+
+    urls.url_paths[r"{0}/(?P<api_version>[^/]+)/account-settings/?$"] = LambdaResponse.dispatch
+
+    def get_account_settings(self: Any) -> tuple[int, dict, str]:
+        functions = self.backend.list_functions()
+        reserved = sum(r for r in map(reservation, functions) if r is not None)
+        return 200, {}, json.dumps({
+            "AccountLimit": {"ConcurrentExecutions": quota(), "UnreservedConcurrentExecutions": quota() - reserved},
+            "AccountUsage": {"FunctionCount": len(functions)},
+        })
+
+    LambdaResponse.get_account_settings = get_account_settings
 
 
 def install_function_urls(urls: Any) -> None:

@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from emulator.awslambda import asynchronous as lambda_async
 from emulator.awslambda import sandbox as lambda_sandbox
+from emulator.awslambda.concurrency import Concurrency
 from emulator.awslambda.trace import new_trace_id
 from emulator.clock import SimClock
 from emulator.faults import Faults
@@ -63,6 +64,7 @@ _COMMON_ENV = {"PATH": "/usr/local/bin:/usr/bin/:/bin:/opt/bin", "LANG": "en_US.
 class InvokeResult:
     payload: bytes
     error_type: str | None = None
+    throttled: str | None = None  # the Reason the invocation was throttled with (the function never ran)
 
     @property
     def errored(self) -> bool:
@@ -246,9 +248,10 @@ class _FunctionPool:
 class LambdaRuntime:
     def __init__(
         self, clock: SimClock, endpoint_url: str, workdir: Path, layer_resolver: Callable[[str], Any], faults: Faults | None = None,
-        on_output: Callable[[Path], None] | None = None,
+        on_output: Callable[[Path], None] | None = None, concurrency: Concurrency | None = None,
     ) -> None:
         self.clock = clock
+        self.concurrency = concurrency
         # Told a function's log file after each invocation, as CloudWatch Logs reads what it printed.
         self._on_output = on_output
         self.faults = faults or Faults()
@@ -331,6 +334,16 @@ class LambdaRuntime:
 
     def _invoke(self, fn: Any, payload: bytes, invocation_type: str, request_id: str | None = None,
                 trace_id: str | None = None) -> InvokeResult:
+        throttled = self.concurrency.start(fn) if self.concurrency is not None else None
+        if throttled is not None:  # not an invocation: the function does not run
+            return InvokeResult(error_payload("TooManyRequestsException", "Rate Exceeded."), "TooManyRequestsException", throttled)
+        try:
+            return self._run(fn, payload, invocation_type, request_id, trace_id)
+        finally:
+            if self.concurrency is not None:
+                self.concurrency.finish(fn)
+
+    def _run(self, fn: Any, payload: bytes, invocation_type: str, request_id: str | None, trace_id: str | None) -> InvokeResult:
         pool = self._pool_for(fn)
         request_id = request_id or str(uuid.uuid4())
         record = {"function": fn.function_name, "request_id": request_id, "type": invocation_type,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 
@@ -214,3 +215,76 @@ def install_previous_ssm_parameter_values() -> None:
         }
 
     Stack.stack_parameters = property(stack_parameters)
+
+
+# Resource types whose refusals CloudFormation reports through a resource handler, by service name.
+_HANDLED_BY_SERVICE = {"AWS::Lambda::Function": "Lambda"}
+
+
+class ResourceFailed(Exception):
+    """A resource of a stack that its service refused to create, with the service's message."""
+
+    def __init__(self, logical_id: str, resource_type: str, reason: str) -> None:
+        super().__init__(reason)
+        self.logical_id, self.resource_type, self.reason = logical_id, resource_type, reason
+
+
+def install_resource_failures() -> None:
+    """A resource its service refuses fails the stack as CloudFormation fails it: the resource's
+    CREATE_FAILED event gives the service's message, the stack rolls back (a new stack to
+    ROLLBACK_COMPLETE, its resources deleted; an update to UPDATE_ROLLBACK_COMPLETE), and
+    ExecuteChangeSet itself succeeds, so `cdk deploy` reports the failed resource and its reason.
+    moto let the service's error out of ExecuteChangeSet, and `cdk deploy` saw an HTTP error instead.
+    An update's resources are not restored to their previous properties.
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/stack-failure-options.html
+    """
+    from moto.cloudformation import parsing
+    from moto.cloudformation.models import CloudFormationBackend, Event
+    from moto.core.exceptions import ServiceException
+    from werkzeug.exceptions import HTTPException  # moto's REST errors (Lambda's, IAM's...) are these
+
+    original_create = parsing.parse_and_create_resource
+
+    def parse_and_create_resource(logical_id: str, resource_json: dict, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original_create(logical_id, resource_json, *args, **kwargs)
+        except (ServiceException, HTTPException) as refused:
+            reason = getattr(refused, "message", None) or getattr(refused, "description", None) or str(refused)
+            resource_type = resource_json["Type"]
+            if resource_type in _HANDLED_BY_SERVICE:
+                # As a resource handler's failure reads in CloudFormation's events (Lambda's, for one).
+                service, status = _HANDLED_BY_SERVICE[resource_type], getattr(refused, "code", 400)
+                reason = (f'Resource handler returned message: "{reason} (Service: {service}, Status Code: {status}, '
+                          f'Request ID: {uuid.uuid4()})" (RequestToken: {uuid.uuid4()}, HandlerErrorCode: InvalidRequest)')
+            raise ResourceFailed(logical_id, resource_type, reason) from refused
+
+    parsing.parse_and_create_resource = parse_and_create_resource
+    original_execute = CloudFormationBackend.execute_change_set
+
+    def execute_change_set(self: Any, change_set_name: str, stack_name: str | None = None) -> None:
+        try:
+            original_execute(self, change_set_name, stack_name)
+        except ResourceFailed as failed:
+            change_set = self.change_sets.get(change_set_name) or next(
+                cs for cs in reversed(list(self.change_sets.values()))
+                if cs.change_set_name == change_set_name and stack_name in (None, cs.stack_name, cs.stack_id))
+            _roll_back(self.stacks[change_set.stack_id], change_set, failed, Event)
+
+    CloudFormationBackend.execute_change_set = execute_change_set
+
+
+def _roll_back(stack: Any, change_set: Any, failed: ResourceFailed, event_class: Any) -> None:
+    creating = change_set.change_set_type == "CREATE"
+    stack.events.append(event_class(
+        stack_id=stack.stack_id, stack_name=stack.name, logical_resource_id=failed.logical_id, physical_resource_id="",
+        resource_type=failed.resource_type, resource_status="CREATE_FAILED", resource_status_reason=failed.reason,
+        resource_properties=None,
+    ))
+    rollback = "ROLLBACK" if creating else "UPDATE_ROLLBACK"
+    stack._add_stack_event(f"{rollback}_IN_PROGRESS", resource_status_reason=(
+        f"The following resource(s) failed to create: [{failed.logical_id}]. Rollback requested by user."))
+    if creating:
+        stack.resource_map.delete()
+    stack._add_stack_event(f"{rollback}_COMPLETE")
+    stack.status = f"{rollback}_COMPLETE"
+    change_set.execution_status = "EXECUTE_FAILED"

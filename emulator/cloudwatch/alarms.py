@@ -315,6 +315,46 @@ def sns_notification(alarm: Alarm, previous: State, current: State, account: str
     return subject[:SUBJECT_LIMIT], json.dumps(message, separators=(",", ":"))
 
 
+# -- history ---------------------------------------------------------------------------------------
+def next_state_time(previous: float, now: float) -> float:
+    """When a state change made at ``now`` is stamped: CloudWatch's state timestamps (milliseconds)
+    strictly increase, so a change never shares the time of the one before it, even on a paused
+    simulated clock (a reader that drops a repeat of the latest timestamp would drop it)."""
+    return max(round(now * 1000), round(previous * 1000) + 1) / 1000
+
+
+def record_state(model: Any, state: State) -> State:
+    """Give moto's alarm ``model`` the new ``state`` as CloudWatch records a change (its time made
+    later than the last one's, a StateUpdate in its history); returns the state it left."""
+    previous = State.of(model)
+    at = next_state_time(previous.timestamp, state.timestamp)
+    model.state_value, model.state_reason, model.state_reason_data = state.value, state.reason, state.reason_data
+    model.state_updated_timestamp = _utc(at).replace(tzinfo=None)
+    model.history.append(history_item(model.name, previous, State.of(model)))
+    return previous
+
+
+def history_item(name: str, old: State, new: State) -> dict:
+    """The AlarmHistoryItem of a state change, as DescribeAlarmHistory answers it (HistoryData as
+    the AWS CLI reference's describe-alarm-history example shows it)."""
+    return {
+        "AlarmName": name,
+        "AlarmType": "MetricAlarm",
+        "Timestamp": _utc(new.timestamp),
+        "HistoryItemType": "StateUpdate",
+        "HistorySummary": f"Alarm updated from {old.value} to {new.value}",
+        "HistoryData": json.dumps({"version": "1.0", "oldState": _history_state(old), "newState": _history_state(new)},
+                                  separators=(",", ":")),
+    }
+
+
+def _history_state(state: State) -> dict:
+    data = {"stateValue": state.value, "stateReason": state.reason}
+    if state.reason_data:
+        data["stateReasonData"] = json.loads(state.reason_data)
+    return data
+
+
 # -- formats ---------------------------------------------------------------------------------------
 def _utc(epoch: float) -> _datetime.datetime:
     return _datetime.datetime.fromtimestamp(epoch, _datetime.timezone.utc)

@@ -8,7 +8,6 @@ clock: at each period boundary an alarm's window passes, as many as the clock sk
 
 from __future__ import annotations
 
-import datetime as _datetime
 import logging
 import threading
 from pathlib import Path
@@ -88,13 +87,7 @@ class CloudWatch:
 
     def set_state(self, model: Any, state: logic.State) -> None:
         """An evaluation's verdict, recorded as moto records SetAlarmState's, then acted on."""
-        previous = logic.State.of(model)
-        model.history.append(("StateUpdate", model.state_reason, model.state_reason_data, model.state_value,
-                              model.state_updated_timestamp))
-        model.state_value, model.state_reason, model.state_reason_data = state.value, state.reason, state.reason_data
-        model.state_updated_timestamp = _datetime.datetime.fromtimestamp(
-            state.timestamp, _datetime.timezone.utc).replace(tzinfo=None)
-        self.state_changed(model, previous)
+        self.state_changed(model, logic.record_state(model, state))
 
     # -- metrics in -------------------------------------------------------------------------------
     def on_execution_status(self, execution: Any, status: str | None = None) -> None:

@@ -26,7 +26,7 @@ from emulator.stepfunctions import patches as stepfunctions
 
 def install_all(
     clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], on_alarm_change: Callable[..., None],
-    mock_config: Callable[[], Any],
+    mock_config: Callable[[], Any], account_concurrency: Callable[[], int],
 ) -> None:
     # Simulated time in the Step Functions engine.
     engine_clock.install_engine_clock(clock)
@@ -47,6 +47,7 @@ def install_all(
     stepfunctions.install_context_object()
     stepfunctions.install_history_paging()
     stepfunctions.install_definition_string_escapes()
+    stepfunctions.install_jsonpath_bracket_keys()
     stepfunctions.install_execution_logging()
     states.install_inner_error_names()
     states.install_task_result_limit()
@@ -62,6 +63,7 @@ def install_all(
     states.install_choice_rule_assign()
     states.install_no_choice_matched()
     states.install_variable_comparison_order()
+    states.install_assign_after_output()
     states.install_distributed_map_scope()
     states.install_map_items_default()
     states.install_distributed_map_tolerated_failures()
@@ -78,6 +80,8 @@ def install_all(
     awslambda.install_function_urls(lambda_runtime)
     awslambda.install_lambda_invocation_type()
     awslambda.install_lambda_task_error_names()
+    awslambda.install_reserved_concurrency_minimum(account_concurrency)
+    awslambda.install_account_settings(account_concurrency)
     # DynamoDB.
     dynamodb.install_dynamodb_exports(clock)
     dynamodb.install_atomic_writes()
@@ -86,8 +90,11 @@ def install_all(
     cloudformation.install_describe_type()
     cloudformation.install_change_sets_by_stack()
     cloudformation.install_previous_ssm_parameter_values()
+    cloudformation.install_resource_failures()
     # CloudWatch.
     cloudwatch.install_initial_alarm_state()
     cloudwatch.install_alarm_state_changes(on_alarm_change)
+    cloudwatch.install_describe_alarm_history()
+    cloudwatch.install_account_wide_dashboards()
     # Speed.
     stepfunctions.install_parse_once_per_definition()

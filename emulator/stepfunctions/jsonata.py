@@ -224,6 +224,19 @@ def fail(env: Any, expression: str, problem: str) -> None:
     raise evaluation_failed(env, f"The JSONata expression '{expression}'{where} {problem}")
 
 
+def unexpected_type(expected: str, value: Any) -> str:
+    """How AWS says an expression's result is not of the type its field takes."""
+    kind = "boolean" if isinstance(value, bool) else {str: "string", list: "array", dict: "object"}.get(
+        type(value), "null" if value is None else "number"
+    )
+    return f"returned an unexpected result type. Expected '{expected}', but was '{kind}' for value: {compact(value)}"
+
+
+def compact(value: Any) -> str:
+    """JSON as AWS quotes a value in a cause: no spaces."""
+    return json.dumps(value, separators=(",", ":"))
+
+
 def evaluation_failed(env: Any, cause: str) -> Any:
     """The exception that fails the running state with ``States.QueryEvaluationError`` and ``cause``,
     its EvaluationFailed event recorded."""
@@ -318,15 +331,7 @@ def install_integer_fields() -> None:
         self.string_jsonata.eval(env=env)
         value = env.stack.pop()
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-            shown = json.dumps(value, separators=(",", ":"))
-            kind = "boolean" if isinstance(value, bool) else {str: "string", list: "array", dict: "object"}.get(
-                type(value), "null" if value is None else "number"
-            )
-            fail(
-                env,
-                self.string_jsonata.expression,
-                f"returned an unexpected result type. Expected 'integer', but was '{kind}' for value: {shown}",
-            )
+            fail(env, self.string_jsonata.expression, unexpected_type("integer", value))
         return int(value)
 
     SecondsJSONata._get_wait_seconds = whole_number
@@ -358,9 +363,11 @@ def install_jsonata_wait_timestamp() -> None:
 
 
 def install_jsonata_map_items() -> None:
-    """AWS: JSONata Map ``Items`` that are not an array fail the state with
-    ``States.QueryEvaluationError``, "Map state input must be an array but was: <value>"; moto
-    worded it as an unexpected result type of the Items expression.
+    """AWS: a JSONata Map whose ``Items`` expression returns anything but an array fails the state
+    with ``States.QueryEvaluationError``, "The JSONata expression '<expression>' specified for the
+    field 'Items' returned an unexpected result type. Expected 'array', but was '<type>' for value:
+    <value>" (AWS's recorded executions); moto worded strings and values it had no type for otherwise,
+    and recorded no EvaluationFailed event. (A Map with no ``Items`` words it otherwise: states.py.)
     https://docs.aws.amazon.com/step-functions/latest/dg/state-map-inline.html
     """
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.items.items import ItemsJSONata
@@ -369,6 +376,7 @@ def install_jsonata_map_items() -> None:
         self.string_jsonata.eval(env=env)
         items = env.stack[-1]
         if not isinstance(items, list):
-            raise evaluation_failed(env, f"Map state input must be an array but was: {json.dumps(items, separators=(',', ':'))}")
+            raise evaluation_failed(env, f"The JSONata expression '{self.string_jsonata.expression}' specified for the "
+                                    f"field 'Items' {unexpected_type('array', items)}")
 
     ItemsJSONata._eval_body = eval_body

@@ -323,3 +323,30 @@ def install_mocked_integrations(config: Callable[[], MockConfig | None]) -> None
 
     for module_name in modules_importing(mock_eval_utils, "eval_mocked_response", original_eval):
         setattr(importlib.import_module(module_name), "eval_mocked_response", eval_mocked_response)
+
+    # A failure the engine raised (a mocked Throw, or a States.* error) is the task's failure as it
+    # is. moto's DynamoDB task (and its Glue and Batch tasks) mapped every exception that is not a
+    # service's ClientError to its generic error ("DynamoDB.AmazonDynamoDBException", no cause), so
+    # a mocked DynamoDB.ThrottlingException reached no Retry written for it.
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task import StateTask
+
+    # The factory imports every kind of task, so each is a subclass by now.
+    importlib.import_module("moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_factory")
+
+    def keeping_engine_failures(from_error: Callable[..., Any]) -> Callable[..., Any]:
+        def _from_error(self: Any, env: Any, ex: Exception) -> Any:
+            if isinstance(ex, FailureEventException):
+                return ex.failure_event
+            return from_error(self, env, ex)
+
+        return _from_error
+
+    tasks, seen = [StateTask], set()
+    while tasks:
+        task = tasks.pop()
+        if task in seen:
+            continue
+        seen.add(task)
+        tasks.extend(task.__subclasses__())
+        if "_from_error" in vars(task):
+            task._from_error = keeping_engine_failures(vars(task)["_from_error"])

@@ -6,6 +6,7 @@ import datetime as _datetime
 import functools
 import importlib
 import json
+import re
 import threading
 import uuid
 from typing import Any, Callable
@@ -403,6 +404,39 @@ def install_definition_string_escapes() -> None:
         return json.loads(f'"{text}"')
 
     Preprocessor._inner_string_of = staticmethod(inner_string_of)
+
+
+# A quoted key in brackets: ['...'] or ["..."], a backslash escaping the character after it.
+_BRACKET_KEY = re.compile(r"""\[\s*(['"])((?:\\.|(?!\1)[^\\])*)\1\s*\]""")
+
+
+def install_jsonpath_bracket_keys() -> None:
+    """AWS reads a quoted key in brackets as Jayway JsonPath does: a backslash before the quote that
+    delimits the key stands for that quote, and every other backslash is part of the key, so
+    ``$['Test\\""Name"']`` reads the key ``Test\\""Name"`` (AWS's recorded executions). moto's
+    jsonpath-ng took any backslash as an escape and looked for ``Test""Name"``.
+    https://docs.aws.amazon.com/step-functions/latest/dg/amazon-states-language-paths.html
+    """
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    original = json_path.extract_json
+
+    def as_jsonpath_ng_reads_it(match: re.Match) -> str:
+        quote, raw = match[1], match[2]
+        key = raw.replace("\\" + quote, quote)
+        return "[" + quote + key.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote + "]"
+
+    def extract_json(path: str, data: Any) -> Any:
+        if "\\" not in path:
+            return original(path, data)
+        try:
+            return original(_BRACKET_KEY.sub(as_jsonpath_ng_reads_it, path), data)
+        except json_path.NoSuchJsonPathError:
+            raise json_path.NoSuchJsonPathError(json_path=path, data=data) from None
+
+    json_path.extract_json = extract_json
+    for module_name in modules_importing(json_path, "extract_json", original):
+        setattr(importlib.import_module(module_name), "extract_json", extract_json)
 
 
 def install_parse_once_per_definition() -> None:

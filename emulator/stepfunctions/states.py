@@ -114,19 +114,29 @@ def install_distributed_map_scope() -> None:
 
 def install_map_items_default() -> None:
     """AWS: a JSONata Map without ``Items`` iterates over its state input, as a JSONPath Map without
-    ``ItemsPath`` does; moto iterated over nothing and failed with States.Runtime.
+    ``ItemsPath`` does, and an input that is not an array fails the state with
+    ``States.QueryEvaluationError``, "Map state input must be an array but was: <value>" (AWS's recorded
+    executions); moto iterated over nothing and failed with States.Runtime.
     https://docs.aws.amazon.com/step-functions/latest/dg/state-map-inline.html
     """
     from moto.stepfunctions.parser.asl.component.common.string.string_expression import StringJSONata
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.items.items import ItemsJSONata
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map import StateMap
 
+    from emulator.stepfunctions.jsonata import compact, evaluation_failed
+
+    class StateInputItems(ItemsJSONata):
+        def _eval_body(self, env: Any) -> None:
+            self.string_jsonata.eval(env=env)
+            if not isinstance(env.stack[-1], list):
+                raise evaluation_failed(env, f"Map state input must be an array but was: {compact(env.stack[-1])}")
+
     original = StateMap.from_state_props
 
     def from_state_props(self: Any, state_props: Any) -> None:
         original(self, state_props)
         if not self._is_language_query_jsonpath() and self.items is None and self.item_reader is None:
-            self.items = ItemsJSONata(StringJSONata("$states.input"))
+            self.items = StateInputItems(StringJSONata("$states.input"))
 
     StateMap.from_state_props = from_state_props
 
@@ -231,3 +241,43 @@ def install_item_reader_failed() -> None:
             raise states_error(env, "States.ItemReaderFailed", f"Item reader failed: {error}") from None
 
     ResourceEvalS3.eval_resource = eval_resource
+
+
+_PENDING_ASSIGNMENTS = "_emulator_pending_assignments"
+
+
+def install_assign_after_output() -> None:
+    """AWS: every field of a state reads the variables as they were when the state was entered, its
+    output included; what ``Assign`` sets is seen from the next state on (AWS's recorded executions:
+    a Pass state that assigns ``answer`` outputs the old ``answer`` through ``OutputPath: $answer``).
+    moto set each variable as soon as Assign was evaluated, before OutputPath or Output.
+    https://docs.aws.amazon.com/step-functions/latest/dg/workflow-variables.html
+    """
+    from moto.stepfunctions.parser.asl.component.common.assign.assign_decl import AssignDecl
+    from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
+
+    def assign(self: Any, env: Any) -> None:
+        declarations: dict[str, Any] = {}
+        for binding in self.declaration_bindings:
+            binding.eval(env=env)
+            declarations.update(env.stack.pop())
+        getattr(env, _PENDING_ASSIGNMENTS).update(declarations)
+
+    original_body = CommonStateField._eval_body
+
+    def eval_body(self: Any, env: Any) -> None:
+        setattr(env, _PENDING_ASSIGNMENTS, {})  # a failed attempt that a Retry repeats assigns nothing
+        original_body(self, env)
+
+    original_exited = CommonStateField._get_state_exited_event_details
+
+    def exited_event_details(self: Any, env: Any) -> Any:
+        # Reached once the state's output is final, just before StateExited reports what it assigned.
+        for name, value in getattr(env, _PENDING_ASSIGNMENTS, {}).items():
+            env.variable_store.set(variable_identifier=name, variable_value=value)
+        setattr(env, _PENDING_ASSIGNMENTS, {})
+        return original_exited(self, env)
+
+    AssignDecl._eval_body = assign
+    CommonStateField._eval_body = eval_body
+    CommonStateField._get_state_exited_event_details = exited_event_details
