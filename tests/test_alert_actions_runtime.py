@@ -499,6 +499,25 @@ def test_no_log_line_holds_the_token_the_key_or_the_slack_secret(endpoint, aws, 
         assert secret not in text
 
 
+def test_the_endpoint_records_no_token_or_account_in_its_trace_or_logs(endpoint, aws, recorded, with_slack_app):
+    # Given: a page shown, an acknowledgement by link and a resolution by a Slack click. Powertools'
+    # Tracer records a handler's response unless told not to
+    # (https://docs.powertools.aws.dev/lambda/python/latest/core/tracer/): a page holds the token.
+    put_alert(aws)
+    ack, res = token(), token("resolve")
+    # When
+    for event in (url_event(query={"t": ack}), confirm(ack),
+                  slack_request(block_actions(BASE_URL + "?t=" + res, user_id="U0999WXYZ"))):
+        assert call(endpoint, event)["statusCode"] == 200
+    # Then: three invocations traced; no token, signature or account in the trace or the logs
+    assert item(aws)["resolved_by"] == "U0999WXYZ"
+    assert len(recorded.handler_subsegments()) == 3
+    text = recorded.everything()
+    assert text.count('"Acted"') == 2
+    secrets = [ack, res, ack.split(".")[1], res.split(".")[1], USER, "U0999WXYZ"]
+    assert [secret for secret in secrets if secret in text] == []
+
+
 # -- Slack interactivity ---------------------------------------------------------------------------
 
 

@@ -168,7 +168,7 @@ def test_map_form_user_accounts_are_notified_in_numeric_key_order(config_logic):
         ({"user_accounts": ["a@example.com", "  "]}, "user_accounts[1]", "non-empty string"),
         ({"user_accounts": ["x" * 255]}, "user_accounts[0]", "at most 254"),
         ({"user_accounts": {"1": "a@example.com", "2": ""}}, "user_accounts['2']", "non-empty string"),
-        ({"user_accounts": ["a@example.com", "a@example.com"]}, "user_accounts[1]", "listed twice"),
+        ({"user_accounts": ["a@example.com", "a@example.com"]}, "user_accounts[1]", "is listed twice (also user_accounts[0])"),
         ({"notification_count": None}, "notification_count", "is required"),
         ({"notification_count": Decimal(0)}, "notification_count", "must be an integer of at least 1"),
         ({"notification_count": Decimal("1.5")}, "notification_count", "must be an integer"),
@@ -189,7 +189,7 @@ def test_map_form_user_accounts_are_notified_in_numeric_key_order(config_logic):
         ({"user_accounts": None, "escalation": [["a@example.com"], []]}, "escalation[1]", "non-empty list"),
         ({"user_accounts": None, "escalation": [["a@example.com"], "b@example.com"]}, "escalation[1]", "non-empty list"),
         ({"user_accounts": None, "escalation": [["a@example.com", ""]]}, "escalation[0][1]", "non-empty string"),
-        ({"user_accounts": None, "escalation": [["a@example.com", "a@example.com"]]}, "escalation[0][1]", "listed twice"),
+        ({"user_accounts": None, "escalation": [["a@example.com", "a@example.com"]]}, "escalation[0][1]", "is listed twice (also escalation[0][0])"),
     ],
 )
 def test_invalid_config_names_the_field_and_the_problem(config_logic, overrides, field, problem):
@@ -419,6 +419,40 @@ def test_fetch_handler_raises_invalid_alert_config_for_a_bad_item(alert_table):
     assert type(raised.value).__name__ == "InvalidAlertConfig"
     assert str(raised.value).startswith("notification_count: ")
     assert "escalation_execution_arn" not in alert_table.get_item(Key={"alert_id": "broken"})["Item"]
+
+
+def test_fetch_handler_records_no_link_token_or_account_in_its_trace_or_logs(alert_table, recorded):
+    # Given: two people to notify. Powertools' Tracer records a handler's response as trace metadata
+    # unless told not to (https://docs.powertools.aws.dev/lambda/python/latest/core/tracer/), and this
+    # response is every person's account and signed links.
+    alert_table.put_item(Item={"alert_id": "cpu-high", "notification_count": 2,
+                               "user_accounts": ["foo@example.com", "U0123ABCD"]})
+    handler = load_lambda_module("alert_config", "handler")
+    # When
+    result = handler.lambda_handler(fetch_event("cpu-high"), FakeLambdaContext())
+    # Then: the handler was traced, and nothing it recorded or logged holds an account, link or token
+    assert len(recorded.handler_subsegments()) == 1 and "ColdStart" in recorded.handler_subsegments()[0].annotations
+    secrets = ["foo@example.com", "U0123ABCD"] + [
+        url.split("?t=", 1)[1] for links in result["links"].values() for url in links.values()
+    ]
+    assert len(secrets) == 6
+    text = recorded.everything()
+    assert '"Alert config"' in text  # its log line was captured
+    assert [secret for secret in secrets if secret in text] == []
+
+
+def test_a_refused_item_is_traced_with_its_field_never_with_an_account(alert_table, recorded):
+    # Given: an account listed twice
+    alert_table.put_item(Item={"alert_id": "twice", "notification_count": 1,
+                               "user_accounts": ["dup@example.com", "dup@example.com"]})
+    handler = load_lambda_module("alert_config", "handler")
+    # When
+    with pytest.raises(Exception, match=r"^user_accounts\[1\]: is listed twice \(also user_accounts\[0\]\)$"):
+        handler.lambda_handler(fetch_event("twice"), FakeLambdaContext())
+    # Then: the error is in the trace (it says which field to fix) and the account is nowhere
+    text = recorded.everything()
+    assert "listed twice" in recorded.trace.recorded_text()
+    assert "dup@example.com" not in text
 
 
 def _claim_of(table, alert_id: str) -> str | None:
@@ -689,6 +723,45 @@ def test_notifier_posts_one_message_naming_the_user_and_the_alert_message(notifi
     [post] = slack.posts
     assert "foo@example.com" in post.body["text"] and "Disk above 90% on web-1" in post.body["text"]
     assert [button["url"] for button in post.body["blocks"][1]["elements"]] == [LINKS["acknowledge"], LINKS["resolve"]]
+
+
+def test_notifier_records_no_account_or_link_in_its_trace_logs_or_metrics(notifier, slack, recorded):
+    # Given: a Slack member to notify, then one Slack refuses (a revoked webhook answers 404)
+    links = signed_links("U0123ABCD", 300)
+    # When
+    notifier.lambda_handler({**notification_event(user="U0123ABCD"), "links": links}, FakeLambdaContext())
+    slack.fail_next(1, status=404)
+    with pytest.raises(Exception) as raised:
+        notifier.lambda_handler({**notification_event(user="lead@example.com"), "links": links}, FakeLambdaContext())
+    # Then: both invocations were traced, the error with Slack's answer (so the trace says what failed),
+    # and no account, link or token is in the trace, the logs or the metrics
+    assert type(raised.value).__name__ == "SlackRejectedError"
+    assert len(recorded.handler_subsegments()) == 2
+    assert "404" in recorded.trace.recorded_text()
+    text = recorded.everything()
+    assert '"Notified"' in text and "NotificationsSent" in text and "NotificationsFailed" in text
+    secrets = ["U0123ABCD", "lead@example.com", *links.values(), *(url.split("?t=", 1)[1] for url in links.values())]
+    assert [secret for secret in secrets if secret in text] == []
+
+
+def test_the_tracer_traces_aws_calls_and_not_the_slack_webhook_url(tmp_path):
+    # X-Ray's http.client patch, part of the patch_all Tracer applies by default, records the URL of every
+    # request (aws_xray_sdk.ext.httplib); a webhook URL is the webhook's secret. Imported as in Lambda,
+    # with tracing on (LAMBDA_TASK_ROOT set), the shared tracer patches the AWS SDK only.
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {key: value for key, value in os.environ.items() if key != "POWERTOOLS_TRACE_DISABLED"}
+    env.update(LAMBDA_TASK_ROOT=str(tmp_path), PYTHONPATH=str(ROOT / "lambdas" / "shared_layer" / "python"))
+    probe = (
+        "import patterns_common.observability, aws_xray_sdk.core.patcher as p; "
+        "print(sorted(p._PATCHED_MODULES))"
+    )
+    patched = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert patched.stdout.split() == ["['botocore']"]
 
 
 def test_a_repeated_notification_does_not_post_again(notifier, slack):

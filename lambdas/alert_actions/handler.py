@@ -48,7 +48,7 @@ table = boto3.resource("dynamodb").Table(os.environ["ALERT_TABLE_NAME"])
 
 
 @logger.inject_lambda_context
-# The pages hold the token: never record a response (or the event) in a trace.
+# The pages hold the token and the person's account: never record a response (or the event) in a trace.
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
@@ -100,7 +100,8 @@ def act(claim: ActionClaim, *, by: str, now: float, current_since: str | None = 
         logger.info("Not acted", extra={"alert_id": claim.alert_id, "action": claim.action, "outcome": outcome.kind})
         return outcome
     outcome = Outcome("acted", update["ExpressionAttributeValues"][":new"], by, at)
-    logger.info("Acted", extra={"alert_id": claim.alert_id, "action": claim.action, "by": by, "at": at})
+    # Who acted is in the item (acknowledged_by, resolved_by), never in a log.
+    logger.info("Acted", extra={"alert_id": claim.alert_id, "action": claim.action, "at": at})
     webhook_secret_name = os.environ.get("SLACK_WEBHOOK_SECRET_NAME")
     if webhook_secret_name is None:  # a team's notifier delivers the notifications: no channel to follow up in
         return outcome

@@ -223,14 +223,15 @@ def _user_list(accounts: Any) -> list[str]:
 
 
 def _accounts(labelled: list[tuple[str, Any]]) -> list[str]:
-    users: list[str] = []
+    users: dict[str, str] = {}  # account -> where it is first listed
     for label, user in labelled:
         if not isinstance(user, str) or not user.strip() or len(user) > MAX_USER_LENGTH:
             raise InvalidAlertConfig(label, f"must be a non-empty string of at most {MAX_USER_LENGTH} characters")
         if user in users:
-            raise InvalidAlertConfig(label, f"{user!r} is listed twice")
-        users.append(user)
-    return users
+            # Named by position, not by account: the error lands in logs, traces and execution history.
+            raise InvalidAlertConfig(label, f"is listed twice (also {users[user]})")
+        users[user] = label
+    return list(users)
 
 
 def _map_key_order(key: str) -> tuple[int, int, str]:

@@ -40,7 +40,9 @@ stepfunctions = boto3.client("stepfunctions")
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+# The response holds every user's account and signed links: never record it in a trace. Its errors
+# name fields and positions, never an account (alert_config_logic), so they are recorded.
+@tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     execution = read_input(event["input"])
     me = event["execution_arn"]  # the task sends the input, this execution's ARN and the action endpoint's URL
