@@ -890,6 +890,27 @@ def test_plan_starts_only_alerts_without_a_running_execution(dispatch_logic):
     plan = dispatch_logic.plan_dispatch(["b", "a", "c", "a"], {"c", "zombie"})
     assert plan.to_start == ["a", "b"]
     assert plan.already_running == ["c"]
+    assert plan.alarm_ok == []
+
+
+def test_plan_leaves_out_every_alert_whose_alarm_is_ok(dispatch_logic):
+    # Given: alerts linked to alarms in each of CloudWatch's three states, to a missing alarm, and none.
+    # INSUFFICIENT_DATA says nothing about what is watched (docs/alert-lifecycle.md): the item decides.
+    linked = {"ok": "db-ok", "ok-running": "db-ok", "alarming": "db-alarm", "no-data": "db-new", "gone": "deleted"}
+    states = {"db-ok": "OK", "db-alarm": "ALARM", "db-new": "INSUFFICIENT_DATA"}
+    # When
+    quiet = dispatch_logic.alarm_ok_alert_ids(linked, states)
+    plan = dispatch_logic.plan_dispatch([*linked, "unlinked"], {"ok-running", "alarming"}, quiet)
+    # Then
+    assert plan.alarm_ok == ["ok", "ok-running"]
+    assert plan.to_start == ["gone", "no-data", "unlinked"]
+    assert plan.already_running == ["alarming"]
+
+
+def test_alarm_names_are_described_a_hundred_at_a_time(dispatch_logic):
+    # DescribeAlarms takes at most 100 AlarmNames (CloudWatch API Reference, DescribeAlarms)
+    names = [f"alarm-{n:03d}" for n in range(250)] + ["alarm-000"]
+    assert [len(batch) for batch in dispatch_logic.batches(names)] == [100, 100, 50]
 
 
 @pytest.fixture
@@ -916,7 +937,9 @@ def test_dispatcher_starts_one_execution_per_active_alert_and_none_twice(dispatc
     # When
     result = handler.lambda_handler(event, FakeLambdaContext())
     # Then
-    assert result == {"started": ["a-active", "b-no-status"], "already_running": ["d-running"], "already_started": []}
+    assert result == {
+        "started": ["a-active", "b-no-status"], "already_running": ["d-running"], "already_started": [], "alarm_ok": []
+    }
     executions = stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]
     started = {e["name"]: json.loads(stepfunctions.describe_execution(executionArn=e["executionArn"])["input"]) for e in executions}
     assert started.pop("by-hand") == {"alert_id": "d-running"}
@@ -931,6 +954,56 @@ def test_dispatcher_starts_one_execution_per_active_alert_and_none_twice(dispatc
     assert len(stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]) == 3
 
 
+def put_alarm(name: str, state: str) -> None:
+    """A metric alarm in ``state``, always set: CloudWatch starts a new alarm INSUFFICIENT_DATA, moto OK."""
+    cloudwatch = boto3.client("cloudwatch")
+    cloudwatch.put_metric_alarm(
+        AlarmName=name, Namespace="AWS/RDS", MetricName="CPUUtilization", Statistic="Average", Period=60,
+        EvaluationPeriods=3, Threshold=90, ComparisonOperator="GreaterThanThreshold",
+    )
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue=state, StateReason="test")
+
+
+def test_an_alert_whose_alarm_is_ok_is_not_paged_whatever_its_item_says(dispatcher, alert_table):
+    handler, stepfunctions, machine_arn = dispatcher
+    # Given: alerts written without a status (active) or active, linked to alarms in each state
+    put_alarm("db-ok", "OK")
+    put_alarm("db-alarm", "ALARM")
+    put_alarm("db-new", "INSUFFICIENT_DATA")
+    for alert_id, alarm, status in (
+        ("ok-no-status", "db-ok", None), ("ok-active", "db-ok", "active"), ("alarming", "db-alarm", None),
+        ("no-data", "db-new", "active"), ("alarm-deleted", "no-such-alarm", None), ("unlinked", None, None),
+    ):
+        alert_table.put_item(Item={"alert_id": alert_id, **({"alarm_name": alarm} if alarm else {}),
+                                   **({"status": status} if status else {})})
+    calls: list[str] = []
+    handler.cloudwatch.meta.events.register("before-call.cloudwatch.*", lambda model, **_: calls.append(model.name))
+    # When
+    result = handler.lambda_handler({"time": "2026-11-22T05:00:00Z"}, FakeLambdaContext())
+    # Then: the two alerts whose alarm is OK are not started; the others are, as their items say
+    assert result["alarm_ok"] == ["ok-active", "ok-no-status"]
+    assert result["started"] == ["alarm-deleted", "alarming", "no-data", "unlinked"]
+    started = {json.loads(stepfunctions.describe_execution(executionArn=e["executionArn"])["input"])["alert_id"]
+               for e in stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]}
+    assert started == set(result["started"])
+    assert calls == ["DescribeAlarms"]  # the four alarm names in one call
+
+
+def test_the_dispatch_describes_the_alarms_a_hundred_names_a_call(dispatcher, alert_table):
+    handler, _, _ = dispatcher
+    # Given: 150 alerts, each linked to its own alarm, all OK
+    for n in range(150):
+        put_alarm(f"alarm-{n:03d}", "OK")
+        alert_table.put_item(Item={"alert_id": f"alert-{n:03d}", "alarm_name": f"alarm-{n:03d}"})
+    calls: list[str] = []
+    handler.cloudwatch.meta.events.register("before-call.cloudwatch.*", lambda model, **_: calls.append(model.name))
+    # When
+    result = handler.lambda_handler({"time": "2026-11-22T05:00:00Z"}, FakeLambdaContext())
+    # Then
+    assert len(result["alarm_ok"]) == 150 and result["started"] == []
+    assert calls == ["DescribeAlarms", "DescribeAlarms"]
+
+
 def test_a_redelivered_schedule_event_starts_nothing_new(dispatcher, alert_table):
     handler, stepfunctions, machine_arn = dispatcher
     # Given: the slot's execution already ran and ended
@@ -942,7 +1015,7 @@ def test_a_redelivered_schedule_event_starts_nothing_new(dispatcher, alert_table
     # When: EventBridge delivers the same event again
     result = handler.lambda_handler(event, FakeLambdaContext())
     # Then
-    assert result == {"started": [], "already_running": [], "already_started": ["a-active"]}
+    assert result == {"started": [], "already_running": [], "already_started": ["a-active"], "alarm_ok": []}
     assert len(stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]) == 1
 
 

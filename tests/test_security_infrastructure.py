@@ -36,6 +36,8 @@ UNSCOPABLE_ACTIONS = frozenset(
         "logs:PutResourcePolicy",
         "logs:DescribeResourcePolicies",
         "logs:DescribeLogGroups",
+        # Answers for composite alarms only when scoped to "*" (CloudWatch API Reference, DescribeAlarms)
+        "cloudwatch:DescribeAlarms",
     }
 )
 
