@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from patterns_common.alert_action_links import LINK_LIFETIME_SECONDS, links_for
+
 DEFAULT_INTERVAL_SECONDS = 300
 MAX_TOTAL_WAIT_SECONDS = 86_400  # the machine's TimeoutSeconds (2 days) keeps a day for the work itself
 # The dispatcher spreads its starts over at most this long (a start delay is a wait like the others).
@@ -154,6 +156,28 @@ def parse_alert_config(
             f"{rounds - 1} waits of {interval} s add up to more than the {MAX_TOTAL_WAIT_SECONDS} s an alert may wait",
         )
     return config
+
+
+def fetched_config(
+    item: Mapping[str, Any], *, start_delay_seconds: int, key: bytes, actions_url: str, now: float
+) -> AlertConfig:
+    """What Fetch Alert Config returns for an item: its validated config with each user's links
+    (``tools.alert`` checks an item with this before writing it)."""
+    alert_id = item["alert_id"]
+    return parse_alert_config(
+        item,
+        start_delay_seconds=start_delay_seconds,
+        # A link stays valid for a day after the last round that can send it.
+        links_for=lambda user, notifying_for: links_for(
+            key,
+            actions_url,
+            alert_id=alert_id,
+            user=user,
+            expires_at=int(now) + notifying_for + LINK_LIFETIME_SECONDS,
+            # So the endpoint can tell a link of this occurrence from one sent before the alarm raised it again
+            issued_at=int(now),
+        ),
+    )
 
 
 def status_of(item: Mapping[str, Any]) -> str:
