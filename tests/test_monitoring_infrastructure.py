@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from aws_cdk import App, Stack, Validations
-from aws_cdk.cx_api import SynthesisMessageLevel
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
+from aws_cdk.cx_api import SynthesisMessageLevel
 from cdk_nag import AwsSolutionsChecks
 
 from stacks.common.nag import acknowledge
