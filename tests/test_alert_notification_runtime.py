@@ -907,6 +907,13 @@ def test_plan_leaves_out_every_alert_whose_alarm_is_ok(dispatch_logic):
     assert plan.already_running == ["alarming"]
 
 
+def test_only_a_name_an_alarm_can_have_is_looked_up(dispatch_logic):
+    # AlarmName: 1 to 255 characters (CloudWatch API Reference, PutMetricAlarm and DescribeAlarms)
+    assert dispatch_logic.alarm_name_of({"alarm_name": "a" * 255}) == "a" * 255
+    for item in ({}, {"alarm_name": ""}, {"alarm_name": "a" * 256}, {"alarm_name": 7}):
+        assert dispatch_logic.alarm_name_of(item) is None
+
+
 def test_alarm_names_are_described_a_hundred_at_a_time(dispatch_logic):
     # DescribeAlarms takes at most 100 AlarmNames (CloudWatch API Reference, DescribeAlarms)
     names = [f"alarm-{n:03d}" for n in range(250)] + ["alarm-000"]

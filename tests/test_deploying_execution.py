@@ -75,6 +75,10 @@ def test_the_deploy_page_ends_with_a_first_alert_acknowledged_from_slack(deploym
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "SLACK_WEBHOOK_URL": copied[WEBHOOK_SECRET], "SLACK_SIGNING_SECRET": copied[SIGNING_SECRET]}
     shell = Shell(env, tmp_path / "page.env")
+    # Step 2: deployed without alertEmail (as the emulator deploys), the real cdk CLI printed the
+    # warning the page quotes
+    [quoted] = re.findall(r"print a warning \(`(.*?)`\)", PAGE.read_text(), re.DOTALL)
+    assert " ".join(quoted.split()) in " ".join((deployment.aws.workdir / "cdk.log").read_text().split())
     try:
         # The test holds the simulated clock: it flows, but never jumps the 300 s between rounds.
         with deployment.aws.clock.busy():

@@ -25,8 +25,10 @@ from patterns_common.alert_executions import alert_key, alert_key_of
 START_BURST = 3
 START_SPACING_SECONDS = 5
 MAX_START_SPREAD_SECONDS = 900
-# DescribeAlarms takes at most 100 alarm names per call (CloudWatch API Reference, DescribeAlarms).
+# DescribeAlarms takes at most 100 alarm names per call, each of 1 to 255 characters (CloudWatch API
+# Reference, DescribeAlarms): a longer name on an item names no alarm, and must not fail the dispatch.
 DESCRIBE_ALARMS_BATCH = 100
+MAX_ALARM_NAME_LENGTH = 255
 
 
 def scheduled_time(event: Mapping[str, Any], now: datetime | None = None) -> datetime:
@@ -83,6 +85,12 @@ def start_delays(count: int) -> list[int]:
 def execution_input(alert_id: str, start_delay_seconds: int) -> dict[str, Any]:
     """What the machine is started with: the alert, and the delay when there is one."""
     return {"alert_id": alert_id, **({"start_delay_seconds": start_delay_seconds} if start_delay_seconds else {})}
+
+
+def alarm_name_of(item: Mapping[str, Any]) -> str | None:
+    """The alarm an alert item names, if its ``alarm_name`` can be an alarm's name."""
+    name = item.get("alarm_name")
+    return name if isinstance(name, str) and 0 < len(name) <= MAX_ALARM_NAME_LENGTH else None
 
 
 def batches(names: Iterable[str], size: int = DESCRIBE_ALARMS_BATCH) -> list[list[str]]:

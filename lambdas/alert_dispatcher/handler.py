@@ -23,6 +23,7 @@ from typing import Any
 import boto3
 from alert_dispatcher_logic import (
     DispatchFailed,
+    alarm_name_of,
     alarm_ok_alert_ids,
     alert_id_of,
     batches,
@@ -111,9 +112,7 @@ def active_alerts() -> Iterator[tuple[str, str | None]]:
     }
     while True:
         page = table.scan(**scan)
-        for item in page["Items"]:
-            alarm = item.get("alarm_name")
-            yield item["alert_id"], alarm if isinstance(alarm, str) and alarm else None
+        yield from ((item["alert_id"], alarm_name_of(item)) for item in page["Items"])
         if "LastEvaluatedKey" not in page:
             return
         scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
