@@ -22,6 +22,9 @@ import pytest
 from tests.conftest import ROOT
 from tests.emulator_helpers import wait_for
 
+# For tests/parallel.py's shards: the page's dozen AWS CLI processes and the alarm's round trip run
+# about as long as 15 ordinary deployment tests.
+SHARD_WEIGHT = 15
 PAGE = ROOT / "docs" / "deploying.md"
 STACK = "AlertNotificationStack"
 BLOCK = re.compile(r"<!-- (run|slack): ([\w -]+) -->\n```(?:bash|text)\n(.*?)```", re.DOTALL)
