@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from emulator.follow import follow
+from patterns_common.alert_executions import alert_key, alert_key_of
 from tests.conftest import ROOT
 from tests.emulator_helpers import wait_for
 
@@ -110,12 +112,21 @@ def test_the_deploy_page_ends_with_a_first_alert_acknowledged_from_slack(deploym
             # The alarm returns to OK: resolved by it
             shell.run(runnable["resolve"])
             wait_for(lambda: item_status(dynamodb, table) == "resolved", "the OK to resolve the alert", timeout=60)
+        # The escalation ends at its next status read, and no second round was posted
+        [execution] = [e for e in deployment.client("stepfunctions").list_executions(
+            stateMachineArn=deployment.machine_arn("alert"))["executions"] if alert_key_of(e["name"]) == alert_key(ALERT)]
+        result = follow(deployment.aws, execution["executionArn"])
+        assert result.status == "SUCCEEDED" and result.output["rounds_completed"] == 1
+        assert len(posts_about(deployment.slack)) == 2
     finally:
         for name, value in copied.items():
             if not secrets.list_secrets(Filters=[{"Key": "name", "Values": [name]}])["SecretList"]:
                 secrets.create_secret(Name=name, SecretString=value)
         cloudwatch.delete_alarms(AlarmNames=[ALARM])
-        dynamodb.delete_item(TableName=table, Key={"alert_id": {"S": ALERT}})
+        # The item is kept, resolved: its execution ends at its next status read (deleted, it would fail)
+        if item_status(dynamodb, table) not in (None, "resolved"):
+            dynamodb.update_item(TableName=table, Key={"alert_id": {"S": ALERT}}, UpdateExpression="SET #s = :r",
+                                 ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues={":r": {"S": "resolved"}})
 
 
 def posts_about(slack) -> list:
