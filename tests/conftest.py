@@ -33,9 +33,9 @@ from dataclasses import dataclass  # noqa: E402
 
 import pytest  # noqa: E402
 
-# Fixtures shared across test files: the browser tests' (``browser``, ``console``) and the emulator tests'
-# (``aws``, ``role_arn``).
-pytest_plugins = ("tests.browser", "tests.emulator_helpers")
+# Fixtures shared across test files: the browser tests' (``browser``, ``console``), the emulator tests'
+# (``aws``, ``role_arn``) and the handlers' recorded trace and logs (``recorded``).
+pytest_plugins = ("tests.browser", "tests.emulator_helpers", "tests.trace_record")
 
 
 @dataclass(frozen=True)

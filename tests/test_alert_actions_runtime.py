@@ -499,6 +499,124 @@ def test_no_log_line_holds_the_token_the_key_or_the_slack_secret(endpoint, aws, 
         assert secret not in text
 
 
+def test_the_endpoint_records_no_token_or_account_in_its_trace_or_logs(endpoint, aws, recorded, with_slack_app):
+    # Given: a page shown, an acknowledgement by link and a resolution by a Slack click. Powertools'
+    # Tracer records a handler's response unless told not to
+    # (https://docs.powertools.aws.dev/lambda/python/latest/core/tracer/): a page holds the token.
+    put_alert(aws)
+    ack, res = token(), token("resolve")
+    # When
+    for event in (url_event(query={"t": ack}), confirm(ack),
+                  slack_request(block_actions(BASE_URL + "?t=" + res, user_id="U0999WXYZ"))):
+        assert call(endpoint, event)["statusCode"] == 200
+    # Then: three invocations traced; no token, signature or account in the trace or the logs
+    assert item(aws)["resolved_by"] == "U0999WXYZ"
+    assert len(recorded.handler_subsegments()) == 3
+    text = recorded.everything()
+    assert text.count('"Acted"') == 2
+    secrets = [ack, res, ack.split(".")[1], res.split(".")[1], USER, "U0999WXYZ"]
+    assert [secret for secret in secrets if secret in text] == []
+
+
+# -- signing-key rotation --------------------------------------------------------------------------
+# A rotation is put-secret-value with a new random value: Secrets Manager makes it AWSCURRENT and moves
+# AWSPREVIOUS to the value it replaced (Secrets Manager API Reference, PutSecretValue); moto does the same.
+
+
+class Clock:
+    """The endpoint's monotonic clock, moved by the test: cache ages are simulated, not waited for."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def rotating(endpoint, aws, monkeypatch):
+    """A signing key of its own (the module's stays put), the real signer (Fetch Alert Config's handler)
+    and the endpoint's key cache on a simulated clock; yields (secret ARN, sign, clock, GetSecretValue calls)."""
+    secrets = boto3.client("secretsmanager")
+    arn = secrets.create_secret(Name=f"rotating-{time.time_ns()}", SecretString="1" * 64)["ARN"]
+    monkeypatch.setenv("SIGNING_KEY_SECRET_ARN", arn)
+    monkeypatch.setenv("ACTION_LINK_KEY_SECRET_ARN", arn)
+    clock = Clock()
+    monkeypatch.setattr(endpoint, "signing_keys", links.ActionLinkKeys(
+        endpoint.fetch_signing_keys, max_age=endpoint.SECRET_MAX_AGE_SECONDS,
+        refetch_interval=endpoint.KEY_REFETCH_INTERVAL_SECONDS, clock=clock,
+    ))
+    calls: list[str] = []
+    endpoint.secrets.meta.events.register("before-call.secrets-manager.GetSecretValue", lambda **_: calls.append("get"))
+    signer = load_lambda_module("alert_config", "handler")
+    put_alert(aws, notification_count=1)
+
+    def sign() -> str:
+        """A fresh acknowledge link's token, as the signer makes it with the key it holds."""
+        config = signer.lambda_handler({"input": {"alert_id": ALERT}, "execution_arn": f"arn:{time.time_ns()}",
+                                        "actions_url": BASE_URL}, FakeLambdaContext())
+        aws.update_item(Key={"alert_id": ALERT}, UpdateExpression="REMOVE escalation_execution_arn")
+        return config["links"][USER]["acknowledge"].split("?t=", 1)[1]
+
+    yield arn, sign, clock, calls
+    endpoint.secrets.meta.events.unregister("before-call.secrets-manager.GetSecretValue")
+    parameters.clear_caches()
+
+
+def rotate(arn: str, value: str) -> None:
+    boto3.client("secretsmanager").put_secret_value(SecretId=arn, SecretString=value)
+
+
+def shows(endpoint, tok: str) -> int:
+    return call(endpoint, url_event(query={"t": tok}))["statusCode"]
+
+
+def test_after_a_rotation_no_valid_link_is_refused(endpoint, rotating):
+    arn, sign, clock, _ = rotating
+    # Given: a link posted before the rotation, opened once (the endpoint now holds the old key)
+    posted = sign()
+    assert shows(endpoint, posted) == 200
+    # When: the key is rotated; one signer still holds the old key, another (cold) fetches the new one
+    rotate(arn, "2" * 64)
+    clock.now += 2  # the new key's link takes seconds to reach anyone: signed, posted to Slack, clicked
+    by_stale_signer = sign()
+    parameters.clear_caches()
+    by_fresh_signer = sign()
+    assert by_fresh_signer.split(".")[1] != posted.split(".")[1]
+    # Then: within the endpoint's 300 s cache, every link works: the new key's at once, the old key's
+    # (posted, or signed before the signer refreshed) under AWSPREVIOUS; and a fresh link acts
+    assert [shows(endpoint, tok) for tok in (by_fresh_signer, posted, by_stale_signer)] == [200, 200, 200]
+    assert call(endpoint, confirm(by_fresh_signer))["statusCode"] == 200
+    assert item(endpoint.table)["status"] == "acknowledged"
+
+
+def test_rotating_twice_revokes_the_links_of_a_leaked_key(endpoint, rotating):
+    arn, sign, clock, _ = rotating
+    # Given: a link signed with the key that leaked
+    leaked = sign()
+    assert shows(endpoint, leaked) == 200
+    # When: it is rotated twice, so it is neither AWSCURRENT nor AWSPREVIOUS
+    rotate(arn, "2" * 64)
+    rotate(arn, "3" * 64)
+    clock.now += endpoint.SECRET_MAX_AGE_SECONDS
+    # Then
+    assert shows(endpoint, leaked) == 400
+
+
+def test_forged_tokens_fetch_the_keys_at_most_once_a_second(endpoint, rotating):
+    _, sign, clock, calls = rotating
+    assert shows(endpoint, sign()) == 200
+    fetched = len(calls)  # AWSCURRENT, and AWSPREVIOUS (none yet)
+    forged = token(key=b"not the key" * 6)
+    # When: a hundred forged links within one second
+    statuses = [shows(endpoint, forged) for _ in range(100)]
+    clock.now += endpoint.KEY_REFETCH_INTERVAL_SECONDS
+    statuses.append(shows(endpoint, forged))
+    # Then: all refused; the keys fetched again once, after the second passed
+    assert set(statuses) == {400}
+    assert fetched == 2 and len(calls) == 2 * fetched
+
+
 # -- Slack interactivity ---------------------------------------------------------------------------
 
 

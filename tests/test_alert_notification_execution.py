@@ -647,9 +647,11 @@ def test_a_dispatch_calls_the_api_once_per_alert_to_start_and_not_per_running_ex
             result = _dispatch(deployment, dispatcher, "2026-11-22T06:00:00Z")
         for alert_id in earlier + later:  # their executions end at the next status read
             alerts.set_status(alert_id, "resolved")
-    # Then: it started the 7 alerts not running (and any other test left active), none twice
+    # Then: it started the 7 alerts not running (and any other test left active, unless its alarm is OK), none twice
+    quiet = result.pop("alarm_ok")
+    assert set(quiet) <= set(others)
     assert result == {
-        "started": sorted(to_start + others),
+        "started": sorted(set(to_start + others) - set(quiet)),
         "already_running": sorted(earlier + [by_hand]),
         "already_started": [],
     }
@@ -659,6 +661,32 @@ def test_a_dispatch_calls_the_api_once_per_alert_to_start_and_not_per_running_ex
     # a DescribeExecution for the execution started by hand only, and a StartExecution per alert started
     dispatcher_calls = {op: calls[op] for op in ("Scan", "ListExecutions", "DescribeExecution", "StartExecution")}
     assert dispatcher_calls == {"Scan": 1, "ListExecutions": 1, "DescribeExecution": 1, "StartExecution": 7 + len(others)}
+
+
+def test_the_dispatch_does_not_page_an_alert_whose_alarm_is_ok(deployment, slack, alerts):
+    # Given: an alarm that is OK, and an alert naming it written without a status (which reads as
+    # active: docs/alert-lifecycle.md), beside the same alert without the alarm
+    dispatcher = _stack_resource(deployment, "AWS::Lambda::Function", "DispatchAlerts")
+    cloudwatch = deployment.client("cloudwatch")
+    alarm = unique("orders-db-cpu-high")
+    cloudwatch.put_metric_alarm(
+        AlarmName=alarm, Namespace="AWS/RDS", MetricName="CPUUtilization", Statistic="Average", Period=60,
+        EvaluationPeriods=3, Threshold=90, ComparisonOperator="GreaterThanThreshold",
+    )
+    cloudwatch.set_alarm_state(AlarmName=alarm, StateValue="OK", StateReason="the database is fine")
+    with deployment.aws.clock.busy():
+        _stop_running_alert_executions(deployment)
+        linked = alerts.put(alert_id=unique("linked"), alarm_name=alarm, user_accounts=["foo@example.com"],
+                            notification_count=1)
+        unlinked = alerts.put(alert_id=unique("unlinked"), user_accounts=["foo@example.com"], notification_count=1)
+        # When
+        result = _dispatch(deployment, dispatcher, "2026-11-22T07:00:00Z")
+        for alert_id in (linked, unlinked):
+            alerts.set_status(alert_id, "resolved")
+    # Then: the alert whose alarm is OK got no execution; the other did
+    assert linked in result["alarm_ok"] and linked not in result["started"]
+    assert unlinked in result["started"]
+    cloudwatch.delete_alarms(AlarmNames=[alarm])
 
 
 # --------------------------------------------------------------------------------------------------

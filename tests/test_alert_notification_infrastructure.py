@@ -324,7 +324,7 @@ def test_a_failed_dispatch_is_retried_twice_then_recorded_on_the_dispatch_failur
     assert granted["sqs:SendMessage"] == {"Fn::GetAtt": [queue, "Arn"]}
 
 
-def test_dispatcher_may_start_and_list_only_this_machine_and_scan_only_the_alert_table(template):
+def test_dispatcher_may_start_and_list_only_this_machine_scan_only_the_alert_table_and_read_alarms(template):
     machine = logical_id(template, "AWS::StepFunctions::StateMachine", "Machine")
     granted = statements_for(template, "DispatchAlertsRole")
     assert granted.pop("dynamodb:Scan") == [{"Fn::GetAtt": ["AlertTable", "Arn"]}]
@@ -335,6 +335,8 @@ def test_dispatcher_may_start_and_list_only_this_machine_and_scan_only_the_alert
     failures = {"Fn::GetAtt": [logical_id(template, "AWS::SQS::Queue", "DispatchFailureQueue"), "Arn"]}
     for action in ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"):  # the on-failure destination
         assert granted.pop(action) == failures
+    # Composite alarms are described only to a permission scoped to * (CloudWatch API Reference, DescribeAlarms)
+    assert granted.pop("cloudwatch:DescribeAlarms") == "*"
     assert granted == {}
     template.has_resource_properties(
         "AWS::Lambda::Function",
@@ -342,12 +344,13 @@ def test_dispatcher_may_start_and_list_only_this_machine_and_scan_only_the_alert
     )
 
 
-def test_only_log_and_xray_actions_use_a_wildcard_resource(template):
-    for policy in template.find_resources("AWS::IAM::Policy").values():
+def test_only_log_xray_and_the_dispatchers_alarm_reads_use_a_wildcard_resource(template):
+    for name, policy in template.find_resources("AWS::IAM::Policy").items():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             if statement["Resource"] == "*":
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-                assert all(action.split(":")[0] in ("logs", "xray") for action in actions), actions
+                reads_alarms = "DispatchAlerts" in name and actions == ["cloudwatch:DescribeAlarms"]
+                assert reads_alarms or all(action.split(":")[0] in ("logs", "xray") for action in actions), actions
 
 
 # -- action endpoint -------------------------------------------------------------------------------

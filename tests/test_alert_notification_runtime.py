@@ -168,7 +168,7 @@ def test_map_form_user_accounts_are_notified_in_numeric_key_order(config_logic):
         ({"user_accounts": ["a@example.com", "  "]}, "user_accounts[1]", "non-empty string"),
         ({"user_accounts": ["x" * 255]}, "user_accounts[0]", "at most 254"),
         ({"user_accounts": {"1": "a@example.com", "2": ""}}, "user_accounts['2']", "non-empty string"),
-        ({"user_accounts": ["a@example.com", "a@example.com"]}, "user_accounts[1]", "listed twice"),
+        ({"user_accounts": ["a@example.com", "a@example.com"]}, "user_accounts[1]", "is listed twice (also user_accounts[0])"),
         ({"notification_count": None}, "notification_count", "is required"),
         ({"notification_count": Decimal(0)}, "notification_count", "must be an integer of at least 1"),
         ({"notification_count": Decimal("1.5")}, "notification_count", "must be an integer"),
@@ -189,7 +189,7 @@ def test_map_form_user_accounts_are_notified_in_numeric_key_order(config_logic):
         ({"user_accounts": None, "escalation": [["a@example.com"], []]}, "escalation[1]", "non-empty list"),
         ({"user_accounts": None, "escalation": [["a@example.com"], "b@example.com"]}, "escalation[1]", "non-empty list"),
         ({"user_accounts": None, "escalation": [["a@example.com", ""]]}, "escalation[0][1]", "non-empty string"),
-        ({"user_accounts": None, "escalation": [["a@example.com", "a@example.com"]]}, "escalation[0][1]", "listed twice"),
+        ({"user_accounts": None, "escalation": [["a@example.com", "a@example.com"]]}, "escalation[0][1]", "is listed twice (also escalation[0][0])"),
     ],
 )
 def test_invalid_config_names_the_field_and_the_problem(config_logic, overrides, field, problem):
@@ -419,6 +419,40 @@ def test_fetch_handler_raises_invalid_alert_config_for_a_bad_item(alert_table):
     assert type(raised.value).__name__ == "InvalidAlertConfig"
     assert str(raised.value).startswith("notification_count: ")
     assert "escalation_execution_arn" not in alert_table.get_item(Key={"alert_id": "broken"})["Item"]
+
+
+def test_fetch_handler_records_no_link_token_or_account_in_its_trace_or_logs(alert_table, recorded):
+    # Given: two people to notify. Powertools' Tracer records a handler's response as trace metadata
+    # unless told not to (https://docs.powertools.aws.dev/lambda/python/latest/core/tracer/), and this
+    # response is every person's account and signed links.
+    alert_table.put_item(Item={"alert_id": "cpu-high", "notification_count": 2,
+                               "user_accounts": ["foo@example.com", "U0123ABCD"]})
+    handler = load_lambda_module("alert_config", "handler")
+    # When
+    result = handler.lambda_handler(fetch_event("cpu-high"), FakeLambdaContext())
+    # Then: the handler was traced, and nothing it recorded or logged holds an account, link or token
+    assert len(recorded.handler_subsegments()) == 1 and "ColdStart" in recorded.handler_subsegments()[0].annotations
+    secrets = ["foo@example.com", "U0123ABCD"] + [
+        url.split("?t=", 1)[1] for links in result["links"].values() for url in links.values()
+    ]
+    assert len(secrets) == 6
+    text = recorded.everything()
+    assert '"Alert config"' in text  # its log line was captured
+    assert [secret for secret in secrets if secret in text] == []
+
+
+def test_a_refused_item_is_traced_with_its_field_never_with_an_account(alert_table, recorded):
+    # Given: an account listed twice
+    alert_table.put_item(Item={"alert_id": "twice", "notification_count": 1,
+                               "user_accounts": ["dup@example.com", "dup@example.com"]})
+    handler = load_lambda_module("alert_config", "handler")
+    # When
+    with pytest.raises(Exception, match=r"^user_accounts\[1\]: is listed twice \(also user_accounts\[0\]\)$"):
+        handler.lambda_handler(fetch_event("twice"), FakeLambdaContext())
+    # Then: the error is in the trace (it says which field to fix) and the account is nowhere
+    text = recorded.everything()
+    assert "listed twice" in recorded.trace.recorded_text()
+    assert "dup@example.com" not in text
 
 
 def _claim_of(table, alert_id: str) -> str | None:
@@ -691,6 +725,45 @@ def test_notifier_posts_one_message_naming_the_user_and_the_alert_message(notifi
     assert [button["url"] for button in post.body["blocks"][1]["elements"]] == [LINKS["acknowledge"], LINKS["resolve"]]
 
 
+def test_notifier_records_no_account_or_link_in_its_trace_logs_or_metrics(notifier, slack, recorded):
+    # Given: a Slack member to notify, then one Slack refuses (a revoked webhook answers 404)
+    links = signed_links("U0123ABCD", 300)
+    # When
+    notifier.lambda_handler({**notification_event(user="U0123ABCD"), "links": links}, FakeLambdaContext())
+    slack.fail_next(1, status=404)
+    with pytest.raises(Exception) as raised:
+        notifier.lambda_handler({**notification_event(user="lead@example.com"), "links": links}, FakeLambdaContext())
+    # Then: both invocations were traced, the error with Slack's answer (so the trace says what failed),
+    # and no account, link or token is in the trace, the logs or the metrics
+    assert type(raised.value).__name__ == "SlackRejectedError"
+    assert len(recorded.handler_subsegments()) == 2
+    assert "404" in recorded.trace.recorded_text()
+    text = recorded.everything()
+    assert '"Notified"' in text and "NotificationsSent" in text and "NotificationsFailed" in text
+    secrets = ["U0123ABCD", "lead@example.com", *links.values(), *(url.split("?t=", 1)[1] for url in links.values())]
+    assert [secret for secret in secrets if secret in text] == []
+
+
+def test_the_tracer_traces_aws_calls_and_not_the_slack_webhook_url(tmp_path):
+    # X-Ray's http.client patch, part of the patch_all Tracer applies by default, records the URL of every
+    # request (aws_xray_sdk.ext.httplib); a webhook URL is the webhook's secret. Imported as in Lambda,
+    # with tracing on (LAMBDA_TASK_ROOT set), the shared tracer patches the AWS SDK only.
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {key: value for key, value in os.environ.items() if key != "POWERTOOLS_TRACE_DISABLED"}
+    env.update(LAMBDA_TASK_ROOT=str(tmp_path), PYTHONPATH=str(ROOT / "lambdas" / "shared_layer" / "python"))
+    probe = (
+        "import patterns_common.observability, aws_xray_sdk.core.patcher as p; "
+        "print(sorted(p._PATCHED_MODULES))"
+    )
+    patched = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert patched.stdout.split() == ["['botocore']"]
+
+
 def test_a_repeated_notification_does_not_post_again(notifier, slack):
     # Given
     first = notifier.lambda_handler(notification_event(), FakeLambdaContext())
@@ -817,6 +890,34 @@ def test_plan_starts_only_alerts_without_a_running_execution(dispatch_logic):
     plan = dispatch_logic.plan_dispatch(["b", "a", "c", "a"], {"c", "zombie"})
     assert plan.to_start == ["a", "b"]
     assert plan.already_running == ["c"]
+    assert plan.alarm_ok == []
+
+
+def test_plan_leaves_out_every_alert_whose_alarm_is_ok(dispatch_logic):
+    # Given: alerts linked to alarms in each of CloudWatch's three states, to a missing alarm, and none.
+    # INSUFFICIENT_DATA says nothing about what is watched (docs/alert-lifecycle.md): the item decides.
+    linked = {"ok": "db-ok", "ok-running": "db-ok", "alarming": "db-alarm", "no-data": "db-new", "gone": "deleted"}
+    states = {"db-ok": "OK", "db-alarm": "ALARM", "db-new": "INSUFFICIENT_DATA"}
+    # When
+    quiet = dispatch_logic.alarm_ok_alert_ids(linked, states)
+    plan = dispatch_logic.plan_dispatch([*linked, "unlinked"], {"ok-running", "alarming"}, quiet)
+    # Then
+    assert plan.alarm_ok == ["ok", "ok-running"]
+    assert plan.to_start == ["gone", "no-data", "unlinked"]
+    assert plan.already_running == ["alarming"]
+
+
+def test_only_a_name_an_alarm_can_have_is_looked_up(dispatch_logic):
+    # AlarmName: 1 to 255 characters (CloudWatch API Reference, PutMetricAlarm and DescribeAlarms)
+    assert dispatch_logic.alarm_name_of({"alarm_name": "a" * 255}) == "a" * 255
+    for item in ({}, {"alarm_name": ""}, {"alarm_name": "a" * 256}, {"alarm_name": 7}):
+        assert dispatch_logic.alarm_name_of(item) is None
+
+
+def test_alarm_names_are_described_a_hundred_at_a_time(dispatch_logic):
+    # DescribeAlarms takes at most 100 AlarmNames (CloudWatch API Reference, DescribeAlarms)
+    names = [f"alarm-{n:03d}" for n in range(250)] + ["alarm-000"]
+    assert [len(batch) for batch in dispatch_logic.batches(names)] == [100, 100, 50]
 
 
 @pytest.fixture
@@ -843,7 +944,9 @@ def test_dispatcher_starts_one_execution_per_active_alert_and_none_twice(dispatc
     # When
     result = handler.lambda_handler(event, FakeLambdaContext())
     # Then
-    assert result == {"started": ["a-active", "b-no-status"], "already_running": ["d-running"], "already_started": []}
+    assert result == {
+        "started": ["a-active", "b-no-status"], "already_running": ["d-running"], "already_started": [], "alarm_ok": []
+    }
     executions = stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]
     started = {e["name"]: json.loads(stepfunctions.describe_execution(executionArn=e["executionArn"])["input"]) for e in executions}
     assert started.pop("by-hand") == {"alert_id": "d-running"}
@@ -858,6 +961,56 @@ def test_dispatcher_starts_one_execution_per_active_alert_and_none_twice(dispatc
     assert len(stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]) == 3
 
 
+def put_alarm(name: str, state: str) -> None:
+    """A metric alarm in ``state``, always set: CloudWatch starts a new alarm INSUFFICIENT_DATA, moto OK."""
+    cloudwatch = boto3.client("cloudwatch")
+    cloudwatch.put_metric_alarm(
+        AlarmName=name, Namespace="AWS/RDS", MetricName="CPUUtilization", Statistic="Average", Period=60,
+        EvaluationPeriods=3, Threshold=90, ComparisonOperator="GreaterThanThreshold",
+    )
+    cloudwatch.set_alarm_state(AlarmName=name, StateValue=state, StateReason="test")
+
+
+def test_an_alert_whose_alarm_is_ok_is_not_paged_whatever_its_item_says(dispatcher, alert_table):
+    handler, stepfunctions, machine_arn = dispatcher
+    # Given: alerts written without a status (active) or active, linked to alarms in each state
+    put_alarm("db-ok", "OK")
+    put_alarm("db-alarm", "ALARM")
+    put_alarm("db-new", "INSUFFICIENT_DATA")
+    for alert_id, alarm, status in (
+        ("ok-no-status", "db-ok", None), ("ok-active", "db-ok", "active"), ("alarming", "db-alarm", None),
+        ("no-data", "db-new", "active"), ("alarm-deleted", "no-such-alarm", None), ("unlinked", None, None),
+    ):
+        alert_table.put_item(Item={"alert_id": alert_id, **({"alarm_name": alarm} if alarm else {}),
+                                   **({"status": status} if status else {})})
+    calls: list[str] = []
+    handler.cloudwatch.meta.events.register("before-call.cloudwatch.*", lambda model, **_: calls.append(model.name))
+    # When
+    result = handler.lambda_handler({"time": "2026-11-22T05:00:00Z"}, FakeLambdaContext())
+    # Then: the two alerts whose alarm is OK are not started; the others are, as their items say
+    assert result["alarm_ok"] == ["ok-active", "ok-no-status"]
+    assert result["started"] == ["alarm-deleted", "alarming", "no-data", "unlinked"]
+    started = {json.loads(stepfunctions.describe_execution(executionArn=e["executionArn"])["input"])["alert_id"]
+               for e in stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]}
+    assert started == set(result["started"])
+    assert calls == ["DescribeAlarms"]  # the four alarm names in one call
+
+
+def test_the_dispatch_describes_the_alarms_a_hundred_names_a_call(dispatcher, alert_table):
+    handler, _, _ = dispatcher
+    # Given: 150 alerts, each linked to its own alarm, all OK
+    for n in range(150):
+        put_alarm(f"alarm-{n:03d}", "OK")
+        alert_table.put_item(Item={"alert_id": f"alert-{n:03d}", "alarm_name": f"alarm-{n:03d}"})
+    calls: list[str] = []
+    handler.cloudwatch.meta.events.register("before-call.cloudwatch.*", lambda model, **_: calls.append(model.name))
+    # When
+    result = handler.lambda_handler({"time": "2026-11-22T05:00:00Z"}, FakeLambdaContext())
+    # Then
+    assert len(result["alarm_ok"]) == 150 and result["started"] == []
+    assert calls == ["DescribeAlarms", "DescribeAlarms"]
+
+
 def test_a_redelivered_schedule_event_starts_nothing_new(dispatcher, alert_table):
     handler, stepfunctions, machine_arn = dispatcher
     # Given: the slot's execution already ran and ended
@@ -869,7 +1022,7 @@ def test_a_redelivered_schedule_event_starts_nothing_new(dispatcher, alert_table
     # When: EventBridge delivers the same event again
     result = handler.lambda_handler(event, FakeLambdaContext())
     # Then
-    assert result == {"started": [], "already_running": [], "already_started": ["a-active"]}
+    assert result == {"started": [], "already_running": [], "already_started": ["a-active"], "alarm_ok": []}
     assert len(stepfunctions.list_executions(stateMachineArn=machine_arn)["executions"]) == 1
 
 

@@ -12,6 +12,7 @@ from aws_cdk import App, Stack, Validations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
+from aws_cdk.cx_api import SynthesisMessageLevel
 from cdk_nag import AwsSolutionsChecks
 
 from stacks.common.nag import acknowledge
@@ -360,6 +361,23 @@ def test_target_publishes_through_the_topic_policy_not_a_role(template):
     # Then: no role to assume, so the topic and key policies above are the whole grant
     assert resources(template, "AWS::IAM::Role") == []
     assert "RoleArn" not in the_rule(template)["Targets"][0]
+
+
+def synth_warnings(config: AppConfig) -> list[str]:
+    """The warnings the cloud assembly carries for MonitoringStack: what `cdk synth` and `cdk deploy` print."""
+    app = App()
+    machine = sfn.StateMachine.from_state_machine_arn(Stack(app, "Machines"), "Imported", ALPHA)
+    MonitoringStack(app, "MonitoringStack", config=config, state_machines=[machine])
+    artifact = app.synth().get_stack_artifact("MonitoringStack")
+    return [message.entry.data for message in artifact.messages if message.level == SynthesisMessageLevel.WARNING]
+
+
+def test_synth_warns_loudly_without_failing_when_no_one_is_told_of_failures():
+    # Given no alertEmail, the topic every failure and dead-letter alarm notifies has no subscriber
+    [warning] = synth_warnings(app_config(alert_email=None))
+    assert "notifies nobody" in warning and "-c alertEmail=" in warning
+    # Given one, nothing to say
+    assert synth_warnings(app_config(alert_email="ops@example.com")) == []
 
 
 def test_template_passes_cfn_lint(tmp_path):

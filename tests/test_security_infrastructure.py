@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from stacks.common.nag import nag_name
+from stacks.monitoring.construct import NO_ALERT_EMAIL_WARNING
 
 # Actions AWS documents with no resource-level permissions, so "Resource": "*" is the only form:
 # X-Ray writes and sampling reads (X-Ray "Actions, resources, and condition keys"), and the
@@ -36,6 +37,8 @@ UNSCOPABLE_ACTIONS = frozenset(
         "logs:PutResourcePolicy",
         "logs:DescribeResourcePolicies",
         "logs:DescribeLogGroups",
+        # Answers for composite alarms only when scoped to "*" (CloudWatch API Reference, DescribeAlarms)
+        "cloudwatch:DescribeAlarms",
     }
 )
 
@@ -113,9 +116,13 @@ def acknowledgements(synthesized_app) -> dict[tuple[str, str], str]:
     """(finding, construct path) -> reason, for every finding cdk-nag reported as acknowledged."""
     report = json.loads((synthesized_app.outdir / "validation-report.json").read_text())
     found = {}
+    # No finding is left unacknowledged. cdk.json sets no alertEmail: the one warning the app means to
+    # print at every synth (docs/deploying.md) is reported beside them.
+    reported = [(plugin["pluginName"], violation["ruleName"]) for plugin in report["pluginReports"]
+                for violation in plugin["violations"]]
+    assert reported == [("Construct Annotations", f"Annotation::{NO_ALERT_EMAIL_WARNING}")]
     for plugin in report["pluginReports"]:
-        assert plugin["violations"] == [], plugin["pluginName"]
-        for violation in plugin["suppressedViolations"]:
+        for violation in plugin.get("suppressedViolations", []):  # (none in the annotations report)
             for construct in violation["violatingConstructs"]:
                 found[(violation["ruleName"], construct["constructPath"])] = violation["reason"]
     return found

@@ -24,9 +24,9 @@ from urllib.parse import parse_qs, urlsplit
 from patterns_common.alert_action_links import (
     TOKEN_PARAMETER,
     ActionClaim,
+    ActionLinkKeys,
     ExpiredActionToken,
     InvalidActionToken,
-    verify,
 )
 from patterns_common.alert_status import SETS, Outcome
 
@@ -107,9 +107,9 @@ def form_fields(request: Request) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items()}
 
 
-def claim_of(key: bytes, token: Any, now: float) -> ActionClaim:
+def claim_of(keys: ActionLinkKeys, token: Any, now: float) -> ActionClaim:
     try:
-        return verify(key, token, now=now)
+        return keys.verify(token, now=now)
     except ExpiredActionToken:
         raise Refused(
             410, "This link has expired", "Action links work for a day; the alert's latest notification has fresh ones."

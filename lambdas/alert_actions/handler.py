@@ -29,7 +29,7 @@ from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from boto3.dynamodb.types import TypeDeserializer
 
-from patterns_common.alert_action_links import TOKEN_PARAMETER, ActionClaim
+from patterns_common.alert_action_links import TOKEN_PARAMETER, ActionClaim, ActionLinkKeys
 from patterns_common.alert_status import (
     Outcome,
     act_update,
@@ -42,13 +42,17 @@ from patterns_common.alert_status import (
 from patterns_common.observability import logger, tracer
 from patterns_common.slack_post import post_followup
 
-SECRET_MAX_AGE_SECONDS = 300  # a key put by hand (rotation) is picked up within five minutes
+SECRET_MAX_AGE_SECONDS = 300  # a webhook URL or Slack signing secret put by hand is picked up within five minutes
+# A link signed with a key newer than the ones held makes them be fetched again, at most once a second:
+# a rotation, a signing function fetching the new key, its Slack post and a person's click take longer.
+KEY_REFETCH_INTERVAL_SECONDS = 1
 
 table = boto3.resource("dynamodb").Table(os.environ["ALERT_TABLE_NAME"])
+secrets = boto3.client("secretsmanager")
 
 
 @logger.inject_lambda_context
-# The pages hold the token: never record a response (or the event) in a trace.
+# The pages hold the token and the person's account: never record a response (or the event) in a trace.
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
@@ -62,7 +66,7 @@ def respond(request: Request) -> dict[str, Any]:
     now = time.time()
     if request.method in ("GET", "HEAD"):
         token = request.query.get(TOKEN_PARAMETER)
-        claim = claim_of(signing_key(), token, now)
+        claim = claim_of(signing_keys, token, now)
         item = read_item(claim.alert_id)
         shown = outcome_for_page(item, claim.action)
         if shown is not None:
@@ -79,10 +83,10 @@ def respond(request: Request) -> dict[str, Any]:
             raise Refused(403, "Slack requests are not accepted", "No Slack app signing secret is configured.")
         check_slack_signature(_secret(secret_name).encode(), request, now)
         click = slack_click(fields)
-        claim = claim_of(signing_key(), click.token, now)
+        claim = claim_of(signing_keys, click.token, now)
         # No page is shown before a Slack click acts: only on the occurrence its message was about.
         return slack_answer(act(claim, by=click.user_id, now=now, current_since=timestamp(claim.issued)))
-    claim = claim_of(signing_key(), fields.get(TOKEN_PARAMETER), now)
+    claim = claim_of(signing_keys, fields.get(TOKEN_PARAMETER), now)
     check_form_matches(claim, fields)
     outcome = act(claim, by=claim.user, now=now)
     return outcome_page(claim, outcome, acted_now=outcome.kind == "acted")
@@ -100,7 +104,8 @@ def act(claim: ActionClaim, *, by: str, now: float, current_since: str | None = 
         logger.info("Not acted", extra={"alert_id": claim.alert_id, "action": claim.action, "outcome": outcome.kind})
         return outcome
     outcome = Outcome("acted", update["ExpressionAttributeValues"][":new"], by, at)
-    logger.info("Acted", extra={"alert_id": claim.alert_id, "action": claim.action, "by": by, "at": at})
+    # Who acted is in the item (acknowledged_by, resolved_by), never in a log.
+    logger.info("Acted", extra={"alert_id": claim.alert_id, "action": claim.action, "at": at})
     webhook_secret_name = os.environ.get("SLACK_WEBHOOK_SECRET_NAME")
     if webhook_secret_name is None:  # a team's notifier delivers the notifications: no channel to follow up in
         return outcome
@@ -114,8 +119,23 @@ def read_item(alert_id: str) -> dict[str, Any] | None:
     return table.get_item(Key={"alert_id": alert_id}, ConsistentRead=True).get("Item")
 
 
-def signing_key() -> bytes:
-    return _secret(os.environ["SIGNING_KEY_SECRET_ARN"]).encode()
+def fetch_signing_keys() -> list[bytes]:
+    """The link key's AWSCURRENT value, then its AWSPREVIOUS one if it was ever rotated."""
+    keys = []
+    for stage in ("AWSCURRENT", "AWSPREVIOUS"):
+        try:
+            value = secrets.get_secret_value(SecretId=os.environ["SIGNING_KEY_SECRET_ARN"], VersionStage=stage)
+        except secrets.exceptions.ResourceNotFoundException:
+            if stage == "AWSCURRENT":
+                raise
+            continue  # never rotated: no previous version
+        keys.append(value["SecretString"].encode())
+    return keys
+
+
+signing_keys = ActionLinkKeys(
+    fetch_signing_keys, max_age=SECRET_MAX_AGE_SECONDS, refetch_interval=KEY_REFETCH_INTERVAL_SECONDS
+)
 
 
 def _secret(name: str) -> str:

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from patterns_common.alert_action_links import LINK_LIFETIME_SECONDS, links_for
+
 DEFAULT_INTERVAL_SECONDS = 300
 MAX_TOTAL_WAIT_SECONDS = 86_400  # the machine's TimeoutSeconds (2 days) keeps a day for the work itself
 # The dispatcher spreads its starts over at most this long (a start delay is a wait like the others).
@@ -156,6 +158,28 @@ def parse_alert_config(
     return config
 
 
+def fetched_config(
+    item: Mapping[str, Any], *, start_delay_seconds: int, key: bytes, actions_url: str, now: float
+) -> AlertConfig:
+    """What Fetch Alert Config returns for an item: its validated config with each user's links
+    (``tools.alert`` checks an item with this before writing it)."""
+    alert_id = item["alert_id"]
+    return parse_alert_config(
+        item,
+        start_delay_seconds=start_delay_seconds,
+        # A link stays valid for a day after the last round that can send it.
+        links_for=lambda user, notifying_for: links_for(
+            key,
+            actions_url,
+            alert_id=alert_id,
+            user=user,
+            expires_at=int(now) + notifying_for + LINK_LIFETIME_SECONDS,
+            # So the endpoint can tell a link of this occurrence from one sent before the alarm raised it again
+            issued_at=int(now),
+        ),
+    )
+
+
 def status_of(item: Mapping[str, Any]) -> str:
     """The status the machine steers on: an item without one is active."""
     return item.get("status", "active")
@@ -223,14 +247,15 @@ def _user_list(accounts: Any) -> list[str]:
 
 
 def _accounts(labelled: list[tuple[str, Any]]) -> list[str]:
-    users: list[str] = []
+    users: dict[str, str] = {}  # account -> where it is first listed
     for label, user in labelled:
         if not isinstance(user, str) or not user.strip() or len(user) > MAX_USER_LENGTH:
             raise InvalidAlertConfig(label, f"must be a non-empty string of at most {MAX_USER_LENGTH} characters")
         if user in users:
-            raise InvalidAlertConfig(label, f"{user!r} is listed twice")
-        users.append(user)
-    return users
+            # Named by position, not by account: the error lands in logs, traces and execution history.
+            raise InvalidAlertConfig(label, f"is listed twice (also {users[user]})")
+        users[user] = label
+    return list(users)
 
 
 def _map_key_order(key: str) -> tuple[int, int, str]:

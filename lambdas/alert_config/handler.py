@@ -19,7 +19,7 @@ from alert_config_logic import (
     AlertNotFound,
     claim_expiry,
     claim_to_check,
-    parse_alert_config,
+    fetched_config,
     read_input,
     status_of,
 )
@@ -27,7 +27,6 @@ from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
-from patterns_common.alert_action_links import LINK_LIFETIME_SECONDS, links_for
 from patterns_common.observability import logger, tracer
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated signing key is picked up within five minutes
@@ -40,26 +39,17 @@ stepfunctions = boto3.client("stepfunctions")
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+# The response holds every user's account and signed links: never record it in a trace. Its errors
+# name fields and positions, never an account (alert_config_logic), so they are recorded.
+@tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     execution = read_input(event["input"])
     me = event["execution_arn"]  # the task sends the input, this execution's ARN and the action endpoint's URL
     now = time.time()
     item = read_item(execution.alert_id)
     key = parameters.get_secret(os.environ["ACTION_LINK_KEY_SECRET_ARN"], max_age=SECRET_MAX_AGE_SECONDS).encode()
-    config = parse_alert_config(
-        item,
-        start_delay_seconds=execution.start_delay_seconds,
-        # A link stays valid for a day after the last round that can send it.
-        links_for=lambda user, notifying_for: links_for(
-            key,
-            event["actions_url"],
-            alert_id=execution.alert_id,
-            user=user,
-            expires_at=int(now) + notifying_for + LINK_LIFETIME_SECONDS,
-            # So the endpoint can tell a link of this occurrence from one sent before the alarm raised it again
-            issued_at=int(now),
-        ),
+    config = fetched_config(
+        item, start_delay_seconds=execution.start_delay_seconds, key=key, actions_url=event["actions_url"], now=now
     )
     item = claim(item, me=me, now=now)
     logger.info(

@@ -1,6 +1,9 @@
 """Plans a scheduled dispatch: which active alerts get a new execution, and when (named by
 patterns_common.alert_executions).
 
+An alert whose CloudWatch alarm is OK is not paged, whatever its item says: the item may be active
+because it was written without a status, or because the alarm's OK could not be applied.
+
 Alerts are started a few seconds apart (each execution waits its start delay before its first
 round), so the alerts of one dispatch do not all post to the one Slack webhook in the same second.
 """
@@ -22,6 +25,10 @@ from patterns_common.alert_executions import alert_key, alert_key_of
 START_BURST = 3
 START_SPACING_SECONDS = 5
 MAX_START_SPREAD_SECONDS = 900
+# DescribeAlarms takes at most 100 alarm names per call, each of 1 to 255 characters (CloudWatch API
+# Reference, DescribeAlarms): a longer name on an item names no alarm, and must not fail the dispatch.
+DESCRIBE_ALARMS_BATCH = 100
+MAX_ALARM_NAME_LENGTH = 255
 
 
 def scheduled_time(event: Mapping[str, Any], now: datetime | None = None) -> datetime:
@@ -80,16 +87,42 @@ def execution_input(alert_id: str, start_delay_seconds: int) -> dict[str, Any]:
     return {"alert_id": alert_id, **({"start_delay_seconds": start_delay_seconds} if start_delay_seconds else {})}
 
 
+def alarm_name_of(item: Mapping[str, Any]) -> str | None:
+    """The alarm an alert item names, if its ``alarm_name`` can be an alarm's name."""
+    name = item.get("alarm_name")
+    return name if isinstance(name, str) and 0 < len(name) <= MAX_ALARM_NAME_LENGTH else None
+
+
+def batches(names: Iterable[str], size: int = DESCRIBE_ALARMS_BATCH) -> list[list[str]]:
+    """The distinct ``names``, sorted, in lists of at most ``size``."""
+    distinct = sorted(set(names))
+    return [distinct[start : start + size] for start in range(0, len(distinct), size)]
+
+
+def alarm_ok_alert_ids(alarm_names: Mapping[str, str], alarm_states: Mapping[str, str]) -> set[str]:
+    """The alerts (``alert id -> alarm name``) whose alarm is OK (``alarm name -> state``).
+
+    Only OK silences an alert: ALARM and INSUFFICIENT_DATA (which says nothing about what is watched),
+    like an alarm that no longer exists, leave the item's status to decide.
+    """
+    return {alert_id for alert_id, alarm in alarm_names.items() if alarm_states.get(alarm) == "OK"}
+
+
 @dataclass(frozen=True)
 class DispatchPlan:
     to_start: list[str]
     already_running: list[str]
+    alarm_ok: list[str]
 
 
-def plan_dispatch(active_alert_ids: Iterable[str], running_alert_ids: Iterable[str]) -> DispatchPlan:
+def plan_dispatch(
+    active_alert_ids: Iterable[str], running_alert_ids: Iterable[str], alarm_ok: Iterable[str] = ()
+) -> DispatchPlan:
+    quiet = set(alarm_ok)
     active = sorted(set(active_alert_ids))
     running = set(running_alert_ids)
     return DispatchPlan(
-        to_start=[alert_id for alert_id in active if alert_id not in running],
-        already_running=[alert_id for alert_id in active if alert_id in running],
+        to_start=[alert_id for alert_id in active if alert_id not in running and alert_id not in quiet],
+        already_running=[alert_id for alert_id in active if alert_id in running and alert_id not in quiet],
+        alarm_ok=[alert_id for alert_id in active if alert_id in quiet],
     )

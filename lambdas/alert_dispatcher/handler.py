@@ -5,7 +5,8 @@ consistent, so an execution started seconds ago may be missed. The machine's own
 claim on the alert item is what ends a second execution at once (``already_running``).
 
 API calls: a Scan page per 1 MB of the alert table (DynamoDB reads that much, then filters), a
-ListExecutions page per 1,000 running executions, a DescribeExecution only for a running execution
+DescribeAlarms per 100 alarms the active alerts name (an alert whose alarm is OK is not started),
+a ListExecutions page per 1,000 running executions, a DescribeExecution only for a running execution
 started by hand (the dispatcher's own names say which alert they are for), and a StartExecution per
 alert to start (more only when one is throttled and retried).
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
@@ -22,7 +23,10 @@ from typing import Any
 import boto3
 from alert_dispatcher_logic import (
     DispatchFailed,
+    alarm_name_of,
+    alarm_ok_alert_ids,
     alert_id_of,
+    batches,
     execution_input,
     failure_message,
     plan_dispatch,
@@ -48,16 +52,20 @@ RETRIES = Config(retries={"mode": "standard", "total_max_attempts": 6})
 PARALLEL_STARTS = 8
 table = boto3.resource("dynamodb").Table(os.environ["ALERT_TABLE_NAME"])
 stepfunctions = boto3.client("stepfunctions", config=RETRIES)
+cloudwatch = boto3.client("cloudwatch", config=RETRIES)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, list[str]]:
     scheduled_at = scheduled_time(event)
-    active = sorted(set(active_alert_ids()))
+    alarm_names = dict(active_alerts())
+    active = sorted(alarm_names)
+    linked = {alert_id: alarm for alert_id, alarm in alarm_names.items() if alarm is not None}
+    alarm_ok = alarm_ok_alert_ids(linked, alarm_states(linked.values()))
     running, started_by_hand = running_alert_ids(active, running_executions())
     running |= {alert_id for arn in started_by_hand if (alert_id := alert_id_of(described_input(arn)))}
-    plan = plan_dispatch(active, running)
+    plan = plan_dispatch(active, running, alarm_ok)
     with ThreadPoolExecutor(PARALLEL_STARTS) as pool:
         delays = start_delays(len(plan.to_start))
         outcomes = dict(zip(plan.to_start, pool.map(lambda a, d: start(a, scheduled_at, d), plan.to_start, delays)))
@@ -65,6 +73,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, l
         "started": [a for a, outcome in outcomes.items() if outcome == "started"],
         "already_running": plan.already_running,
         "already_started": [a for a, outcome in outcomes.items() if outcome == "already_started"],
+        "alarm_ok": plan.alarm_ok,
     }
     failed = {a: outcome for a, outcome in outcomes.items() if outcome not in ("started", "already_started")}
     logger.info("Dispatched", extra={**result, "failed": failed})
@@ -94,18 +103,33 @@ def start(alert_id: str, scheduled_at: datetime, delay_seconds: int) -> str:
     return "started"
 
 
-def active_alert_ids() -> Iterator[str]:
-    """Alert ids whose status is active or absent (absent means active), page by page."""
+def active_alerts() -> Iterator[tuple[str, str | None]]:
+    """(alert id, its alarm name or None) of every alert whose status is active or absent (absent
+    means active), page by page."""
     scan: dict[str, Any] = {
-        "ProjectionExpression": "alert_id",
+        "ProjectionExpression": "alert_id, alarm_name",
         "FilterExpression": Attr("status").not_exists() | Attr("status").eq("active"),
     }
     while True:
         page = table.scan(**scan)
-        yield from (item["alert_id"] for item in page["Items"])
+        yield from ((item["alert_id"], alarm_name_of(item)) for item in page["Items"])
         if "LastEvaluatedKey" not in page:
             return
         scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def alarm_states(alarm_names: Iterable[str]) -> dict[str, str]:
+    """Alarm name -> state (OK, ALARM, INSUFFICIENT_DATA) of the named alarms that exist, metric or
+    composite. A failure fails the dispatch: paging an alert whose alarm may be OK is what it prevents."""
+    states: dict[str, str] = {}
+    for batch in batches(alarm_names):
+        pages = cloudwatch.get_paginator("describe_alarms").paginate(
+            AlarmNames=batch, AlarmTypes=["MetricAlarm", "CompositeAlarm"]
+        )
+        for page in pages:
+            for alarm in page.get("MetricAlarms", []) + page.get("CompositeAlarms", []):
+                states[alarm["AlarmName"]] = alarm["StateValue"]
+    return states
 
 
 def running_executions() -> dict[str, str]:

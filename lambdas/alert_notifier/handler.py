@@ -48,7 +48,8 @@ def count_for_alert(metric: str, alert_id: str) -> None:
 # (execution, round, user), so a replayed notification is not counted twice.
 @metrics.log_metrics
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+# The response names the person notified: never record it in a trace. Errors carry Slack's answer.
+@tracer.capture_lambda_handler(capture_response=False)
 @idempotent(config=idempotency, persistence_store=persistence)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     notification = Notification.from_event(event)
@@ -61,5 +62,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             count_for_alert("NotificationsFailed", notification.alert_id)
         raise
     count_for_alert("NotificationsSent", notification.alert_id)
-    logger.info("Notified", extra={"alert_id": notification.alert_id, "round": notification.round, "user": notification.user})
+    # Not who: logs hold no one's account (the item records who acted, the channel who was notified).
+    logger.info("Notified", extra={"alert_id": notification.alert_id, "round": notification.round})
     return {"user": notification.user, "round": notification.round, "status": status}

@@ -49,9 +49,11 @@ def run(token: str, parameters: Any, heartbeat_interval_seconds: float) -> None:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+# The event holds a task token (whoever has it can end the task); an error from a call made with it
+# is not recorded in a trace either.
+@tracer.capture_lambda_handler(capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> None:
     try:
         run(event["task_token"], event.get("job"), event["heartbeat_interval_seconds"])
     except TASK_GONE as error:
-        logger.warning("Nobody waits for this job any more; stopping", extra={"error": str(error)})
+        logger.warning("Nobody waits for this job any more; stopping", extra={"error": error.response["Error"]["Code"]})

@@ -58,9 +58,11 @@ class AlertActions(Construct):
         acknowledge(
             self.signing_key,
             {
-                "AwsSolutions::AwsSolutions-SMG4": "Links signed with the key live a day; rotating it "
-                "invalidates the links already posted, so it is rotated by hand (put-secret-value with "
-                "a new random value) when it must be, not on a schedule.",
+                "AwsSolutions::AwsSolutions-SMG4": "The key never leaves the two functions that sign "
+                "and check links; it is rotated by hand (put-secret-value with a new random value) when "
+                "it may have leaked, with no rotation function to run and secure. A rotation refuses no "
+                "valid link: the endpoint also accepts AWSPREVIOUS and refetches on a newer key; "
+                "rotating twice revokes a leaked key's links (docs/alert-lifecycle.md).",
             },
         )
 

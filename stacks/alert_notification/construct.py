@@ -20,7 +20,7 @@ from stacks.alert_notification.actions import AlertActions
 from stacks.alert_notification.alarms import AlarmRaisedAlerts
 from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
-from stacks.common.nag import acknowledge_wildcard_resource
+from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
 from stacks.common.scanners import acknowledge_lint
 from stacks.common.short_lived_table import short_lived_table
@@ -221,6 +221,18 @@ class AlertNotification(Construct):
             executions,
             "DescribeExecution on this machine's executions only (to read which alert an execution "
             "started by hand is for); their names are not known in advance.",
+        )
+        # An alert whose alarm is OK is not dispatched. Alerts name any alarm of the account, metric
+        # or composite, and DescribeAlarms answers for composite alarms only to a permission scoped to
+        # "*" (CloudWatch API Reference, DescribeAlarms): the read is the only thing granted on "*".
+        dispatcher.function.add_to_role_policy(iam.PolicyStatement(actions=["cloudwatch:DescribeAlarms"], resources=["*"]))
+        acknowledge(
+            dispatcher,
+            {
+                "AwsSolutions::AwsSolutions-IAM5[Resource::*]": "Besides X-Ray's (every PythonFunction): "
+                "cloudwatch:DescribeAlarms reads composite alarms only when scoped to '*' (CloudWatch "
+                "API Reference, DescribeAlarms), and an alert may name any alarm of the account.",
+            },
         )
 
         schedule_dead_letters = failure_queue(self, "ScheduleDeadLetterQueue")

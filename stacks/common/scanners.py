@@ -39,8 +39,8 @@ ACKNOWLEDGED: dict[str, dict[str, str]] = {
     "AWS::Logs::LogGroup": {
         "CKV_AWS_158": "CloudWatch Logs encrypts every log group at rest. The machines log error events "
         "only, without execution data: execution ARN, event type, error name and cause, never an input, "
-        "an output or a task token. The functions log ids, counts, statuses and the user a notification "
-        "went to, kept a month and readable only by principals IAM lets read the group; a "
+        "an output or a task token. The functions log ids, counts and statuses, never a link, a token or a "
+        "person's account, kept a month and readable only by principals IAM lets read the group; a "
         "customer-managed key would not narrow who can read them and would cost more than the logs.",
     },
     "AWS::DynamoDB::Table": {

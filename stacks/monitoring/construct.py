@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import jsii
-from aws_cdk import Arn, ArnFormat, Duration, Names, RemovalPolicy, Stack
+from aws_cdk import Annotations, Arn, ArnFormat, Duration, Names, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
@@ -22,6 +22,8 @@ from stacks.common.python_function import METRICS_NAMESPACE
 from stacks.common.watched_metric import WatchedMetric
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
+# The id of the synth warning for a topic nobody is subscribed to (Annotations.acknowledge_warning takes it).
+NO_ALERT_EMAIL_WARNING = "step-functions-patterns:noAlertEmail"
 # EventBridge's own maxima: a notification that cannot be published yet is retried for a day.
 RETRY_ATTEMPTS = 185
 MAX_EVENT_AGE = Duration.hours(24)
@@ -155,6 +157,14 @@ class ExecutionMonitoring(Construct):
         )
         if alert_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alert_email))
+        else:
+            # Printed by every `cdk synth` and `cdk deploy`, without failing them: a subscriber may be
+            # added outside the app (acknowledge the warning then).
+            Annotations.of(self.topic).add_warning_v2(
+                NO_ALERT_EMAIL_WARNING,
+                "No e-mail is subscribed to the execution status topic: every failure and dead-letter "
+                "alarm notifies nobody. Deploy with -c alertEmail=you@example.com (docs/deploying.md).",
+            )
         self.dead_letter_queue = self._dead_letter_queue()
         self.rule = self._status_rule(state_machines, statuses)
         self.alarms = [

@@ -13,6 +13,8 @@ import binascii
 import hashlib
 import hmac
 import json
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -35,6 +37,10 @@ class InvalidActionToken(Exception):
 
 class ExpiredActionToken(InvalidActionToken):
     """The token is genuine but its expiry has passed."""
+
+
+class ForeignActionToken(InvalidActionToken):
+    """The token is well formed but not signed with the key it was checked against."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,7 @@ def verify(key: bytes, token: Any, *, now: float) -> ActionClaim:
     except (binascii.Error, ValueError):
         raise InvalidActionToken("malformed signature") from None
     if not hmac.compare_digest(given, _mac(key, encoded)):
-        raise InvalidActionToken("bad signature")
+        raise ForeignActionToken("bad signature")
     try:
         body = json.loads(_b64decode(encoded))
         claim = ActionClaim(body["a"], body["u"], body["x"], body["e"], body.get("i"))
@@ -91,6 +97,52 @@ def verify(key: bytes, token: Any, *, now: float) -> ActionClaim:
     if claim.expires_at <= now:
         raise ExpiredActionToken("expired")
     return claim
+
+
+def verify_with_any(keys: Sequence[bytes], token: Any, *, now: float) -> ActionClaim:
+    """The claim of a token signed with any of ``keys``; ForeignActionToken if none signed it."""
+    for key in keys:
+        try:
+            return verify(key, token, now=now)
+        except ForeignActionToken:
+            continue
+    raise ForeignActionToken("bad signature")
+
+
+class ActionLinkKeys:
+    """The keys the endpoint accepts links under: the signing key's current version and the one before.
+
+    A rotation (put-secret-value) makes the new value AWSCURRENT and the old one AWSPREVIOUS. Links
+    already posted, and links signed by a function whose cached key is the old one (for up to its
+    cache's age), verify under AWSPREVIOUS. A link signed with a key newer than the ones held here
+    makes them be fetched again at once, so it is never refused while this cache ages; at most once
+    per ``refetch_interval``, so a flood of forged tokens costs at most that many fetches.
+    """
+
+    def __init__(
+        self,
+        fetch: Callable[[], Sequence[bytes]],
+        *,
+        max_age: float,
+        refetch_interval: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._fetch, self._max_age, self._refetch_interval, self._clock = fetch, max_age, refetch_interval, clock
+        self._keys: Sequence[bytes] = ()
+        self._fetched_at: float | None = None
+
+    def verify(self, token: Any, *, now: float) -> ActionClaim:
+        try:
+            return verify_with_any(self._held(), token, now=now)
+        except ForeignActionToken:
+            if self._clock() - self._fetched_at < self._refetch_interval:
+                raise
+        return verify_with_any(self._held(refresh=True), token, now=now)
+
+    def _held(self, *, refresh: bool = False) -> Sequence[bytes]:
+        if refresh or self._fetched_at is None or self._clock() - self._fetched_at >= self._max_age:
+            self._keys, self._fetched_at = tuple(self._fetch()), self._clock()
+        return self._keys
 
 
 def action_url(base_url: str, token: str) -> str:
