@@ -3,6 +3,8 @@ SHELL := /bin/bash
 VENV := .venv
 # checkov pins its own boto3 (see requirements-checkov.txt), so it lives in a tool venv of its own.
 CHECKOV_VENV := .venv-checkov
+# The AWS CLI bundles a botocore of its own (see requirements-awscli.txt): a tool venv too.
+AWSCLI_VENV := .venv-awscli
 PYTHON := $(VENV)/bin/python
 CDK := node_modules/.bin/cdk
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -13,7 +15,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 
 .PHONY: setup lambda-sandbox browser demo test bench synth lint deploy watch clean
 
-setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed node_modules/.installed lambda-sandbox
+setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(AWSCLI_VENV)/.installed node_modules/.installed lambda-sandbox
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-powertools-layer.txt
 	test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -23,6 +25,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-powertool
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	test -x $(CHECKOV_VENV)/bin/python || python3 -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
+$(AWSCLI_VENV)/.installed: requirements-awscli.txt
+	test -x $(AWSCLI_VENV)/bin/python || python3 -m venv $(AWSCLI_VENV)
+	$(AWSCLI_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-awscli.txt
 	touch $@
 
 # What Lambda handlers can import, for the runtime's Python (emulator/awslambda/sandbox.py); a no-op
@@ -79,4 +86,4 @@ deploy: setup
 	$(CDK) deploy --all
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) node_modules cdk.out .pytest_cache .lambda-sandbox
+	rm -rf $(VENV) $(CHECKOV_VENV) $(AWSCLI_VENV) node_modules cdk.out .pytest_cache .lambda-sandbox
