@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import json
 import time
 import uuid
 import zipfile
@@ -58,7 +59,25 @@ def aws(deployment):
     return deployment.aws
 
 
+# Lambda and Step Functions may assume a test's role; a state machine whose role does not trust
+# states.amazonaws.com is refused at CreateStateMachine.
+SERVICES_TRUST = json.dumps({"Version": "2012-10-17", "Statement": [{
+    "Effect": "Allow", "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]}, "Action": "sts:AssumeRole",
+}]})
+
+
+def permissive_role(aws: Any, prefix: str) -> str:
+    """A role for the machines and functions a test creates when permissions are not what it tests:
+    Lambda and Step Functions may assume it, and it may do anything (the emulator enforces IAM;
+    tests/test_iam_execution.py is about permissions)."""
+    iam = aws.client("iam")
+    name = unique(prefix)
+    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=SERVICES_TRUST)["Role"]["Arn"]
+    iam.put_role_policy(RoleName=name, PolicyName="everything", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+    return arn
+
+
 @pytest.fixture(scope="module")
 def role_arn(aws) -> str:
-    """A role for the machines and functions a test creates (the emulator checks no permissions)."""
-    return aws.client("iam").create_role(RoleName=unique("emulator-test"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    return permissive_role(aws, "emulator-test")

@@ -22,7 +22,7 @@ import pytest
 from emulator.clock import INSTANT, SimClock, SimEvent
 from emulator.server import CLOCK_PATH
 from tests.conftest import ROOT
-from tests.emulator_helpers import unique, wait_for_event
+from tests.emulator_helpers import permissive_role, unique, wait_for_event
 
 WAIT_SECONDS = 60
 
@@ -37,7 +37,7 @@ def aws(deployment):
 
 @pytest.fixture(scope="module")
 def waiting_machine(deployment):
-    role = deployment.client("iam").create_role(RoleName=unique("clock"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = permissive_role(deployment.aws, "clock")
     definition = {"StartAt": "Wait A Minute", "States": {
         "Wait A Minute": {"Type": "Wait", "Seconds": WAIT_SECONDS, "Next": "Done"}, "Done": {"Type": "Succeed"}}}
     return deployment.client("stepfunctions").create_state_machine(

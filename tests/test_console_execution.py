@@ -334,6 +334,10 @@ def test_an_execution_a_lambda_target_started_names_the_event_that_invoked_it(de
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
     }))["Role"]["Arn"]
+    deployment.client("iam").put_role_policy(RoleName="console-test-starter", PolicyName="start", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "states:StartExecution", "Resource": deployment.machine_arn("alert")}],
+    }))
     function = deployment.client("lambda").create_function(
         FunctionName="console-test-starter", Runtime="python3.13", Role=role, Handler="index.handler",
         Code={"ZipFile": archive.getvalue()}, Timeout=30,

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.emulator_helpers import create_function, unique
+from tests.emulator_helpers import create_function, permissive_role, unique
 
 ARRIVAL_SECONDS = 10
 SETTLE_SECONDS = 0.5
@@ -311,7 +311,7 @@ def lambda_handler(event, context):
 
 def test_embedded_metric_format_lines_a_function_prints_become_metrics(aws, cloudwatch, paused):
     # Given: a function that prints one EMF line, and an alarm on that metric
-    role = aws.client("iam").create_role(RoleName=unique("emf"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = permissive_role(aws, "emf")
     function = create_function(aws, role, "emf", "emf", EMF_CODE)["FunctionName"]
     namespace = unique("Emulator/EMF")
     name = _put_alarm(cloudwatch, Namespace=namespace, MetricName="JobsTimedOut",

@@ -18,7 +18,7 @@ import pytest
 from botocore.config import Config
 
 from emulator.follow import follow
-from tests.emulator_helpers import unique, wait_for_event
+from tests.emulator_helpers import permissive_role, unique, wait_for_event
 
 
 @pytest.fixture(scope="module")
@@ -312,7 +312,7 @@ def _finished(sfn, execution_arn: str) -> dict:
 
 @pytest.fixture(scope="module")
 def read_machine(aws, sfn):
-    role = aws.client("iam").create_role(RoleName=unique("redrive"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = permissive_role(aws, "redrive")
     return sfn.create_state_machine(name=unique("redrive"), definition=json.dumps(READ_AFTER_PREPARE), roleArn=role)["stateMachineArn"]
 
 

@@ -20,20 +20,22 @@ from emulator.clock import SimClock
 from emulator.cloudformation import patches as cloudformation
 from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
+from emulator.iam import enforcement
 from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
 from emulator.stepfunctions import patches as stepfunctions
 
 
 def install_all(
     clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], on_alarm_change: Callable[..., None],
-    mock_config: Callable[[], Any],
+    mock_config: Callable[[], Any], iam: Callable[[], Any],
 ) -> None:
+    """``iam()`` is the running emulator's ``emulator.iam.enforcement.Iam``, or None when IAM is not enforced."""
     # Simulated time in the Step Functions engine.
     engine_clock.install_engine_clock(clock)
     engine_clock.install_program_timeout(clock)
     engine_clock.install_wait_timestamp_utc(clock)
     engine_clock.install_progress_reports(clock)
-    engine_clock.install_engine_calls_hand_over(clock)
+    engine_clock.install_engine_calls_hand_over(clock, lambda role_arn: iam().credentials(role_arn) if iam() else None)
     engine_clock.install_service_clock(clock)
     # Step Functions API and engine.
     stepfunctions.install_executing_backend()
@@ -89,5 +91,8 @@ def install_all(
     # CloudWatch.
     cloudwatch.install_initial_alarm_state()
     cloudwatch.install_alarm_state_changes(on_alarm_change)
+    # IAM.
+    enforcement.install_enforcement(iam)
+    enforcement.install_trust_checks(iam)
     # Speed.
     stepfunctions.install_parse_once_per_definition()
