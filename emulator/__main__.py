@@ -17,6 +17,7 @@ from emulator.clock import INSTANT, parse_speed
 from emulator.console import Console
 from emulator.deploy import stop_watch, watch
 from emulator.follow import duration
+from emulator.iam import SWITCH
 from emulator.server import CLOCK_PATH
 from emulator.session import APP_CONTEXT, MACHINES, SLACK_SIGNING_SECRET_NAME, Deployment, deployed
 from emulator.stepfunctions.mocks import MOCK_CONFIG_VARIABLE, MockConfig, MockConfigError
@@ -28,7 +29,8 @@ def _serve(args: argparse.Namespace) -> int:
     except MockConfigError as exc:
         print(f"error: {MOCK_CONFIG_VARIABLE}: {exc}", file=sys.stderr)
         return 2
-    with deployed(auto_schedules=True, progress=sys.stdout, mock_config=mock_config) as deployment, Console(deployment) as console:
+    with deployed(auto_schedules=True, progress=sys.stdout, mock_config=mock_config,
+                  enforce_iam=False if args.no_iam else None) as deployment, Console(deployment) as console:
         deployment.aws.clock.set_speed(args.speed)
         if args.paused:
             deployment.aws.clock.pause()
@@ -40,6 +42,8 @@ def _serve(args: argparse.Namespace) -> int:
         if deployment.slack.interactive:
             print(f"Slack app interactivity: request URL {deployment.slack.request_url}, "
                   f"signing secret in Secrets Manager {SLACK_SIGNING_SECRET_NAME}")
+        print("IAM: enforced for handlers and executions (each acts as its role; the keys above are the account's "
+              "administrator's)" if deployment.aws.iam is not None else "IAM: not enforced (--no-iam or EMULATOR_IAM=off)")
         print("Stack outputs:")
         print(json.dumps(deployment.documented_outputs, indent=2))
         for line in clock_lines(deployment.aws.clock_status()):
@@ -194,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--speed", type=_speed, default=INSTANT,
                        help="simulated-clock speed: instant (default: jump to the next wake-up when idle) or a factor (1 = real time)")
     serve.add_argument("--paused", action="store_true", help="start with the simulated clock paused")
+    serve.add_argument("--no-iam", action="store_true",
+                       help=f"do not enforce IAM (handlers and executions may do anything; also {SWITCH}=off)")
     serve.add_argument("--watch", action="store_true",
                        help="then run `cdk watch` against it: saved changes are hot-swapped, or deployed in full")
     run = commands.add_parser("run", help="deploy the app, start one execution and follow it")

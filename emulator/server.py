@@ -24,6 +24,7 @@ from emulator.cloudcontrol import CloudControl
 from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
+from emulator.iam import deliveries as iam_deliveries
 from emulator.iam import enforced_by_default as iam_enforced_by_default
 from emulator.iam import enforcement as iam_enforcement
 from emulator.iam.enforcement import Iam
@@ -193,7 +194,8 @@ class LocalAws:
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
         self._thread.start()
 
-        self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
+        self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules,
+                                  refused=iam_deliveries.refused if self.iam is not None else None)
         self.cloudwatch = CloudWatch(self.clock, self.router, ACCOUNT_ID, REGION)
         self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults,
                                      on_output=self.cloudwatch.read_function_log, credentials=self._function_credentials)

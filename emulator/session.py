@@ -106,7 +106,7 @@ class Deployment:
 @contextlib.contextmanager
 def deployed(
     workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None,
-    mock_config: MockConfig | None = None, also: Sequence[Path] = (),
+    mock_config: MockConfig | None = None, also: Sequence[Path] = (), enforce_iam: bool | None = None,
 ) -> Iterator[Deployment]:
     """Start the Slack stand-in and a LocalAws, store the Slack secrets, deploy the app (and after it the
     CDK apps in ``also``, such as examples/).
@@ -116,12 +116,13 @@ def deployed(
     app's Interactivity request URL is then set to the stack output ``AlertActionsUrl`` (if the app
     has that endpoint). With ``progress``, says what it is doing and each stack as CloudFormation
     completes it; with ``mock_config``, executions can run its test cases (Deployment.use_mock_config).
+    ``enforce_iam`` False leaves IAM unchecked (None: as ``EMULATOR_IAM`` says, on by default).
     """
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # moto logs each resource type it skips and every failed state; the timeline shows what matters.
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", message="Tried to parse .* not supported by moto", category=UserWarning)
-    with SlackStandIn() as slack, LocalAws(workdir, auto_schedules=auto_schedules) as aws:
+    with SlackStandIn() as slack, LocalAws(workdir, auto_schedules=auto_schedules, enforce_iam=enforce_iam) as aws:
         slack.now = aws.clock.now  # the app's handlers take the simulated clock for the time
         # The secrets exist before the app, as on AWS (the stacks reference them by name).
         signing_secret = secrets.token_hex(16)

@@ -74,17 +74,22 @@ class Iam:
         """A session of ``role_arn`` as AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
 
         Lambda names the session after the function; Step Functions' sessions (``session_name``
-        None) get a random name, one per role. Each session's keys last the emulator's life.
+        None) get a random name, one per role. Each session's keys last the emulator's life. moto's
+        STS issues them, so GetCallerIdentity answers with the session, as on AWS.
         """
+        from moto.sts.models import sts_backends
+
         with self._lock:
             if (role_arn, session_name) not in self._credentials:
-                name = session_name or "".join(secrets.choice(_SESSION_CHARS) for _ in range(32))
-                key_id = "ASIA" + "".join(secrets.choice(string.ascii_uppercase + string.digits) for _ in range(16))
-                self._sessions[key_id] = Session(role_arn, name)
+                session = Session(role_arn, session_name or "".join(secrets.choice(_SESSION_CHARS) for _ in range(32)))
+                assumed = sts_backends[session.account]["aws"].assume_role(
+                    region_name="us-east-1", role_session_name=session.session_name, role_arn=role_arn,
+                    policy="", duration=43200, external_id="")
+                self._sessions[assumed.access_key_id] = session
                 self._credentials[role_arn, session_name] = {
-                    "AWS_ACCESS_KEY_ID": key_id,
-                    "AWS_SECRET_ACCESS_KEY": secrets.token_urlsafe(30),
-                    "AWS_SESSION_TOKEN": secrets.token_urlsafe(60),
+                    "AWS_ACCESS_KEY_ID": assumed.access_key_id,
+                    "AWS_SECRET_ACCESS_KEY": assumed.secret_access_key,
+                    "AWS_SESSION_TOKEN": assumed.session_token,
                 }
             return self._credentials[role_arn, session_name]
 

@@ -61,7 +61,7 @@ class _Condition:
         elif base in ("StringLike", "ArnLike", "ArnEquals"):
             matched = any(_pattern(v, ignore_case=False).fullmatch(actual) for v in self.values)
         elif base == "Bool":
-            matched = actual.lower() in (v.lower() for v in self.values)
+            matched = actual.lower() in self.values
         else:  # an operator the emulator does not evaluate: never satisfied (an Allow under it grants nothing)
             return False
         return matched != negated
@@ -114,7 +114,8 @@ def compile_policy(document: str) -> Policy:
             not_resource="NotResource" in raw,
             principals=None if principal is None else _principals(principal),
             conditions=tuple(
-                _Condition(operator, key, tuple(str(v) for v in _listed(values)))
+                _Condition(operator, key.lower(), tuple(str(v).lower() if operator.startswith("Bool") else str(v)
+                                                        for v in _listed(values)))
                 for operator, keys in (raw.get("Condition") or {}).items()
                 for key, values in keys.items()
             ),
@@ -161,4 +162,6 @@ def decide(documents: Iterable[str], action: str, resource: str | None, context:
     ``principal`` is ``(kind, value)`` — ``("AWS", role or session ARN)`` or ``("Service",
     "events.amazonaws.com")`` — for resource-based and trust policies, whose statements name one.
     """
-    return _decide(tuple(documents), action, resource, tuple(sorted((context or {}).items())), principal)
+    # Condition keys are case-insensitive (IAM JSON policy elements: Condition).
+    keys = tuple(sorted((key.lower(), value) for key, value in (context or {}).items()))
+    return _decide(tuple(documents), action, resource, keys, principal)
