@@ -22,6 +22,7 @@ from typing import Any, Iterator
 import pytest
 
 from emulator import samples
+from emulator.follow import run
 from tests.emulator_helpers import SERVICES_TRUST, create_function, unique, wait_for
 
 ACCOUNT = "123456789012"
@@ -42,8 +43,12 @@ def without(document: dict, action: str) -> dict:
 def role_policy_without(deployment: Any, stack: str, policy_part: str, action: str) -> Iterator[str]:
     """The deployed role policy ``policy_part`` of ``stack`` without ``action`` meanwhile; yields the role name."""
     iam = deployment.client("iam")
-    policy_name = deployment.stack_resource(stack, "AWS::IAM::Policy", policy_part)
-    [role] = [r["RoleName"] for r in iam.list_roles()["Roles"] if policy_name in iam.list_role_policies(RoleName=r["RoleName"])["PolicyNames"]]
+    resources = deployment.client("cloudformation").list_stack_resources(StackName=stack)["StackResourceSummaries"]
+    # CDK names a role's policy after its logical id
+    [policy_name] = [r["LogicalResourceId"] for r in resources
+                     if r["ResourceType"] == "AWS::IAM::Policy" and policy_part in r["LogicalResourceId"]]
+    [role] = [r["PhysicalResourceId"] for r in resources if r["ResourceType"] == "AWS::IAM::Role"
+              and policy_name in iam.list_role_policies(RoleName=r["PhysicalResourceId"])["PolicyNames"]]
     original = iam.get_role_policy(RoleName=role, PolicyName=policy_name)["PolicyDocument"]
     iam.put_role_policy(RoleName=role, PolicyName=policy_name, PolicyDocument=json.dumps(without(original, action)))
     try:
@@ -230,3 +235,38 @@ def test_a_function_may_make_only_the_calls_its_role_allows_on_the_resources_it_
     assert get_b == ["AccessDeniedException", f"User: {session} is not authorized to perform: dynamodb:GetItem on resource: "
                      f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/{tables[1]} because no identity-based policy allows "
                      "the dynamodb:GetItem action"]
+
+
+def test_the_team_example_without_its_queue_grant_shows_the_denial_docs_own_function_quotes(deployment):
+    # Given: the team's notifier (examples/) without sqs:SendMessage on its queue, and an alert of one user, one round
+    stack = "TeamPatternsStack"
+    alert_id = unique("team-denied")
+    deployment.client("dynamodb").put_item(TableName=deployment.output(stack, "AlertTableName"), Item={
+        "alert_id": {"S": alert_id}, "notification_count": {"N": "1"}, "user_accounts": {"L": [{"S": "ops@example.com"}]},
+        "interval_seconds": {"N": "60"}, "message": {"S": "Queue depth above 1,000"}})
+    with role_policy_without(deployment, stack, "NotifierRoleDefaultPolicy", "sqs:SendMessage") as role:
+        # When: the alert runs
+        result = run(deployment.aws, deployment.output(stack, "AlertStateMachineArn"), {"alert_id": alert_id},
+                     name=unique("team-denied"))
+    # Then: its one notification fails, so the alert does; the Notify User task's cause is SQS's denial
+    notifier = deployment.stack_resource(stack, "AWS::Lambda::Function", "NotifierFunction")
+    queue = deployment.output(stack, "NotificationQueueUrl").rpartition("/")[2]
+    assert (result.status, result.error) == ("FAILED", "NotificationDeliveryFailed"), result.cause
+    assert (f"An error occurred (AccessDenied) when calling the SendMessage operation: User: "
+            f"arn:aws:sts::{ACCOUNT}:assumed-role/{role}/{notifier} is not authorized to perform: sqs:SendMessage on "
+            f"resource: arn:aws:sqs:us-east-1:{ACCOUNT}:{queue} because no identity-based policy allows the "
+            "sqs:SendMessage action") in json.dumps(result.events, default=str)
+
+
+def test_a_function_whose_role_lambda_may_not_assume_is_refused(deployment):
+    # Given: a role only Step Functions may assume
+    role = deployment.client("iam").create_role(RoleName=unique("states-only"), AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+    }))["Role"]["Arn"]
+    lam = deployment.client("lambda")
+    # When: a function is created with it
+    with pytest.raises(lam.exceptions.InvalidParameterValueException) as refused:
+        create_function(deployment.aws, role, "untrusted", "probe", PROBE)
+    # Then: Lambda refuses it in its own words
+    assert refused.value.response["Error"]["Message"] == "The role defined for the function cannot be assumed by Lambda."

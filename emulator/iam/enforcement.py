@@ -294,7 +294,8 @@ def wsgi(app: Callable[..., Any]) -> Callable[..., Any]:
 
 def install_trust_checks(current: Callable[[], Iam | None]) -> None:
     """A state machine whose role does not exist or does not trust Step Functions is refused at
-    CreateStateMachine (and UpdateStateMachine), with AWS's AccessDeniedException wording."""
+    CreateStateMachine (and UpdateStateMachine), with AWS's AccessDeniedException wording; a function
+    whose role Lambda may not assume, at CreateFunction."""
     from moto.core.exceptions import AWSError
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
@@ -324,3 +325,17 @@ def install_trust_checks(current: Callable[[], Iam | None]) -> None:
 
     StepFunctionsParserBackend.create_state_machine = create_state_machine
     StepFunctionsParserBackend.update_state_machine = update_state_machine
+
+    # Lambda refuses a function whose role it may not assume, in its own words.
+    from moto.awslambda.exceptions import InvalidParameterValueException
+    from moto.awslambda.models import LambdaBackend
+
+    original_create_function = LambdaBackend.create_function
+
+    def create_function(self: Any, spec: dict[str, Any]) -> Any:
+        function_arn = f"arn:aws:lambda:{self.region_name}:{self.account_id}:function:{spec.get('FunctionName')}"
+        if current() is not None and not trusts(spec.get("Role", ""), "lambda.amazonaws.com", function_arn):
+            raise InvalidParameterValueException("The role defined for the function cannot be assumed by Lambda.")
+        return original_create_function(self, spec)
+
+    LambdaBackend.create_function = create_function
