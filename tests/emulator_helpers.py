@@ -81,3 +81,22 @@ def permissive_role(aws: Any, prefix: str) -> str:
 @pytest.fixture(scope="module")
 def role_arn(aws) -> str:
     return permissive_role(aws, "emulator-test")
+
+
+def put_target(aws: Any, rule: str, target: dict) -> None:
+    """PutTargets of one SQS queue or SNS topic, with the resource policy that lets the rule deliver to it:
+    EventBridge needs one (EventBridge User Guide, "Using resource-based policies for Amazon
+    EventBridge"), and the emulator enforces it."""
+    rule_arn = aws.client("events").describe_rule(Name=rule)["Arn"]
+    arn = target["Arn"]
+    service = arn.split(":")[2]
+    policy = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"},
+        "Action": {"sqs": "sqs:SendMessage", "sns": "sns:Publish"}[service], "Resource": arn,
+        "Condition": {"ArnEquals": {"aws:SourceArn": rule_arn}}}]})
+    if service == "sqs":
+        sqs = aws.client("sqs")
+        sqs.set_queue_attributes(QueueUrl=sqs.get_queue_url(QueueName=arn.split(":")[5])["QueueUrl"], Attributes={"Policy": policy})
+    else:
+        aws.client("sns").set_topic_attributes(TopicArn=arn, AttributeName="Policy", AttributeValue=policy)
+    aws.client("events").put_targets(Rule=rule, Targets=[target])

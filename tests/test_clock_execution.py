@@ -22,7 +22,7 @@ import pytest
 from emulator.clock import INSTANT, SimClock, SimEvent
 from emulator.server import CLOCK_PATH
 from tests.conftest import ROOT
-from tests.emulator_helpers import permissive_role, unique, wait_for_event
+from tests.emulator_helpers import permissive_role, put_target, unique, wait_for_event
 
 WAIT_SECONDS = 60
 
@@ -112,7 +112,7 @@ def test_a_scheduled_rule_fires_only_when_the_clock_passes_its_time_and_the_stat
     rule = unique("hourly")
     events = aws.client("events")
     events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
-    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    put_target(aws, rule, {"Id": "queue", "Arn": queue_arn})
     aws.router.fire_on_clock({rule})
     try:
         deadline = time.monotonic() + 60

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.emulator_helpers import create_function, permissive_role, unique
+from tests.emulator_helpers import create_function, permissive_role, put_target, unique
 
 ARRIVAL_SECONDS = 10
 SETTLE_SECONDS = 0.5
@@ -130,7 +130,7 @@ def test_set_alarm_state_puts_the_state_change_event_on_the_default_bus(aws, clo
     events.put_rule(Name=rule, EventPattern=json.dumps(
         {"source": ["aws.cloudwatch"], "detail-type": ["CloudWatch Alarm State Change"], "detail": {"alarmName": [name]}}
     ))
-    events.put_targets(Rule=rule, Targets=[{"Id": "inbox", "Arn": inbox.arn}])
+    put_target(aws, rule, {"Id": "inbox", "Arn": inbox.arn})
     before = aws.clock.now()
     # When: as `aws cloudwatch set-alarm-state` sends it
     cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="Testing the alarm path",
@@ -216,7 +216,7 @@ def test_disabled_actions_do_not_run_but_the_event_is_sent(aws, cloudwatch, paus
     rule_inbox = Inbox(aws)
     rule = unique("alarm-rule")
     aws.client("events").put_rule(Name=rule, EventPattern=json.dumps({"detail": {"alarmName": [name]}}))
-    aws.client("events").put_targets(Rule=rule, Targets=[{"Id": "inbox", "Arn": rule_inbox.arn}])
+    put_target(aws, rule, {"Id": "inbox", "Arn": rule_inbox.arn})
     # When
     cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="actions are off")
     # Then
