@@ -3,7 +3,7 @@
 Every patch but one corrects a difference between moto (the release requirements-dev.txt pins) and
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
 tests/test_emulator_conformance.py; for CloudWatch tests/test_emulator_cloudwatch.py; for what `cdk deploy
---hotswap` calls tests/test_emulator_hotswap_apis.py) pins it. The one under "Speed" changes only how fast
+--hotswap` calls tests/test_emulator_hotswap_apis.py; for IAM tests/test_iam_execution.py) pins it. The one under "Speed" changes only how fast
 moto works.
 Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
 Each lives beside the rest of its service's emulation (``emulator/<service>/patches.py`` and, for
