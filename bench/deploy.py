@@ -60,9 +60,15 @@ class _Deployer:
         self.deployment = deployment
         self.lam = deployment.client("lambda")
         self.sfn = deployment.client("stepfunctions")
-        self.role_arn = deployment.client("iam").create_role(
-            RoleName="bench-stand-ins", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
-        )["Role"]["Arn"]
+        # The seed designs' stand-ins are measured for cost, not permissions: their functions and machines
+        # may do anything (the emulator enforces IAM, and would refuse a role Lambda and Step Functions
+        # may not assume).
+        iam = deployment.client("iam")
+        self.role_arn = iam.create_role(RoleName="bench-stand-ins", AssumeRolePolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {
+                "Service": ["lambda.amazonaws.com", "states.amazonaws.com"]}}]}))["Role"]["Arn"]
+        iam.put_role_policy(RoleName="bench-stand-ins", PolicyName="everything", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
 
     def function(self, name: str, source: Path, *, env: dict[str, str], timeout: int = SEED_TIMEOUT_SECONDS,
                  with_shared_code: bool = False) -> str:

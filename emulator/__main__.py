@@ -23,6 +23,7 @@ from emulator.clock import INSTANT, parse_speed
 from emulator.console import Console
 from emulator.deploy import stop_watch, watch
 from emulator.follow import duration
+from emulator.iam import SWITCH
 from emulator.server import CLOCK_PATH
 from emulator.session import APP_CONTEXT, MACHINES, SLACK_SIGNING_SECRET_NAME, Deployment, deployed
 from emulator.stepfunctions.mocks import MOCK_CONFIG_VARIABLE, MockConfig, MockConfigError
@@ -35,7 +36,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"error: {MOCK_CONFIG_VARIABLE}: {exc}", file=sys.stderr)
         return 2
     with deployed(auto_schedules=True, progress=sys.stdout, mock_config=mock_config,
-                  account_concurrency=args.account_concurrency) as deployment, Console(deployment) as console:
+                  account_concurrency=args.account_concurrency,
+                  enforce_iam=False if args.no_iam else None) as deployment, Console(deployment) as console:
         deployment.aws.clock.set_speed(args.speed)
         if args.paused:
             deployment.aws.clock.pause()
@@ -49,6 +51,8 @@ def _serve(args: argparse.Namespace) -> int:
         if deployment.slack.interactive:
             print(f"Slack app interactivity: request URL {deployment.slack.request_url}, "
                   f"signing secret in Secrets Manager {SLACK_SIGNING_SECRET_NAME}")
+        print("IAM: enforced for handlers and executions (each acts as its role; the keys above are the account's "
+              "administrator's)" if deployment.aws.iam is not None else "IAM: not enforced (--no-iam or EMULATOR_IAM=off)")
         print("Stack outputs:")
         print(json.dumps(deployment.documented_outputs, indent=2))
         for line in clock_lines(deployment.aws.clock_status()):
@@ -210,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--speed", type=_speed, default=INSTANT,
                        help="simulated-clock speed: instant (default: jump to the next wake-up when idle) or a factor (1 = real time)")
     serve.add_argument("--paused", action="store_true", help="start with the simulated clock paused")
+    serve.add_argument("--no-iam", action="store_true",
+                       help=f"do not enforce IAM (handlers and executions may do anything; also {SWITCH}=off)")
     serve.add_argument("--account-concurrency", type=_concurrency, default=None, metavar="N",
                        help=f"the account's Lambda concurrency quota (default: ${VARIABLE}, else "
                             f"{DEFAULT_ACCOUNT_CONCURRENCY}); {NEW_ACCOUNT_CONCURRENCY} is a new account's, "

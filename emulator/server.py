@@ -25,6 +25,10 @@ from emulator.cloudcontrol import CloudControl
 from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
+from emulator.iam import deliveries as iam_deliveries
+from emulator.iam import enforced_by_default as iam_enforced_by_default
+from emulator.iam import enforcement as iam_enforcement
+from emulator.iam.enforcement import Iam
 from emulator.stepfunctions.mocks import MockConfig
 
 ACCOUNT_ID = "123456789012"
@@ -46,6 +50,7 @@ class _Current:
     function_urls: FunctionUrls | None = None
     cloudwatch: CloudWatch | None = None
     mock_config: MockConfig | None = None
+    iam: Iam | None = None
     concurrency: Concurrency | None = None
 
     def account_concurrency(self) -> int:
@@ -117,6 +122,7 @@ def _install_patches_once() -> SimClock:
                 clock, lambda_runtime=_current, on_status_change=_current.status_changed,
                 on_alarm_change=_current.alarm_changed, mock_config=lambda: _current.mock_config,
                 account_concurrency=_current.account_concurrency,
+                iam=lambda: _current.iam,
             )
             _clock = clock
         return _clock
@@ -126,11 +132,13 @@ class LocalAws:
     """A local AWS endpoint. Use as a context manager, or call ``start()`` and ``stop()``."""
 
     def __init__(self, workdir: Path | None = None, auto_schedules: bool = False, mock_config: MockConfig | None = None,
-                 account_concurrency: int | None = None) -> None:
+                 account_concurrency: int | None = None, enforce_iam: bool | None = None) -> None:
         """``account_concurrency``: the account's Lambda concurrency quota (default: EMULATOR_ACCOUNT_CONCURRENCY,
-        else 1,000; a new account has 10)."""
+        else 1,000; a new account has 10). ``enforce_iam``: whether IAM is enforced (default: EMULATOR_IAM, else on)."""
         self._own_workdir = workdir is None
         self.account_concurrency = account_concurrency if account_concurrency is not None else configured_quota()
+        # The role sessions handlers and executions act as; None: IAM not enforced (docs/emulator.md).
+        self.iam = Iam() if (iam_enforced_by_default() if enforce_iam is None else enforce_iam) else None
         self.mock_config = mock_config  # Step Functions Local's mock configuration: see use_mock_config
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="local-aws-"))
         self.auto_schedules = auto_schedules
@@ -166,7 +174,7 @@ class LocalAws:
         default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
         self.clock = _install_patches_once()
 
-        moto_app = self.faults.wsgi(DomainDispatcherApplication(create_backend_app))
+        moto_app = self.faults.wsgi(iam_enforcement.wsgi(DomainDispatcherApplication(create_backend_app)))
         clock = self.clock
 
         ticket_key = "HTTP_" + TICKET_HEADER.upper().replace("-", "_")
@@ -195,19 +203,29 @@ class LocalAws:
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
         self._thread.start()
 
-        self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules)
+        self.router = EventRouter(self.clock, ACCOUNT_ID, REGION, auto_schedules=self.auto_schedules,
+                                  refused=iam_deliveries.refused if self.iam is not None else None)
         self.cloudwatch = CloudWatch(self.clock, self.router, ACCOUNT_ID, REGION)
         from moto.awslambda.models import lambda_backends
 
         self.concurrency = Concurrency(self.account_concurrency, lambda: lambda_backends[ACCOUNT_ID][REGION].list_functions())
         self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults,
-                                     on_output=self.cloudwatch.read_function_log, concurrency=self.concurrency)
+                                     on_output=self.cloudwatch.read_function_log, concurrency=self.concurrency,
+                                     credentials=self._function_credentials)
         self.function_urls = FunctionUrls(self.clock, lambda fn, payload: self.runtime.invoke(fn, payload, False),
                                           _find_function)
         _current.runtime, _current.router = self.runtime, self.router
         _current.function_urls, _current.cloudwatch = self.function_urls, self.cloudwatch
         _current.mock_config, _current.concurrency = self.mock_config, self.concurrency
+        _current.iam = self.iam
         return self
+
+    def _function_credentials(self, fn: Any) -> dict[str, str]:
+        """What a function's handler calls with: its role's session, named after the function, as
+        Lambda gives it; the administrator's keys when IAM is not enforced."""
+        if self.iam is None:
+            return dict(CREDENTIALS)
+        return self.iam.credentials(fn.role, fn.function_name)
 
     def use_mock_config(self, config: MockConfig | None) -> None:
         """Test cases that StartExecution selects with ``<state machine ARN>#<test case>`` from now on
@@ -220,7 +238,7 @@ class LocalAws:
         self.faults.clear()
         self.abort_running_executions()
         _current.runtime, _current.router, _current.function_urls, _current.cloudwatch = None, None, None, None
-        _current.mock_config, _current.concurrency = None, None
+        _current.mock_config, _current.concurrency, _current.iam = None, None, None
         if hasattr(self, "function_urls"):
             self.function_urls.close_all()
         if self._server is not None:

@@ -107,6 +107,7 @@ class Deployment:
 def deployed(
     workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None,
     mock_config: MockConfig | None = None, also: Sequence[Path] = (), account_concurrency: int | None = None,
+    enforce_iam: bool | None = None,
 ) -> Iterator[Deployment]:
     """Start the Slack stand-in and a LocalAws, store the Slack secrets, deploy the app (and after it the
     CDK apps in ``also``, such as examples/).
@@ -117,12 +118,14 @@ def deployed(
     has that endpoint). With ``progress``, says what it is doing and each stack as CloudFormation
     completes it; with ``mock_config``, executions can run its test cases (Deployment.use_mock_config);
     ``account_concurrency`` is the account's Lambda concurrency quota (LocalAws).
+    ``enforce_iam`` False leaves IAM unchecked (None: as ``EMULATOR_IAM`` says, on by default).
     """
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # moto logs each resource type it skips and every failed state; the timeline shows what matters.
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", message="Tried to parse .* not supported by moto", category=UserWarning)
-    with SlackStandIn() as slack, LocalAws(workdir, auto_schedules=auto_schedules, account_concurrency=account_concurrency) as aws:
+    with SlackStandIn() as slack, LocalAws(workdir, auto_schedules=auto_schedules, account_concurrency=account_concurrency,
+                                           enforce_iam=enforce_iam) as aws:
         slack.now = aws.clock.now  # the app's handlers take the simulated clock for the time
         # The secrets exist before the app, as on AWS (the stacks reference them by name).
         signing_secret = secrets.token_hex(16)

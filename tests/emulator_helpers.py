@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import json
 import time
 import uuid
 import zipfile
@@ -58,7 +59,44 @@ def aws(deployment):
     return deployment.aws
 
 
+# Lambda and Step Functions may assume a test's role; a state machine whose role does not trust
+# states.amazonaws.com is refused at CreateStateMachine.
+SERVICES_TRUST = json.dumps({"Version": "2012-10-17", "Statement": [{
+    "Effect": "Allow", "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]}, "Action": "sts:AssumeRole",
+}]})
+
+
+def permissive_role(aws: Any, prefix: str) -> str:
+    """A role for the machines and functions a test creates when permissions are not what it tests:
+    Lambda and Step Functions may assume it, and it may do anything (the emulator enforces IAM;
+    tests/test_iam_execution.py is about permissions)."""
+    iam = aws.client("iam")
+    name = unique(prefix)
+    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=SERVICES_TRUST)["Role"]["Arn"]
+    iam.put_role_policy(RoleName=name, PolicyName="everything", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+    return arn
+
+
 @pytest.fixture(scope="module")
 def role_arn(aws) -> str:
-    """A role for the machines and functions a test creates (the emulator checks no permissions)."""
-    return aws.client("iam").create_role(RoleName=unique("emulator-test"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    return permissive_role(aws, "emulator-test")
+
+
+def put_target(aws: Any, rule: str, target: dict) -> None:
+    """PutTargets of one SQS queue or SNS topic, with the resource policy that lets the rule deliver to it:
+    EventBridge needs one (EventBridge User Guide, "Using resource-based policies for Amazon
+    EventBridge"), and the emulator enforces it."""
+    rule_arn = aws.client("events").describe_rule(Name=rule)["Arn"]
+    arn = target["Arn"]
+    service = arn.split(":")[2]
+    policy = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"},
+        "Action": {"sqs": "sqs:SendMessage", "sns": "sns:Publish"}[service], "Resource": arn,
+        "Condition": {"ArnEquals": {"aws:SourceArn": rule_arn}}}]})
+    if service == "sqs":
+        sqs = aws.client("sqs")
+        sqs.set_queue_attributes(QueueUrl=sqs.get_queue_url(QueueName=arn.split(":")[5])["QueueUrl"], Attributes={"Policy": policy})
+    else:
+        aws.client("sns").set_topic_attributes(TopicArn=arn, AttributeName="Policy", AttributeValue=policy)
+    aws.client("events").put_targets(Rule=rule, Targets=[target])

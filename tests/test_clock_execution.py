@@ -22,7 +22,7 @@ import pytest
 from emulator.clock import INSTANT, SimClock, SimEvent
 from emulator.server import CLOCK_PATH
 from tests.conftest import ROOT
-from tests.emulator_helpers import unique, wait_for_event
+from tests.emulator_helpers import permissive_role, put_target, unique, wait_for_event
 
 WAIT_SECONDS = 60
 
@@ -37,7 +37,7 @@ def aws(deployment):
 
 @pytest.fixture(scope="module")
 def waiting_machine(deployment):
-    role = deployment.client("iam").create_role(RoleName=unique("clock"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = permissive_role(deployment.aws, "clock")
     definition = {"StartAt": "Wait A Minute", "States": {
         "Wait A Minute": {"Type": "Wait", "Seconds": WAIT_SECONDS, "Next": "Done"}, "Done": {"Type": "Succeed"}}}
     return deployment.client("stepfunctions").create_state_machine(
@@ -112,7 +112,7 @@ def test_a_scheduled_rule_fires_only_when_the_clock_passes_its_time_and_the_stat
     rule = unique("hourly")
     events = aws.client("events")
     events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
-    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    put_target(aws, rule, {"Id": "queue", "Arn": queue_arn})
     aws.router.fire_on_clock({rule})
     try:
         deadline = time.monotonic() + 60

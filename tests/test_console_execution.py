@@ -281,13 +281,22 @@ def test_the_execution_page_shows_the_alarm_event_that_started_it(deployment, co
     # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html)
     sample = samples.sample("alert", "disk-full-web-1")
     deployment.seed("alert", sample.input)
+    # EventBridge starts the machine as the target's role, which must allow it
+    iam = deployment.client("iam")
+    role = iam.create_role(RoleName="console-test", AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+    }))["Role"]["Arn"]
+    iam.put_role_policy(RoleName="console-test", PolicyName="start", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "states:StartExecution", "Resource": deployment.machine_arn("alert")}],
+    }))
     events = deployment.client("events")
     events.put_rule(Name="console-test-alarm-starts-alert", EventPattern=json.dumps({
         "source": ["aws.cloudwatch"], "detail-type": ["CloudWatch Alarm State Change"],
         "detail": {"alarmName": ["console-test-alarm"]}}))
     events.put_targets(Rule="console-test-alarm-starts-alert", Targets=[{
-        "Id": "alert", "Arn": deployment.machine_arn("alert"), "Input": json.dumps(sample.input),
-        "RoleArn": "arn:aws:iam::123456789012:role/console-test"}])
+        "Id": "alert", "Arn": deployment.machine_arn("alert"), "Input": json.dumps(sample.input), "RoleArn": role}])
     event = {
         "version": "0", "id": "c4a2d1e0-0000-4000-8000-000000000001", "detail-type": "CloudWatch Alarm State Change",
         "source": "aws.cloudwatch", "account": "123456789012", "time": "2026-11-24T12:00:00Z", "region": "us-east-1",
@@ -334,14 +343,20 @@ def test_an_execution_a_lambda_target_started_names_the_event_that_invoked_it(de
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
     }))["Role"]["Arn"]
+    deployment.client("iam").put_role_policy(RoleName="console-test-starter", PolicyName="start", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "states:StartExecution", "Resource": deployment.machine_arn("alert")}],
+    }))
     function = deployment.client("lambda").create_function(
         FunctionName="console-test-starter", Runtime="python3.13", Role=role, Handler="index.handler",
         Code={"ZipFile": archive.getvalue()}, Timeout=30,
         Environment={"Variables": {"MACHINE_ARN": deployment.machine_arn("alert"), "INPUT": json.dumps(sample.input)}},
     )["FunctionArn"]
     events = deployment.client("events")
-    events.put_rule(Name="console-test-alarm-invokes-starter", EventPattern=json.dumps({
-        "source": ["aws.cloudwatch"], "detail": {"alarmName": ["console-test-lambda-alarm"]}}))
+    rule = events.put_rule(Name="console-test-alarm-invokes-starter", EventPattern=json.dumps({
+        "source": ["aws.cloudwatch"], "detail": {"alarmName": ["console-test-lambda-alarm"]}}))["RuleArn"]
+    deployment.client("lambda").add_permission(FunctionName=function, StatementId="rule", Action="lambda:InvokeFunction",
+                                               Principal="events.amazonaws.com", SourceArn=rule)
     events.put_targets(Rule="console-test-alarm-invokes-starter", Targets=[{"Id": "starter", "Arn": function}])
     event = {
         "version": "0", "id": "c4a2d1e0-0000-4000-8000-000000000002", "detail-type": "CloudWatch Alarm State Change",

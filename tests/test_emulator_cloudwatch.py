@@ -23,7 +23,7 @@ from typing import Any, Iterator
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.emulator_helpers import create_function, unique
+from tests.emulator_helpers import create_function, permissive_role, put_target, unique
 
 ARRIVAL_SECONDS = 10
 SETTLE_SECONDS = 0.5
@@ -133,7 +133,7 @@ def test_set_alarm_state_puts_the_state_change_event_on_the_default_bus(aws, clo
     events.put_rule(Name=rule, EventPattern=json.dumps(
         {"source": ["aws.cloudwatch"], "detail-type": ["CloudWatch Alarm State Change"], "detail": {"alarmName": [name]}}
     ))
-    events.put_targets(Rule=rule, Targets=[{"Id": "inbox", "Arn": inbox.arn}])
+    put_target(aws, rule, {"Id": "inbox", "Arn": inbox.arn})
     before = aws.clock.now()
     # When: as `aws cloudwatch set-alarm-state` sends it
     cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="Testing the alarm path",
@@ -271,7 +271,7 @@ def test_disabled_actions_do_not_run_but_the_event_is_sent(aws, cloudwatch, paus
     rule_inbox = Inbox(aws)
     rule = unique("alarm-rule")
     aws.client("events").put_rule(Name=rule, EventPattern=json.dumps({"detail": {"alarmName": [name]}}))
-    aws.client("events").put_targets(Rule=rule, Targets=[{"Id": "inbox", "Arn": rule_inbox.arn}])
+    put_target(aws, rule, {"Id": "inbox", "Arn": rule_inbox.arn})
     # When
     cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="actions are off")
     # Then
@@ -367,7 +367,7 @@ def lambda_handler(event, context):
 
 def test_embedded_metric_format_lines_a_function_prints_become_metrics(aws, cloudwatch, paused):
     # Given: a function that prints one EMF line, and an alarm on that metric
-    role = aws.client("iam").create_role(RoleName=unique("emf"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = permissive_role(aws, "emf")
     function = create_function(aws, role, "emf", "emf", EMF_CODE)["FunctionName"]
     namespace = unique("Emulator/EMF")
     name = _put_alarm(cloudwatch, Namespace=namespace, MetricName="JobsTimedOut",

@@ -20,7 +20,7 @@ import pytest
 
 from emulator.events import render_input_transformer
 from emulator.follow import follow, run
-from tests.emulator_helpers import create_function, unique, wait_for_event
+from tests.emulator_helpers import create_function, put_target, unique, wait_for_event
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -716,9 +716,9 @@ def test_execution_status_change_event_reaches_sns_through_rule_and_input_transf
     events.put_rule(Name=rule, EventPattern=json.dumps({
         "source": ["aws.states"], "detail-type": ["Step Functions Execution Status Change"],
         "detail": {"status": ["FAILED"], "stateMachineArn": [arn]}}))
-    events.put_targets(Rule=rule, Targets=[{"Id": "topic", "Arn": topic, "InputTransformer": {
+    put_target(aws, rule, {"Id": "topic", "Arn": topic, "InputTransformer": {
         "InputPathsMap": {"name": "$.detail.name", "status": "$.detail.status", "error": "$.detail.error", "cause": "$.detail.cause"},
-        "InputTemplate": '{"summary": "Execution <name> <status>", "error": <error>, "cause": <cause>}'}}])
+        "InputTemplate": '{"summary": "Execution <name> <status>", "error": <error>, "cause": <cause>}'}})
     # When
     result = run(aws, arn, {}, name="doomed")
     # Then: one message, rendered; the RUNNING event did not match the rule
@@ -775,9 +775,9 @@ def test_rule_target_receives_the_transformed_text_unchanged(aws):
     events = aws.client("events")
     rule = unique("ec2")
     events.put_rule(Name=rule, EventPattern=json.dumps({"source": ["aws.ec2"], "detail": {"instance-id": ["i-0123456789"]}}))
-    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn, "InputTransformer": {
+    put_target(aws, rule, {"Id": "queue", "Arn": queue_arn, "InputTransformer": {
         "InputPathsMap": {"instance": "$.detail.instance-id", "state": "$.detail.state"},
-        "InputTemplate": '"instance <instance> is in <state>"'}}])
+        "InputTemplate": '"instance <instance> is in <state>"'}})
     # When
     delivered = aws.router.put(EC2_EVENT)
     # Then
@@ -790,7 +790,7 @@ def test_scheduled_rule_fires_on_demand_with_a_scheduled_event(deployment, aws):
     events = aws.client("events")
     rule = unique("hourly")
     events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
-    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    put_target(aws, rule, {"Id": "queue", "Arn": queue_arn})
     assert aws.router.fire_schedule(rule) == 1
     [body] = _receive(aws, queue_url, expected=1)
     event = json.loads(body)
@@ -804,7 +804,7 @@ def test_scheduled_rule_fires_as_simulated_time_passes_its_rate(aws):
     events = aws.client("events")
     rule = unique("hourly")
     events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
-    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    put_target(aws, rule, {"Id": "queue", "Arn": queue_arn})
     aws.router.fire_on_clock({rule})
     try:
         time.sleep(0.2)  # the scheduler notes the rule's first due time

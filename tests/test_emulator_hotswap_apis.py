@@ -17,7 +17,7 @@ import zipfile
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.emulator_helpers import create_function, unique
+from tests.emulator_helpers import create_function, permissive_role, unique
 
 TYPE = "AWS::StepFunctions::StateMachine"
 
@@ -34,7 +34,7 @@ def machine(aws):
 
 
 def _role(aws) -> str:
-    return aws.client("iam").create_role(RoleName=unique("hotswap-apis"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    return permissive_role(aws, "hotswap-apis")
 
 
 def _version_code(version: str) -> str:

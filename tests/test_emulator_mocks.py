@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 from emulator.follow import run
 from emulator.stepfunctions.mocks import MockConfig, MockConfigError
-from tests.emulator_helpers import unique
+from tests.emulator_helpers import permissive_role, unique
 
 ROOT = Path(__file__).resolve().parents[1]
 MOCK_CFG = "https://docs.aws.amazon.com/step-functions/latest/dg/sfn-local-mock-cfg-file.html"
@@ -133,7 +133,7 @@ def test_serve_refuses_a_mock_file_that_is_not_json_before_deploying(tmp_path):
 @pytest.fixture(scope="module")
 def guide_machine(deployment):
     aws = deployment.aws
-    role = aws.client("iam").create_role(RoleName=unique("mocks"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = permissive_role(aws, "mocks")
     name = unique("LambdaSQSIntegration")
     arn = aws.client("stepfunctions").create_state_machine(name=name, definition=json.dumps(GUIDE_MACHINE), roleArn=role)["stateMachineArn"]
     document = json.loads(json.dumps(GUIDE_EXAMPLE))

@@ -18,7 +18,7 @@ import pytest
 from botocore.config import Config
 
 from emulator.follow import follow
-from tests.emulator_helpers import unique, wait_for_event
+from tests.emulator_helpers import permissive_role, put_target, unique, wait_for_event
 
 
 @pytest.fixture(scope="module")
@@ -326,7 +326,7 @@ def _finished(sfn, execution_arn: str) -> dict:
 
 @pytest.fixture(scope="module")
 def read_machine(aws, sfn):
-    role = aws.client("iam").create_role(RoleName=unique("redrive"), AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role = permissive_role(aws, "redrive")
     return sfn.create_state_machine(name=unique("redrive"), definition=json.dumps(READ_AFTER_PREPARE), roleArn=role)["stateMachineArn"]
 
 
@@ -474,7 +474,7 @@ def test_a_redriven_inline_map_runs_only_the_iterations_that_did_not_succeed(aws
     rule = unique("redrive")
     events.put_rule(Name=rule, EventPattern=json.dumps({
         "source": ["aws.states"], "detail-type": ["Step Functions Execution Status Change"], "detail": {"stateMachineArn": [machine]}}))
-    events.put_targets(Rule=rule, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    put_target(aws, rule, {"Id": "queue", "Arn": queue_arn})
     execution_arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"bucket": bucket, "keys": ["a", "b", "c"]}))["executionArn"]
     assert _finished(sfn, execution_arn)["status"] == "FAILED"
     # When the missing object is written and the execution redriven

@@ -56,6 +56,8 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 # handler's start-up (boto3; Powertools and the X-Ray SDK its Tracer loads), none of it the handler's
 # own code, which each instance imports itself as a cold start does.
 PRELOAD_MODULES = {"runtime": ("boto3",), "powertools": ("aws_lambda_powertools", "aws_xray_sdk.core")}
+# What the zygote (shared by every function) holds until a fork gives the instance its role's keys.
+_DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "emulator", "AWS_SECRET_ACCESS_KEY": "emulator", "AWS_SESSION_TOKEN": "emulator"}
 # Lambda sets these for every function alike (PATH as the python3.13 runtime has it, minus /var/lang/bin).
 _COMMON_ENV = {"PATH": "/usr/local/bin:/usr/bin/:/bin:/opt/bin", "LANG": "en_US.UTF-8", "TZ": "UTC"}
 
@@ -249,9 +251,12 @@ class LambdaRuntime:
     def __init__(
         self, clock: SimClock, endpoint_url: str, workdir: Path, layer_resolver: Callable[[str], Any], faults: Faults | None = None,
         on_output: Callable[[Path], None] | None = None, concurrency: Concurrency | None = None,
+        credentials: Callable[[Any], dict[str, str]] | None = None,
     ) -> None:
         self.clock = clock
         self.concurrency = concurrency
+        # The keys a function's handler gets (its role's session): AWS_ACCESS_KEY_ID, ..._SECRET_..., ..._SESSION_TOKEN.
+        self._credentials = credentials or (lambda fn: dict(_DUMMY_CREDENTIALS))
         # Told a function's log file after each invocation, as CloudWatch Logs reads what it printed.
         self._on_output = on_output
         self.faults = faults or Faults()
@@ -427,7 +432,7 @@ class LambdaRuntime:
 
     def _pool_for(self, fn: Any) -> _FunctionPool:
         identity = json.dumps(
-            [fn.function_arn, fn.code_sha_256, fn.handler, fn.timeout, fn.memory_size,
+            [fn.function_arn, fn.code_sha_256, fn.handler, fn.timeout, fn.memory_size, fn.role,
              fn.environment_vars, [layer["Arn"] for layer in fn.layers]],
             sort_keys=True, default=str,
         )
@@ -451,9 +456,7 @@ class LambdaRuntime:
         layers = [self._layer_dir(layer["Arn"]) for layer in fn.layers]
         common = {
             **_COMMON_ENV,
-            "AWS_ACCESS_KEY_ID": "emulator",
-            "AWS_SECRET_ACCESS_KEY": "emulator",
-            "AWS_SESSION_TOKEN": "emulator",
+            **_DUMMY_CREDENTIALS,
             "AWS_ENDPOINT_URL": self.endpoint_url,
             "AWS_EXECUTION_ENV": f"AWS_Lambda_{fn.run_time}",
             # No X-Ray daemon runs locally; Powertools' Tracer would otherwise try to reach one.
@@ -469,6 +472,7 @@ class LambdaRuntime:
             "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{fn.function_name}",
             "AWS_LAMBDA_LOG_STREAM_NAME": "emulator",
             "LAMBDA_TASK_ROOT": str(code_dir),
+            **self._credentials(fn),
             "_HANDLER": fn.handler,
             **{k: str(v) for k, v in (fn.environment_vars or {}).items()},
         }

@@ -126,6 +126,14 @@ def _import_handler(handler_setting: str) -> tuple[object, dict | None]:
         return None, error
 
 
+def _log_error(error: dict) -> None:
+    """What the Python runtime writes to the function's log for an unhandled error (text log format):
+    ``[ERROR] <type>: <message>``, then the traceback."""
+    lines = [f"[ERROR] {error['errorType']}: {error['errorMessage']}", "Traceback (most recent call last):"]
+    lines += [line for element in error["stackTrace"] for line in element.splitlines()]
+    print("\n".join(lines), flush=True)
+
+
 def _serve(handler: object, init_error: dict | None) -> None:
     global _offset
     _conn.send({"type": "ready", "loaded": _what_to_share()})
@@ -148,6 +156,7 @@ def _serve(handler: object, init_error: dict | None) -> None:
             reply = {"type": "result", "payload": payload}
         except Exception as exc:  # noqa: BLE001 - the Lambda error contract covers every exception
             reply = _error(exc)
+            _log_error(reply)
         sys.stdout.flush()
         sys.stderr.flush()
         _conn.send(reply)

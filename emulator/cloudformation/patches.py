@@ -12,6 +12,7 @@ def install_cloudformation_fidelity() -> None:
     from moto.cloudformation import responses as cfn_responses
 
     import emulator.cloudformation.models  # noqa: F401 - registers the extra resource models
+    import emulator.cloudformation.resource_policies  # noqa: F401 - and the topic and queue policies
 
     cfn_parsing.get_model_list.cache_clear()
     cfn_parsing.get_model_map.cache_clear()

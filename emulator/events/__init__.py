@@ -13,7 +13,7 @@ import datetime as _datetime
 import json
 import re
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from emulator.awslambda.trace import new_trace_id, trace_root
 from emulator.clock import SimClock
@@ -160,8 +160,12 @@ def _start_execution(arn: str, message: str) -> str:
 class EventRouter:
     """Delivers events to the targets of matching rules on the default bus."""
 
-    def __init__(self, clock: SimClock, account_id: str, region: str, auto_schedules: bool = False) -> None:
+    def __init__(self, clock: SimClock, account_id: str, region: str, auto_schedules: bool = False,
+                 refused: Callable[..., str | None] | None = None) -> None:
         self.clock = clock
+        # Why a delivery is not allowed (emulator.iam.deliveries.refused), or None when IAM is not enforced.
+        self._refused = refused
+        self.undelivered: list[dict] = []  # {"rule", "target", "error_code", "error_message"}: refused deliveries
         self.account_id = account_id
         self.region = region
         self.delivered: list[dict] = []  # {"rule", "target", "event"} for summaries and tests
@@ -215,6 +219,10 @@ class EventRouter:
             service = target["Arn"].split(":")[2]
             self.delivered.append({"rule": rule.name, "target": target["Arn"], "event": event, "input": text})
             cause = {"rule": rule.name, "target": target["Arn"], "event": event}
+            refusal = self._refused and self._refused(target["Arn"], "events.amazonaws.com", rule.arn, target.get("RoleArn"))
+            if refusal:
+                self._dead_letter(rule, target, text, "NO_PERMISSIONS", refusal)
+                continue
             if service == "states":
                 self.started_by[_start_execution(target["Arn"], text)] = cause
             elif service == "lambda":
@@ -226,6 +234,21 @@ class EventRouter:
                 send(target["Arn"], text)
             count += 1
         return count
+
+    def _dead_letter(self, rule: Any, target: dict, text: str, code: str, message: str) -> None:
+        """AWS: a delivery refused for permissions is not retried; it goes to the target's dead-letter
+        queue, if it has one the rule may send to, with why (EventBridge User Guide, "Using
+        dead-letter queues to process undelivered events")."""
+        self.undelivered.append({"rule": rule.name, "target": target["Arn"], "error_code": code, "error_message": message})
+        queue_arn = (target.get("DeadLetterConfig") or {}).get("Arn")
+        if not queue_arn or self._refused(queue_arn, "events.amazonaws.com", rule.arn):
+            return
+        from moto.sqs.models import sqs_backends
+
+        region, account, name = queue_arn.split(":")[3:6]
+        attributes = {"RULE_ARN": rule.arn, "TARGET_ARN": target["Arn"], "ERROR_CODE": code, "ERROR_MESSAGE": message}
+        sqs_backends[account][region].send_message(
+            name, text, message_attributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()})
 
     @staticmethod
     def _target_input(target: dict, event: dict) -> str:

@@ -3,7 +3,7 @@
 Every patch but one corrects a difference between moto (the release requirements-dev.txt pins) and
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
 tests/test_emulator_conformance.py; for CloudWatch tests/test_emulator_cloudwatch.py; for what `cdk deploy
---hotswap` calls tests/test_emulator_hotswap_apis.py) pins it. The one under "Speed" changes only how fast
+--hotswap` calls tests/test_emulator_hotswap_apis.py; for IAM tests/test_iam_execution.py) pins it. The one under "Speed" changes only how fast
 moto works.
 Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
 Each lives beside the rest of its service's emulation (``emulator/<service>/patches.py`` and, for
@@ -20,20 +20,22 @@ from emulator.clock import SimClock
 from emulator.cloudformation import patches as cloudformation
 from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
+from emulator.iam import enforcement
 from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
 from emulator.stepfunctions import patches as stepfunctions
 
 
 def install_all(
     clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], on_alarm_change: Callable[..., None],
-    mock_config: Callable[[], Any], account_concurrency: Callable[[], int],
+    mock_config: Callable[[], Any], account_concurrency: Callable[[], int], iam: Callable[[], Any],
 ) -> None:
+    """``iam()`` is the running emulator's ``emulator.iam.enforcement.Iam``, or None when IAM is not enforced."""
     # Simulated time in the Step Functions engine.
     engine_clock.install_engine_clock(clock)
     engine_clock.install_program_timeout(clock)
     engine_clock.install_wait_timestamp_utc(clock)
     engine_clock.install_progress_reports(clock)
-    engine_clock.install_engine_calls_hand_over(clock)
+    engine_clock.install_engine_calls_hand_over(clock, lambda role_arn: iam().credentials(role_arn) if iam() else None)
     engine_clock.install_service_clock(clock)
     # Step Functions API and engine.
     stepfunctions.install_executing_backend()
@@ -96,5 +98,8 @@ def install_all(
     cloudwatch.install_alarm_state_changes(on_alarm_change)
     cloudwatch.install_describe_alarm_history()
     cloudwatch.install_account_wide_dashboards()
+    # IAM.
+    enforcement.install_enforcement(iam)
+    enforcement.install_trust_checks(iam)
     # Speed.
     stepfunctions.install_parse_once_per_definition()

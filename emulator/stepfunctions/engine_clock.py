@@ -8,7 +8,9 @@ import pkgutil
 import threading
 import time as _time
 import types
-from typing import Any
+from typing import Any, Callable
+
+import boto3
 
 from emulator.clock import TICKET_HEADER, BusyThread, SimClock, SimEvent
 from emulator.patches._moto import modules_importing
@@ -143,8 +145,9 @@ def install_progress_reports(clock: SimClock) -> None:
     EventManager.add_event = add_event
 
 
-def install_engine_calls_hand_over(clock: SimClock) -> None:
-    """An AWS call from the engine hands the calling thread's busy token over to the request.
+def install_engine_calls_hand_over(clock: SimClock, credentials: Callable[[str], dict[str, str] | None]) -> None:
+    """An AWS call from the engine hands the calling thread's busy token over to the request, and is
+    made as the execution's role: ``credentials(role ARN)`` (None: moto's own dummy keys).
 
     The token stays held until the response is read, except while the server waits on the clock
     for it (a synchronous Lambda handler's sleep), so the clock neither jumps while a request or
@@ -165,14 +168,27 @@ def install_engine_calls_hand_over(clock: SimClock) -> None:
         # AWS: a Map's iterations call services independently. moto built a client per task call
         # from boto3's shared default session, which is not thread-safe: concurrent iterations
         # failed at random with States.Runtime. Clients are thread-safe once built; build each
-        # once. (moto ignores state_credentials, the execution's role, too.)
+        # once per role. AWS: the integration acts as the execution's role (or the state's
+        # Credentials.RoleArn); moto signed every call with dummy keys.
         from moto.settings import moto_server_port
 
-        key = (region, service, str(moto_server_port()))
+        role_arn = getattr(state_credentials, "role_arn", None)
+        key = (region, service, str(moto_server_port()), role_arn)
         with clients_lock:
             if key not in clients:
-                clients[key] = _handing_over(original_factory(region, service))
+                keys = credentials(role_arn) if role_arn else None
+                clients[key] = _handing_over(original_factory(region, service) if keys is None else _client_as(region, service, keys))
             return clients[key]
+
+    def _client_as(region: str, service: str, keys: dict[str, str]) -> Any:
+        from moto.settings import moto_server_port
+
+        model = original_factory(region, service)  # moto's settings, with the role's keys instead of dummy ones
+        return boto3.client(
+            service, region_name=region, endpoint_url=f"http://localhost:{moto_server_port()}", config=model.meta.config,
+            aws_access_key_id=keys["AWS_ACCESS_KEY_ID"], aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=keys["AWS_SESSION_TOKEN"],
+        )
 
     def _handing_over(client: Any) -> Any:
         make_api_call = client._make_api_call
