@@ -16,8 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from emulator.follow import follow
 from patterns_common.alert_executions import alert_key, alert_key_of
 from tests.conftest import ROOT
