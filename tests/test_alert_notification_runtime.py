@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from emulator.slack import SlackStandIn
+from patterns_common import alert_executions
 from patterns_common.alert_executions import execution_name
 from stacks.common.definitions import definition_path
 from tests.emf import emf_metrics
@@ -486,8 +487,8 @@ def test_a_claim_that_cannot_be_running_never_blocks(alert_table, executions, ho
 
 def test_a_claim_expires_only_after_the_machine_timeout(config_logic):
     # The claim may be ignored once its execution cannot be running any more: the machine's timeout.
-    assert config_logic.MACHINE_TIMEOUT_SECONDS == ASL["TimeoutSeconds"]
-    item = {"escalation_execution_arn": "arn:other", "escalation_claim_expires_at": Decimal(config_logic.claim_expiry(1000))}
+    assert alert_executions.MACHINE_TIMEOUT_SECONDS == ASL["TimeoutSeconds"]
+    item = {"escalation_execution_arn": "arn:other", "escalation_claim_expires_at": Decimal(alert_executions.claim_expiry(1000))}
     assert config_logic.claim_to_check(item, me="arn:me", now=1000 + ASL["TimeoutSeconds"] - 1) == "arn:other"
     assert config_logic.claim_to_check(item, me="arn:me", now=1000 + ASL["TimeoutSeconds"]) is None
 

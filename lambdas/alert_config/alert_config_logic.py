@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from patterns_common.alert_executions import CLAIM_ATTRIBUTE, CLAIM_EXPIRY_ATTRIBUTE
+
 DEFAULT_INTERVAL_SECONDS = 300
 MAX_TOTAL_WAIT_SECONDS = 86_400  # the machine's TimeoutSeconds (2 days) keeps a day for the work itself
 # The dispatcher spreads its starts over at most this long (a start delay is a wait like the others).
@@ -29,13 +31,6 @@ INPUT_FIELDS = ("alert_id", "start_delay_seconds")
 
 MAX_PAYLOAD_BYTES = 256 * 1024
 MAX_HISTORY_EVENTS = 25_000
-# The machine's TimeoutSeconds: an execution that claimed an alert has ended this long after.
-MACHINE_TIMEOUT_SECONDS = 172_800
-
-# The one-escalation claim on the alert item: the ARN of the execution escalating the alert, and
-# when that execution has surely ended (it claimed at its start; the machine times out after that).
-CLAIM_ATTRIBUTE = "escalation_execution_arn"
-CLAIM_EXPIRY_ATTRIBUTE = "escalation_claim_expires_at"
 
 # Attempts per task: 1 + the sum of MaxAttempts over the task's retriers in the ASL.
 FETCH_MAX_ATTEMPTS = 4
@@ -354,7 +349,3 @@ def claim_to_check(item: Mapping[str, Any], *, me: str, now: float) -> str | Non
     if isinstance(expires_at, (int, Decimal)) and not isinstance(expires_at, bool) and expires_at <= now:
         return None
     return holder
-
-
-def claim_expiry(now: float) -> int:
-    return int(now) + MACHINE_TIMEOUT_SECONDS

@@ -13,11 +13,8 @@ from typing import Any
 
 import boto3
 from alert_config_logic import (
-    CLAIM_ATTRIBUTE,
-    CLAIM_EXPIRY_ATTRIBUTE,
     AlertAlreadyRunning,
     AlertNotFound,
-    claim_expiry,
     claim_to_check,
     parse_alert_config,
     read_input,
@@ -28,6 +25,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
 from patterns_common.alert_action_links import LINK_LIFETIME_SECONDS, links_for
+from patterns_common.alert_executions import CLAIM_ATTRIBUTE, CLAIM_EXPIRY_ATTRIBUTE, claim_expiry
 from patterns_common.observability import logger, tracer
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated signing key is picked up within five minutes

@@ -181,6 +181,7 @@ class AlertNotification(Construct):
             table=self.table,
             alarm_index_name=ALARM_INDEX_NAME,
             state_machine=self.state_machine,
+            executions=executions,
             webhook_secret=webhook_secret,
         )
 
