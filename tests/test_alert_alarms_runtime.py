@@ -305,11 +305,11 @@ def test_alarm_insufficient_data_alarm_after_an_acknowledgement_sends_nothing(mo
 def test_a_re_raise_hands_the_claim_to_the_new_execution_and_stops_the_earlier_one(module_aws, table):
     # Given: the alarm raised the alert (its execution holds the claim), then went OK
     put_alert(table, status="resolved")
-    deliver(module_aws, alarm_event("ALARM", previous="OK", at="2026-11-24T14:00:00.000+0000"))
+    deliver(module_aws, alarm_event("ALARM", previous="OK", at="2026-11-24T15:00:00.000+0000"))
     [earlier] = executions(module_aws)
-    deliver(module_aws, alarm_event("OK", previous="ALARM", at="2026-11-24T14:01:40.000+0000"))
+    deliver(module_aws, alarm_event("OK", previous="ALARM", at="2026-11-24T15:01:40.000+0000"))
     # When: it enters ALARM again while the earlier execution still runs (waits between rounds)
-    deliver(module_aws, alarm_event("ALARM", previous="OK", at="2026-11-24T14:02:30.000+0000"))
+    deliver(module_aws, alarm_event("ALARM", previous="OK", at="2026-11-24T15:02:30.000+0000"))
     # Then: the claim names the new execution, written in the raise itself; the earlier one is stopped
     [new] = executions(module_aws)
     assert new["executionArn"] != earlier["executionArn"]
