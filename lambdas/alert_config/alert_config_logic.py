@@ -243,14 +243,18 @@ def history_events(
     delayed: bool,
     notifications_failed: bool,
     released: bool,
+    deferred: bool = False,
 ) -> int:
     """Events of an execution that notified ``level_sizes[k]`` users in round k, each with
     ``notify_attempts`` attempts (the other tasks likewise) that all ended in failure when
-    ``notifications_failed``; that waited before its first round when ``delayed``; and that ended
-    by releasing its claim (``released``) or in a Fail state."""
+    ``notifications_failed``; that waited before its first round when ``delayed``; that ended
+    by releasing its claim (``released``) or in a Fail state; and whose every notification first
+    waited for its slot on the webhook's pace (``deferred``: one more attempt and one Wait state)."""
     rounds = len(level_sizes)
     # The Map iteration, the notification's attempts, and the Catch's Pass state for a failure.
     notify_user = 2 + _task(notify_attempts) + (_STATE if notifications_failed else 0)
+    if deferred:  # an attempt ended by SlackChannelBusy, then "Wait For The Channel's Turn"
+        notify_user += 3 + _STATE
     events = 2 + _task(fetch_attempts) + _STATE  # the execution, the fetch, the first Choice
     events += rounds * (_MAP + _STATE)  # each round's Map and the Choice after it
     events += (rounds - 1 + delayed) * (_STATE + _task(read_attempts) + _STATE)  # wait, status read, Choice
@@ -270,6 +274,7 @@ def worst_case_history_events(level_sizes: list[int]) -> int:
             delayed=True,
             notifications_failed=True,
             released=True,
+            deferred=True,
         )
         + _STATE  # the release's Catch ends in a Succeed state when the claim was taken over
     )
