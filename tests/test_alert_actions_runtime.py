@@ -265,7 +265,7 @@ def test_a_page_shows_the_button_only_while_the_action_can_be_taken():
     assert outcome_of_refusal({"status": "snoozed"}, "acknowledge").kind == "not_actionable"
 
 
-def test_only_an_act_with_no_page_shown_is_refused_for_a_link_sent_before_the_alert_was_raised_again():
+def test_a_link_sent_before_the_alert_was_raised_again_is_refused_on_its_page_and_when_it_acts():
     issued, raised = "2026-11-24T10:00:00Z", "2026-11-24T11:00:00Z"
     assert raised_after({"raised_at": raised}, issued) == raised
     assert raised_after({"raised_at": issued}, issued) is None and raised_after({}, issued) is None
@@ -273,6 +273,9 @@ def test_only_an_act_with_no_page_shown_is_refused_for_a_link_sent_before_the_al
     assert (refused.kind, refused.at) == ("earlier_occurrence", raised)
     assert "raised_at <= :issued" in act_update("a", "acknowledge", by="U1", at=raised, current_since=issued)["ConditionExpression"]
     assert "raised_at" not in act_update("a", "acknowledge", by="U1", at=raised)["ConditionExpression"]
+    shown = outcome_for_page({"status": "active", "raised_at": raised}, "acknowledge", issued)
+    assert (shown.kind, shown.at) == ("earlier_occurrence", raised)
+    assert outcome_for_page({"status": "active", "raised_at": issued}, "acknowledge", issued) is None
 
 
 def test_the_follow_up_mentions_a_slack_member_and_names_anyone_else():
@@ -395,18 +398,20 @@ def test_a_resolved_alert_cannot_be_acknowledged(endpoint, aws, slack):
     assert item(aws) == before and slack.posts == []
 
 
-def test_a_link_sent_before_the_alert_was_raised_again_says_so_on_its_page_and_acts_once_confirmed(endpoint, aws, slack):
-    # Given: a link issued an hour ago, and the alarm raised the alert again ten minutes ago
+def test_a_link_sent_before_the_alert_was_raised_again_is_refused_with_a_page_that_says_so(endpoint, aws, slack):
+    # Given: a link issued an hour ago, and the alarm raised the alert again ten minutes ago (a new
+    # occurrence, as PagerDuty opens a new incident: issue 30)
     raised_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
     before = put_alert(aws, raised_at=raised_at)
     earlier = token("acknowledge", issued_at=int(time.time()) - 3600)
-    # When
+    # When: opened, and its form posted anyway
     page = call(endpoint, url_event(query={"t": earlier}))
-    # Then: the page says the alert was raised again since, and nothing changed
-    assert page["statusCode"] == 200 and f"raised again at {raised_at}, after this link was sent" in page["body"]
-    assert item(aws) == before
-    # And its button acts on the alert as it is now
-    assert call(endpoint, confirm(earlier))["statusCode"] == 200 and item(aws)["status"] == "acknowledged"
+    posted = call(endpoint, confirm(earlier))
+    # Then: both say the alert was raised again since, offer no button, and change nothing
+    for answer in (page, posted):
+        assert answer["statusCode"] == 409 and "was raised again" in answer["body"]
+        assert f"raised again at {raised_at}, after this link was sent" in answer["body"] and "<form" not in answer["body"]
+    assert item(aws) == before and slack.posts == []
 
 
 def test_a_slack_click_on_a_message_sent_before_the_alert_was_raised_again_changes_nothing(endpoint, aws, slack, with_slack_app):

@@ -197,13 +197,9 @@ def refused_page(refused: Refused) -> dict[str, Any]:
     return page(refused.status, refused.title, html.escape(refused.detail))
 
 
-def confirm_page(claim: ActionClaim, token: str, message: str, *, raised_again_at: str | None = None) -> dict[str, Any]:
+def confirm_page(claim: ActionClaim, token: str, message: str) -> dict[str, Any]:
     """GET: what the button will do, to whom, and the button (a POST of the token and what it confirms)."""
     label = LABELS[claim.action]
-    notes = ["Opening this page changes nothing; the button below does."]
-    if raised_again_at is not None:
-        notes.insert(0, f"<strong>This alert was raised again at {html.escape(raised_again_at)}, after this link "
-                        f"was sent:</strong> the button acts on the alert as it is now.")
     form = (
         '<form method="post">'
         f'<input type="hidden" name="{TOKEN_PARAMETER}" value="{html.escape(token)}">'
@@ -215,7 +211,7 @@ def confirm_page(claim: ActionClaim, token: str, message: str, *, raised_again_a
         200,
         f"{label} alert {claim.alert_id}?",
         _facts(claim, message),
-        *notes,
+        "Opening this page changes nothing; the button below does.",
         form=form,
     )
 
@@ -237,6 +233,13 @@ def outcome_page(claim: ActionClaim, outcome: Outcome, *, acted_now: bool = Fals
         return page(200, title, done, after)
     if outcome.kind == "not_found":
         return page(404, "No such alert", f"There is no alert {alert} (it may have been deleted).")
+    if outcome.kind == "earlier_occurrence":
+        return page(
+            409,
+            f"Alert {claim.alert_id} was raised again",
+            f"It was raised again at {html.escape(outcome.at or 'an unknown time')}, after this link was sent, "
+            "so this link no longer acts on it. The alert's latest notification has links that do.",
+        )
     return page(
         409,
         f"Alert {claim.alert_id} cannot be {SETS[claim.action]}",

@@ -36,7 +36,6 @@ from patterns_common.alert_status import (
     followup_text,
     outcome_for_page,
     outcome_of_refusal,
-    raised_after,
     timestamp,
 )
 from patterns_common.observability import logger, tracer
@@ -64,12 +63,12 @@ def respond(request: Request) -> dict[str, Any]:
         token = request.query.get(TOKEN_PARAMETER)
         claim = claim_of(signing_key(), token, now)
         item = read_item(claim.alert_id)
-        shown = outcome_for_page(item, claim.action)
+        shown = outcome_for_page(item, claim.action, timestamp(claim.issued))
         if shown is not None:
             return outcome_page(claim, shown)
         # The machine's default message when the item has none (alert_config_logic)
         message = str(item.get("message", f"Alert {claim.alert_id} is active"))
-        return confirm_page(claim, token, message, raised_again_at=raised_after(item, timestamp(claim.issued)))
+        return confirm_page(claim, token, message)
     if request.method != "POST":
         raise Refused(405, "Method not allowed", "Open the link (GET) and use its button (POST).")
     fields = form_fields(request)
@@ -80,16 +79,17 @@ def respond(request: Request) -> dict[str, Any]:
         check_slack_signature(_secret(secret_name).encode(), request, now)
         click = slack_click(fields)
         claim = claim_of(signing_key(), click.token, now)
-        # No page is shown before a Slack click acts: only on the occurrence its message was about.
-        return slack_answer(act(claim, by=click.user_id, now=now, current_since=timestamp(claim.issued)))
+        return slack_answer(act(claim, by=click.user_id, now=now))
     claim = claim_of(signing_key(), fields.get(TOKEN_PARAMETER), now)
     check_form_matches(claim, fields)
     outcome = act(claim, by=claim.user, now=now)
     return outcome_page(claim, outcome, acted_now=outcome.kind == "acted")
 
 
-def act(claim: ActionClaim, *, by: str, now: float, current_since: str | None = None) -> Outcome:
+def act(claim: ActionClaim, *, by: str, now: float) -> Outcome:
+    """The one conditional write; a link acts only on the occurrence it was sent for."""
     at = timestamp(now)
+    current_since = timestamp(claim.issued)
     update = act_update(claim.alert_id, claim.action, by=by, at=at, current_since=current_since)
     try:
         table.update_item(**update, ReturnValuesOnConditionCheckFailure="ALL_OLD")

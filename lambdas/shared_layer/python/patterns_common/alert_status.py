@@ -46,8 +46,8 @@ def act_update(alert_id: str, action: str, *, by: str, at: str, current_since: s
     """UpdateItem arguments (no TableName) for a person's ``action``.
 
     Acts only if the item exists and its status allows the action. With ``current_since`` (when the
-    link was issued), also only if the alert was not raised again after that: a click that acts at
-    once, with no page shown, must not act on an occurrence the person has not seen.
+    link was issued), also only if the alert was not raised again after that: a link acts only on
+    the occurrence its message was about.
     """
     allowed = _ACTS_ON[action]
     values: dict[str, Any] = {":new": SETS[action], ":by": by, ":at": at}
@@ -98,11 +98,12 @@ def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, current_sinc
     return Outcome("not_actionable", status)
 
 
-def outcome_for_page(item: Mapping[str, Any] | None, action: str) -> Outcome | None:
-    """What GET shows instead of the button: None while the action can still be taken."""
+def outcome_for_page(item: Mapping[str, Any] | None, action: str, current_since: str | None = None) -> Outcome | None:
+    """What GET shows instead of the button: None while the link's action can still be taken."""
     if item is not None and status_of(item) in _ACTS_ON[action]:
-        return None
-    return outcome_of_refusal(item, action)
+        if current_since is None or raised_after(item, current_since) is None:
+            return None
+    return outcome_of_refusal(item, action, current_since)
 
 
 def raise_update(
