@@ -15,6 +15,7 @@ import io
 import json
 import logging
 import time
+import urllib.request
 from dataclasses import replace
 from urllib.parse import urlencode
 
@@ -37,6 +38,7 @@ from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import FakeLambdaContext
 
 WEBHOOK_SECRET = "alert-notifier/slack-webhook"
+FOLLOW_UP_FUNCTION = "alert-followup"
 SLACK_SIGNING_SECRET = "step-functions-patterns/slack-signing-secret"
 SIGNING_SECRET_VALUE = "8f742231b10e8888abcd99yyyzzz85a5"  # the shape of a Slack app's signing secret
 KEY = b"k" * 64
@@ -124,6 +126,25 @@ def block_actions(link: str, user_id: str = "U0123ABCD") -> dict:
     }
 
 
+class AsynchronousInvokes:
+    """Lambda's asynchronous Invoke as the endpoint uses it, for the handler tier (moto cannot run a
+    function's code): each invoke is queued, and run_queued() runs the follow-up handler on it after
+    the endpoint has answered, as Lambda does. The emulator tests use the real asynchronous Invoke."""
+
+    def __init__(self, followup_handler) -> None:
+        self.followup_handler = followup_handler
+        self.queued: list[dict] = []
+
+    def invoke(self, *, FunctionName: str, InvocationType: str, Payload: str) -> dict:  # noqa: N803 - boto3's names
+        assert (FunctionName, InvocationType) == (FOLLOW_UP_FUNCTION, "Event")
+        self.queued.append(json.loads(Payload))
+        return {"StatusCode": 202}
+
+    def run_queued(self) -> None:
+        while self.queued:
+            self.followup_handler.lambda_handler(self.queued.pop(0), FakeLambdaContext())
+
+
 @pytest.fixture(scope="module")
 def module_aws():
     """One moto account, Slack stand-in and loaded handler for the module (a fresh mock per test costs
@@ -140,17 +161,21 @@ def module_aws():
         secrets = boto3.client("secretsmanager")
         key_arn = secrets.create_secret(Name="AlertActionsSigningKey-abc", SecretString=KEY.decode())["ARN"]
         env.setenv("SIGNING_KEY_SECRET_ARN", key_arn)
+        env.setenv("FOLLOW_UP_FUNCTION_NAME", FOLLOW_UP_FUNCTION)
         secrets.create_secret(Name=WEBHOOK_SECRET, SecretString=slack.url)
         secrets.create_secret(Name=SLACK_SIGNING_SECRET, SecretString=SIGNING_SECRET_VALUE)
         parameters.clear_caches()
-        yield boto3.resource("dynamodb").Table("alerts"), slack, load_lambda_module("alert_actions", "handler")
+        endpoint = load_lambda_module("alert_actions", "handler")
+        endpoint.lambda_client = AsynchronousInvokes(load_lambda_module("alert_followup", "handler"))
+        yield boto3.resource("dynamodb").Table("alerts"), slack, endpoint
     parameters.clear_caches()
 
 
 @pytest.fixture
 def aws(module_aws, monkeypatch):
-    table, slack, _ = module_aws
+    table, slack, endpoint = module_aws
     monkeypatch.delenv("SLACK_SIGNING_SECRET_NAME", raising=False)
+    endpoint.lambda_client.queued.clear()
     for key in table.scan(ProjectionExpression="alert_id")["Items"]:
         table.delete_item(Key=key)
     slack.reset()
@@ -193,7 +218,10 @@ def put_alert(table, **fields) -> dict:
 
 
 def call(endpoint, event) -> dict:
-    return endpoint.lambda_handler(event, FakeLambdaContext())
+    """The endpoint's answer, once what it handed off has run too."""
+    answer = endpoint.lambda_handler(event, FakeLambdaContext())
+    endpoint.lambda_client.run_queued()
+    return answer
 
 
 def item(table) -> dict | None:
@@ -524,6 +552,34 @@ def test_a_signed_slack_click_acts_at_once_for_the_slack_user_and_the_page_then_
     # And the page the click opened says who acted
     page = call(endpoint, url_event(query={"t": tok}))["body"]
     assert f"Acknowledged by U0123ABCD at {saved['acknowledged_at']}" in page
+
+
+def test_a_slack_click_is_answered_before_anything_is_posted_and_then_its_message_is_updated(
+    endpoint, aws, slack, with_slack_app
+):
+    # Slack wants the answer within 3 s, and later work done through response_url
+    # (https://api.slack.com/interactivity/handling#acknowledgment_response). Given: a message in the channel
+    put_alert(aws)
+    tok = token("acknowledge")
+    notification = {"text": f"alert {ALERT} is active", "blocks": [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"alert *{ALERT}* is active"}},
+        {"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Acknowledge"},
+                                          "url": links.action_url(BASE_URL, tok)}]}]}
+    urllib.request.urlopen(urllib.request.Request(slack.url, data=json.dumps(notification).encode()), timeout=5).close()
+    payload = {**block_actions(links.action_url(BASE_URL, tok)), "message": notification}
+    # When: the endpoint answers the click
+    answer = endpoint.lambda_handler(slack_request(payload), FakeLambdaContext())
+    # Then: 200 after its one write; nothing posted yet, the follow-up and the message update handed off
+    assert answer["statusCode"] == 200 and item(aws)["status"] == "acknowledged"
+    assert len(slack.posts) == 1 and len(endpoint.lambda_client.queued) == 1
+    handed = endpoint.lambda_client.queued[0]
+    assert handed["replacement"]["replace_original"] is True
+    assert [b["type"] for b in handed["replacement"]["blocks"]] == ["section", "context"]  # buttons gone, who acted
+    assert handed["replacement"]["blocks"][1]["elements"][0]["text"] == handed["text"]
+    # When: Lambda runs the hand-off
+    endpoint.lambda_client.run_queued()
+    # Then: the follow-up is in the channel (the message update is shown by the emulator's flap test)
+    assert [p.body["text"] for p in slack.delivered[1:]] == [handed["text"]]
 
 
 @pytest.mark.parametrize(

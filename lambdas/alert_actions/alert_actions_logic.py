@@ -146,6 +146,9 @@ def check_slack_signature(signing_secret: bytes, request: Request, now: float) -
 class SlackClick:
     token: str
     user_id: str
+    # Where the clicked message can be replaced (for 30 minutes), and the message as it was shown.
+    response_url: str | None = None
+    message: Mapping[str, Any] | None = None
 
 
 def slack_click(fields: Mapping[str, str]) -> SlackClick:
@@ -161,11 +164,30 @@ def slack_click(fields: Mapping[str, str]) -> SlackClick:
     if not isinstance(user_id, str) or not user_id:
         raise Refused(400, "Unsupported Slack request", "The click names no Slack user.")
     actions = payload.get("actions")
+    response_url, message = payload.get("response_url"), payload.get("message")
     for action in actions if isinstance(actions, list) else []:
         token = token_in_link(action.get("url")) if isinstance(action, dict) else None
         if token is not None:
-            return SlackClick(token, user_id)
+            return SlackClick(
+                token,
+                user_id,
+                response_url if isinstance(response_url, str) and response_url else None,
+                message if isinstance(message, dict) else None,
+            )
     raise Refused(400, "Unsupported Slack request", "The clicked button carries no action link.")
+
+
+def acted_message(message: Mapping[str, Any], note: str) -> dict[str, Any]:
+    """The clicked message as it now reads: its buttons replaced by who acted and when
+    (``replace_original``, https://api.slack.com/interactivity/handling#message_responses)."""
+    blocks = message.get("blocks")
+    kept = [block for block in blocks if isinstance(block, dict) and block.get("type") != "actions"] if isinstance(
+        blocks, list) else []
+    return {
+        "replace_original": True,
+        "text": str(message.get("text", note)),
+        "blocks": [*kept, {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}],
+    }
 
 
 def token_in_link(url: Any) -> str | None:

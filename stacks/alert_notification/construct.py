@@ -128,6 +128,7 @@ class AlertNotification(Construct):
         self.functions: dict[str, lambda_.Function] = {
             "FetchAlertConfig": fetch_config.function,
             "ActionsEndpoint": self.actions.function,
+            "ActionsFollowUp": self.actions.follow_up,
         }
 
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
