@@ -81,7 +81,7 @@ def signing_key(deployment) -> bytes:
 def link(deployment, key: bytes, alert_id: str, user: str, action: str = "acknowledge") -> str:
     now = int(deployment.aws.clock.now())
     urls = links.links_for(key, deployment.output(STACK, "AlertActionsUrl"), alert_id=alert_id, user=user,
-                           expires_at=now + links.LINK_LIFETIME_SECONDS, issued_at=now)
+                           expires_at=now + links.LINK_LIFETIME_SECONDS)
     return urls[action]
 
 

@@ -32,7 +32,7 @@ from patterns_common.alert_status import (
     mention,
     outcome_for_page,
     outcome_of_refusal,
-    raised_after,
+    raised_again,
 )
 from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import FakeLambdaContext
@@ -48,10 +48,8 @@ BASE_URL = "https://abc123.lambda-url.us-east-1.on.aws/"
 
 
 def token(action: str = "acknowledge", *, alert_id: str = ALERT, user: str = USER, key: bytes = KEY,
-          expires_in: int = 3600, issued_at: int | None = None) -> str:
-    now = int(time.time())
-    issued = min(now, now + expires_in - 1) if issued_at is None else issued_at
-    claim = links.ActionClaim(alert_id, user, action, now + expires_in, issued)
+          expires_in: int = 3600, occurrence: str | None = None) -> str:
+    claim = links.ActionClaim(alert_id, user, action, int(time.time()) + expires_in, occurrence)
     return links.sign(key, claim)
 
 
@@ -231,16 +229,16 @@ def item(table) -> dict | None:
 # -- the links -------------------------------------------------------------------------------------
 
 
-def test_a_signed_claim_verifies_to_itself_and_carries_when_it_was_issued():
-    claim = links.ActionClaim(ALERT, USER, "resolve", 2_000_000_000, 1_999_990_000)
+def test_a_signed_claim_verifies_to_itself_and_carries_the_occurrence_it_was_made_for():
+    claim = links.ActionClaim(ALERT, USER, "resolve", 2_000_000_000, "2026-11-24T10:00:00Z")
     assert links.verify(KEY, links.sign(KEY, claim), now=1_999_999_999) == claim
-    # A claim without its issue time (signed by older code) was issued a link lifetime before expiry
-    older = replace(claim, issued_at=None)
-    assert links.verify(KEY, links.sign(KEY, older), now=0).issued == 2_000_000_000 - 24 * 3600
+    # An alert the alarm never raised has no occurrence to name
+    unraised = replace(claim, occurrence=None)
+    assert links.verify(KEY, links.sign(KEY, unraised), now=0).occurrence is None
 
 
 def test_links_for_gives_one_url_per_action_with_the_token_as_its_only_parameter():
-    urls = links.links_for(KEY, BASE_URL, alert_id=ALERT, user=USER, expires_at=2_000_000_000, issued_at=1_999_000_000)
+    urls = links.links_for(KEY, BASE_URL, alert_id=ALERT, user=USER, expires_at=2_000_000_000, occurrence="2026-11-24T10:00:00Z")
     assert set(urls) == {"acknowledge", "resolve"}
     for action, url in urls.items():
         prefix, _, value = url.partition("?t=")
@@ -283,27 +281,31 @@ def test_an_expired_token_and_one_signed_with_another_key_are_refused():
 
 
 def test_a_page_shows_the_button_only_while_the_action_can_be_taken():
-    issued = "2026-11-24T10:00:00Z"
-    assert outcome_for_page({"status": "active"}, "acknowledge") is None
-    assert outcome_for_page({}, "acknowledge") is None  # no status means active
-    assert outcome_for_page({"status": "acknowledged"}, "resolve") is None
-    shown = outcome_for_page({"status": "acknowledged", "acknowledged_by": "U1", "acknowledged_at": issued}, "acknowledge")
-    assert (shown.kind, shown.by, shown.at) == ("already", "U1", issued)
-    assert outcome_for_page(None, "resolve").kind == "not_found"
-    assert outcome_of_refusal({"status": "snoozed"}, "acknowledge").kind == "not_actionable"
+    acted_at = "2026-11-24T10:00:00Z"
+    assert outcome_for_page({"status": "active"}, "acknowledge", None) is None
+    assert outcome_for_page({}, "acknowledge", None) is None  # no status means active
+    assert outcome_for_page({"status": "acknowledged"}, "resolve", None) is None
+    shown = outcome_for_page({"status": "acknowledged", "acknowledged_by": "U1", "acknowledged_at": acted_at}, "acknowledge", None)
+    assert (shown.kind, shown.by, shown.at) == ("already", "U1", acted_at)
+    assert outcome_for_page(None, "resolve", None).kind == "not_found"
+    assert outcome_of_refusal({"status": "snoozed"}, "acknowledge", None).kind == "not_actionable"
 
 
-def test_a_link_sent_before_the_alert_was_raised_again_is_refused_on_its_page_and_when_it_acts():
-    issued, raised = "2026-11-24T10:00:00Z", "2026-11-24T11:00:00Z"
-    assert raised_after({"raised_at": raised}, issued) == raised
-    assert raised_after({"raised_at": issued}, issued) is None and raised_after({}, issued) is None
-    refused = outcome_of_refusal({"status": "active", "raised_at": raised}, "acknowledge", current_since=issued)
+def test_a_link_made_for_an_earlier_occurrence_is_refused_on_its_page_and_when_it_acts():
+    earlier, raised = "2026-11-24T10:00:00Z", "2026-11-24T11:00:00Z"
+    assert raised_again({"raised_at": raised}, earlier) == raised
+    assert raised_again({"raised_at": raised}, None) == raised  # made before the alarm first raised it
+    assert raised_again({"raised_at": earlier}, earlier) is None and raised_again({}, earlier) is None
+    refused = outcome_of_refusal({"status": "active", "raised_at": raised}, "acknowledge", earlier)
     assert (refused.kind, refused.at) == ("earlier_occurrence", raised)
-    assert "raised_at <= :issued" in act_update("a", "acknowledge", by="U1", at=raised, current_since=issued)["ConditionExpression"]
-    assert "raised_at" not in act_update("a", "acknowledge", by="U1", at=raised)["ConditionExpression"]
-    shown = outcome_for_page({"status": "active", "raised_at": raised}, "acknowledge", issued)
+    condition = act_update("a", "acknowledge", by="U1", at=raised, occurrence=earlier)
+    assert condition["ConditionExpression"].endswith("AND (attribute_not_exists(raised_at) OR raised_at = :occurrence)")
+    assert condition["ExpressionAttributeValues"][":occurrence"] == earlier
+    unraised = act_update("a", "acknowledge", by="U1", at=raised, occurrence=None)["ConditionExpression"]
+    assert unraised.endswith("AND (attribute_not_exists(raised_at))")
+    shown = outcome_for_page({"status": "active", "raised_at": raised}, "acknowledge", earlier)
     assert (shown.kind, shown.at) == ("earlier_occurrence", raised)
-    assert outcome_for_page({"status": "active", "raised_at": issued}, "acknowledge", issued) is None
+    assert outcome_for_page({"status": "active", "raised_at": earlier}, "acknowledge", earlier) is None
 
 
 def test_the_follow_up_mentions_a_slack_member_and_names_anyone_else():
@@ -431,7 +433,7 @@ def test_a_link_sent_before_the_alert_was_raised_again_is_refused_with_a_page_th
     # occurrence, as PagerDuty opens a new incident: issue 30)
     raised_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
     before = put_alert(aws, raised_at=raised_at)
-    earlier = token("acknowledge", issued_at=int(time.time()) - 3600)
+    earlier = token("acknowledge", occurrence=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600)))
     # When: opened, and its form posted anyway
     page = call(endpoint, url_event(query={"t": earlier}))
     posted = call(endpoint, confirm(earlier))
@@ -445,7 +447,7 @@ def test_a_link_sent_before_the_alert_was_raised_again_is_refused_with_a_page_th
 def test_a_slack_click_on_a_message_sent_before_the_alert_was_raised_again_changes_nothing(endpoint, aws, slack, with_slack_app):
     # Given: the click acts with no page shown, so it may only act on the occurrence its message was about
     before = put_alert(aws, raised_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600)))
-    earlier = token("acknowledge", issued_at=int(time.time()) - 3600)
+    earlier = token("acknowledge", occurrence=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600)))
     # When
     answer = call(endpoint, slack_request(block_actions(links.action_url(BASE_URL, earlier))))
     # Then: Slack shows the clicker a warning; the page the click opened offers the button

@@ -99,7 +99,7 @@ def show_link(request: Request, now: float) -> dict[str, Any]:
     token = request.query.get(TOKEN_PARAMETER)
     claim = claim_of(signing_key(), token, now)
     item = read_item(claim.alert_id)
-    shown = outcome_for_page(item, claim.action, timestamp(claim.issued))
+    shown = outcome_for_page(item, claim.action, claim.occurrence)
     if shown is not None:
         return outcome_page(claim, shown)
     # The machine's default message when the item has none (alert_config_logic)
@@ -124,13 +124,13 @@ def act(
 ) -> Outcome:
     """The one conditional write; a link acts only on the occurrence it was sent for. Then the hand-off."""
     at = timestamp(now)
-    update = act_update(claim.alert_id, claim.action, by=by, at=at, current_since=timestamp(claim.issued))
+    update = act_update(claim.alert_id, claim.action, by=by, at=at, occurrence=claim.occurrence)
     try:
         table.update_item(**update, ReturnValuesOnConditionCheckFailure="ALL_OLD")
     except table.meta.client.exceptions.ConditionalCheckFailedException as refused:
         old = refused.response.get("Item")
         item = _plain(old) if old is not None else read_item(claim.alert_id)
-        outcome = outcome_of_refusal(item, claim.action, timestamp(claim.issued))
+        outcome = outcome_of_refusal(item, claim.action, claim.occurrence)
         logger.info("Not acted", extra={"alert_id": claim.alert_id, "action": claim.action, "outcome": outcome.kind})
         return outcome
     outcome = Outcome("acted", update["ExpressionAttributeValues"][":new"], by, at)

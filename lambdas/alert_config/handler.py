@@ -44,6 +44,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     me = event["execution_arn"]  # the task sends the input, this execution's ARN and the action endpoint's URL
     now = time.time()
     item = read_item(execution.alert_id)
+    # The occurrence the links are for, so the endpoint refuses them once the alarm raises the alert again
+    occurrence = item.get("raised_at") if isinstance(item.get("raised_at"), str) else None
     key = parameters.get_secret(os.environ["ACTION_LINK_KEY_SECRET_ARN"], max_age=SECRET_MAX_AGE_SECONDS).encode()
     config = parse_alert_config(
         item,
@@ -55,8 +57,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             alert_id=execution.alert_id,
             user=user,
             expires_at=int(now) + notifying_for + LINK_LIFETIME_SECONDS,
-            # So the endpoint can tell a link of this occurrence from one sent before the alarm raised it again
-            issued_at=int(now),
+            occurrence=occurrence,
         ),
     )
     item = claim(item, me=me, now=now)
@@ -106,7 +107,12 @@ def claim(item: dict[str, Any], *, me: str, now: float) -> dict[str, Any]:
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
+        raised_at = item.get("raised_at")
         item = read_item(item["alert_id"])
+        if item.get("raised_at") != raised_at:
+            # Raised again meanwhile: the alarm handed the claim to the new occurrence's execution
+            # (which may not have started yet), and this one's links are of the earlier occurrence.
+            raise AlertAlreadyRunning(item.get(CLAIM_ATTRIBUTE))
     raise AlertAlreadyRunning(item.get(CLAIM_ATTRIBUTE))
 
 

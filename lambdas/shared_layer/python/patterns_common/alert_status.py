@@ -42,12 +42,11 @@ def status_of(item: Mapping[str, Any]) -> Any:
     return item.get("status", ACTIVE)
 
 
-def act_update(alert_id: str, action: str, *, by: str, at: str, current_since: str | None = None) -> dict[str, Any]:
-    """UpdateItem arguments (no TableName) for a person's ``action``.
+def act_update(alert_id: str, action: str, *, by: str, at: str, occurrence: str | None) -> dict[str, Any]:
+    """UpdateItem arguments (no TableName) for a person's ``action`` through a link made for ``occurrence``.
 
-    Acts only if the item exists and its status allows the action. With ``current_since`` (when the
-    link was issued), also only if the alert was not raised again after that: a link acts only on
-    the occurrence its message was about.
+    Acts only if the item exists, its status allows the action, and the alert was not raised again
+    since the link was made: a link acts only on the occurrence its message was about.
     """
     allowed = _ACTS_ON[action]
     values: dict[str, Any] = {":new": SETS[action], ":by": by, ":at": at}
@@ -55,15 +54,16 @@ def act_update(alert_id: str, action: str, *, by: str, at: str, current_since: s
     condition = (
         "attribute_exists(alert_id)"
         f" AND (attribute_not_exists(#status) OR #status IN ({', '.join(f':allowed{i}' for i in range(len(allowed)))}))"
+        " AND (attribute_not_exists(raised_at)"
     )
-    if current_since is not None:
-        values[":issued"] = current_since
-        condition += " AND (attribute_not_exists(raised_at) OR raised_at <= :issued)"
+    if occurrence is not None:
+        values[":occurrence"] = occurrence
+        condition += " OR raised_at = :occurrence"
     field = SETS[action]
     return {
         "Key": {"alert_id": alert_id},
         "UpdateExpression": f"SET #status = :new, {field}_by = :by, {field}_at = :at",
-        "ConditionExpression": condition,
+        "ConditionExpression": condition + ")",
         "ExpressionAttributeNames": {"#status": "status"},
         "ExpressionAttributeValues": values,
     }
@@ -79,18 +79,18 @@ class Outcome:
     at: str | None = None
 
 
-def raised_after(item: Mapping[str, Any] | None, link_issued: str) -> str | None:
-    """When the alert was raised again after the link was issued, if it was."""
+def raised_again(item: Mapping[str, Any] | None, occurrence: str | None) -> str | None:
+    """When the alert was raised again after the link's ``occurrence`` began, if it was."""
     raised_at = item.get("raised_at") if item is not None else None
-    return raised_at if isinstance(raised_at, str) and raised_at > link_issued else None
+    return raised_at if isinstance(raised_at, str) and raised_at != occurrence else None
 
 
-def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, current_since: str | None = None) -> Outcome:
+def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, occurrence: str | None) -> Outcome:
     """What a refused act_update means, read from the item as it was (None: there is no item)."""
     if item is None:
         return Outcome("not_found")
     status = status_of(item)
-    if current_since is not None and (raised_at := raised_after(item, current_since)):
+    if raised_at := raised_again(item, occurrence):
         return Outcome("earlier_occurrence", status, at=raised_at)
     if status in (ACKNOWLEDGED, RESOLVED):
         by, at = item.get(f"{status}_by"), item.get(f"{status}_at")
@@ -98,12 +98,11 @@ def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, current_sinc
     return Outcome("not_actionable", status)
 
 
-def outcome_for_page(item: Mapping[str, Any] | None, action: str, current_since: str | None = None) -> Outcome | None:
+def outcome_for_page(item: Mapping[str, Any] | None, action: str, occurrence: str | None) -> Outcome | None:
     """What GET shows instead of the button: None while the link's action can still be taken."""
-    if item is not None and status_of(item) in _ACTS_ON[action]:
-        if current_since is None or raised_after(item, current_since) is None:
-            return None
-    return outcome_of_refusal(item, action, current_since)
+    if item is not None and status_of(item) in _ACTS_ON[action] and raised_again(item, occurrence) is None:
+        return None
+    return outcome_of_refusal(item, action, occurrence)
 
 
 def raise_update(
