@@ -94,14 +94,19 @@ def storm_table(storm: dict) -> list[str]:
     return _table(
         ["Alarms", "Escalations succeeded", "Notifications failed", "Posts delivered", "Posts refused (429)",
          "First post", "Each alert's first notification (median / p95 / last)", "Waited for the channel",
-         "Transitions per alert (mean; quiet webhook)", "Wall"],
+         "Transitions per alert (waited for the channel; did not)", "Failed executions (where)", "Wall"],
         [[storm["alarms"], storm["succeeded"], storm["notifications_failed"], storm["posts_delivered"],
           storm["posts_refused_429"], f"{storm['first_post_seconds']:.1f} s",
           f"{storm['first_notification_median_seconds']:.0f} s / {storm['first_notification_p95_seconds']:.0f} s / "
           f"{storm['drained_seconds']:.0f} s", storm["waited_for_the_channel"],
-          f"{storm['transitions_per_alert']:.1f}; {storm['transitions_per_alert_not_waiting']}",
+          f"{_figure(storm['transitions_waiting'])}; {_figure(storm['transitions_not_waiting'])}",
+          ", ".join(f"{count} at {where}" for where, count in storm["failed_at"].items()) or "none",
           f"{storm['wall_seconds']:.0f} s"]],
     )
+
+
+def _figure(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}"
 
 
 def click_table(click: dict) -> list[str]:

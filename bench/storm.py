@@ -116,10 +116,19 @@ def alarm_storm(deployment: Deployment) -> dict[str, Any]:
         "first_notification_median_seconds": statistics.median(waits) if waits else None,
         "first_notification_p95_seconds": waits[int(len(waits) * 0.95) - 1] if waits else None,
         "waited_for_the_channel": sum(r.entered("Wait For The Channel's Turn") for r in results),
-        "transitions_per_alert": statistics.mean(r.transitions for r in results),
-        "transitions_per_alert_not_waiting": min(r.transitions for r in results),
+        # Of the escalations that succeeded: those that waited for the channel, and those that did not
+        "transitions_waiting": _mean([r.transitions for r in results if r.status == "SUCCEEDED" and _waited(r)]),
+        "transitions_not_waiting": _mean([r.transitions for r in results if r.status == "SUCCEEDED" and not _waited(r)]),
         "wall_seconds": wall,
     }
+
+
+def _waited(result: Any) -> bool:
+    return result.entered("Wait For The Channel's Turn") > 0
+
+
+def _mean(values: list[int]) -> float | None:
+    return statistics.mean(values) if values else None
 
 
 def _last_state(result: Any) -> str:

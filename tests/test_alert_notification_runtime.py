@@ -985,3 +985,19 @@ def test_a_slot_further_off_than_the_notifier_waits_is_handed_to_the_machine_the
     result = notifier.lambda_handler({**notification_event(), "slot_at": real_time.time()}, FakeLambdaContext())
     # Then: posted in it, without queueing again
     assert result["status"] == 200 and len(slack.posts) == 1
+
+
+def test_a_retried_notification_takes_a_new_slot_and_is_never_handed_back_to_the_machine(notifier, slack, monkeypatch):
+    import time as real_time
+
+    # Given: a long queue on the webhook, and a retry (after a 429) of a notification whose slot has passed
+    for _ in range(33):
+        notifier.reserve_slot(slack.url, real_time.time())
+    waited = []
+    monkeypatch.setattr(notifier.time, "sleep", waited.append)
+    retry = {**notification_event(), "slot_at": real_time.time() - 10, "attempt": 2}
+    # When
+    result = notifier.lambda_handler(retry, FakeLambdaContext())
+    # Then: it waited what the notifier may (5 s) for a new slot and posted: no second wait in the
+    # machine, so a channel that keeps refusing cannot keep a notification waiting for ever
+    assert result["status"] == 200 and waited == [5] and len(slack.posts) == 1

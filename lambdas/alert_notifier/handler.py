@@ -71,16 +71,21 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     notification = Notification.from_event(event)
     webhook_url = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
     now = time.time()
-    slot_at = event.get("slot_at")
+    attempt = event.get("attempt", 1)
+    # The slot the machine waited for is this notification's on its first attempt; a retry (after a
+    # 429 or a timeout) takes a new one, the old one having passed.
+    slot_at = event.get("slot_at") if attempt == 1 else None
     if slot_at is None:
         slot_at = reserve_slot(webhook_url, now)
-    if slot_at - now > MAX_PACING_WAIT_SECONDS:
-        raise SlackChannelBusy(slot_at, now)
-    time.sleep(max(0.0, slot_at - now))
+        # The machine waits for a far slot once per notification: a retry waits what it may here and
+        # posts, so a channel that keeps refusing ends in the retries' failure, never in a loop.
+        if slot_at - now > MAX_PACING_WAIT_SECONDS and attempt == 1 and "slot_at" not in event:
+            raise SlackChannelBusy(slot_at, now)
+    time.sleep(min(max(0.0, slot_at - now), MAX_PACING_WAIT_SECONDS))
     try:
         status = post_message(webhook_url, notification.payload())
     except (SlackTransientError, SlackRejectedError) as error:
-        if gives_up(error, event.get("attempt", 1)):
+        if gives_up(error, attempt):
             count_for_alert("NotificationsFailed", notification.alert_id)
         raise
     count_for_alert("NotificationsSent", notification.alert_id)
