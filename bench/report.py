@@ -292,8 +292,10 @@ NOTES: dict[str, list[str]] = {
         "same Slack stand-in. Ours notifies a round's users in one inline Map: one transition per notification, and "
         "five per round (the status read, two decisions, the Map, the wait) with the one-escalation claim and its "
         "release included; the seed spends two per notification. It makes one Lambda call per notification and "
-        "none per round; the seed makes one more per round. Ours keeps Slack's webhook pace (three posts at once, "
-        "then one a second), so a round of 40 users takes about 37 s where the seed's posts all go out at once. "
+        "none per round; the seed makes one more per round. Ours keeps Slack's webhook pace, shared by every execution "
+        "(two posts at once, then one every 1.25 s), so a round of 40 users takes about 50 s where the seed's posts "
+        "all go out at once. The stand-in's own pace is lifted here (cost, not pace, is measured: the seed's rounds "
+        "would be refused with 429); the storm section below keeps it. "
         "**Raised to first post**: from the execution's start (what an alarm or the dispatcher starts) to the first "
         "post delivered; **Slowest round**: from a round's first post starting to its last one delivered. History "
         "events count more for ours (a Map and its iterations write their own events) though it enters fewer states.",

@@ -8,7 +8,7 @@ machine waited for it.
 A round's own pace (``post_at``) cannot see the other executions posting to the webhook, so this
 notifier keeps the webhook's pace shared by all of them instead (slack_pace): a slot within a few
 seconds is waited for here; a later one ends the call with SlackChannelBusy, and the machine waits
-(a Wait state costs nothing while it waits) and calls again with the slot.
+(a Wait state costs nothing while it waits) and calls again with the slot: once per notification.
 
 A retried attempt (the state machine's Retry, or a Lambda retry after a timeout) finds the first
 attempt's idempotency record and returns its result instead of posting again.
@@ -72,16 +72,15 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     webhook_url = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
     now = time.time()
     attempt = event.get("attempt", 1)
-    # The slot the machine waited for is this notification's on its first attempt; a retry (after a
-    # 429 or a timeout) takes a new one, the old one having passed.
-    slot_at = event.get("slot_at") if attempt == 1 else None
-    if slot_at is None:
-        slot_at = reserve_slot(webhook_url, now)
-        # The machine waits for a far slot once per notification: a retry waits what it may here and
-        # posts, so a channel that keeps refusing ends in the retries' failure, never in a loop.
-        if slot_at - now > MAX_PACING_WAIT_SECONDS and attempt == 1 and "slot_at" not in event:
-            raise SlackChannelBusy(slot_at, now)
-    time.sleep(min(max(0.0, slot_at - now), MAX_PACING_WAIT_SECONDS))
+    if attempt == 1:
+        slot_at = event.get("slot_at")  # the slot the machine waited for, if it did
+        if slot_at is None:
+            slot_at = reserve_slot(webhook_url, now)
+            if slot_at - now > MAX_PACING_WAIT_SECONDS:
+                raise SlackChannelBusy(slot_at, now)
+        time.sleep(min(max(0.0, slot_at - now), MAX_PACING_WAIT_SECONDS))
+    # A retry (after a 429 or a timeout) posts at once, in the room the shared pace leaves below
+    # Slack's: its slot has passed, and a new one at the end of the queue could be minutes away.
     try:
         status = post_message(webhook_url, notification.payload())
     except (SlackTransientError, SlackRejectedError) as error:

@@ -5,7 +5,7 @@ Each notification reserves a moment to post (its slot) on one DynamoDB item per 
 the webhook's theoretical arrival time (GCRA, the generic cell rate algorithm): a slot is
 ``max(now, tat - BURST * INTERVAL)`` and every reservation moves ``tat`` on by one interval. A
 reservation is one atomic UpdateItem (two when the webhook was idle), so 200 alerts raised in one
-second get 200 different slots, one a second after a burst, and none of them is refused by Slack.
+second get 200 different slots, one every INTERVAL_SECONDS after a burst, below Slack's pace.
 The rules here hold no AWS client; the notifier makes the calls.
 """
 
@@ -17,10 +17,11 @@ import math
 from decimal import Decimal
 from typing import Any
 
-INTERVAL_SECONDS = 1.0
-# Posts that may go at once. Slack allows short bursts; one fewer than the stand-in's 4 leaves room
-# for the follow-ups (who acknowledged, the alarm that resolved), which post without a slot.
-BURST = 3
+# A little slower than Slack's "about one a second", and a smaller burst than Slack allows: the room
+# left takes the posts that go without a slot (follow-ups, retries after a 429 or a timeout) and
+# posts that arrive together after their slots, late.
+INTERVAL_SECONDS = 1.25
+BURST = 2
 # The pace item goes once its webhook has been idle this long (the table's TTL).
 IDLE_EXPIRY_SECONDS = 3600
 
