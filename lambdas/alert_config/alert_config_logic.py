@@ -35,7 +35,7 @@ MAX_HISTORY_EVENTS = 25_000
 # Attempts per task: 1 + the sum of MaxAttempts over the task's retriers in the ASL.
 FETCH_MAX_ATTEMPTS = 6
 READ_STATUS_MAX_ATTEMPTS = 4
-NOTIFY_MAX_ATTEMPTS = 8
+NOTIFY_MAX_ATTEMPTS = 10
 RELEASE_MAX_ATTEMPTS = 4
 # History events: a state is entered and exited (2); a task attempt is scheduled, started and ends
 # (3); a Map state also starts and ends (2), each iteration starts and ends (2); a Fail state is
