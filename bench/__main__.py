@@ -10,17 +10,17 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import dispatch, docs_pages, emulator_speed, functions, hotswap, report, scenarios
+from bench import dispatch, docs_pages, emulator_speed, functions, hotswap, report, scenarios, storm
 from bench.deploy import deploy_bench
 from bench.measure import Run
 from emulator.session import deployed
 
 BENCH_DIR = Path(__file__).resolve().parent
-SECTIONS = ("alert", "poller", "map-retry", "emulator", "lambda", "dispatch", "hotswap")
+SECTIONS = ("alert", "poller", "map-retry", "emulator", "lambda", "dispatch", "storm", "click", "hotswap")
 RUN_SECTIONS = {"alert": scenarios.alert_runs, "poller": scenarios.poller_runs, "map-retry": scenarios.map_runs}
 # What the other sections write into results.json (the run sections write runs, by machine).
 SECTION_KEYS = {"emulator": ("emulator", "deploy_seconds"), "lambda": ("functions",), "dispatch": ("dispatch",),
-                "hotswap": ("hotswap",)}
+                "storm": ("storm",), "click": ("click",), "hotswap": ("hotswap",)}
 
 
 def _print_runs(runs: list[Run], machine: str) -> None:
@@ -88,6 +88,14 @@ def main(argv: list[str] | None = None) -> int:
             print("\n## Scheduled dispatch at scale", flush=True)
             data["dispatch"] = dispatch.dispatch_at_scale(deployment)
             print("\n".join(report.dispatch_table(data["dispatch"])), flush=True)
+        if "storm" in sections:
+            print("\n## An alarm storm through one webhook, at Slack's pace", flush=True)
+            data["storm"] = storm.alarm_storm(deployment)
+            print("\n".join(report.storm_table(data["storm"])), flush=True)
+        if "click" in sections:
+            print("\n## A Slack click: the endpoint's work before its answer", flush=True)
+            data["click"] = storm.click_answer(deployment)
+            print("\n".join(report.click_table(data["click"])), flush=True)
         if "hotswap" in sections:  # last: it changes the deployed map-retry machine and function
             print("\n## Hot-swap (cdk deploy --hotswap)", flush=True)
             data["hotswap"] = hotswap.hotswaps(deployment)

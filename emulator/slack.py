@@ -7,7 +7,8 @@ An incoming webhook, and the interactivity of the app behind it:
         slack.fail_next(1, status=429, retry_after=3)   # Slack's rate-limited answer
         slack.fail_for("bar@example.com")       # every POST whose body mentions this user gets 500
         slack.hang_next(seconds=10)             # the next POST gets no answer for 10 s
-        slack.limit_rate(per_second=1, burst=4) # Slack's webhook rate limit, on slack.now's clock
+        slack.limit_rate(per_second=1, burst=4) # Slack's webhook pace (the default), on slack.now's clock
+        slack.lift_rate_limit()                 # any number of posts at once, for a test of something else
         slack.revoke()                          # the webhook was removed: 404 no_service
         ... POST to slack.url ...
         slack.posts                             # every POST, in arrival order, with what it was answered
@@ -51,6 +52,9 @@ APP_ID = "A00000000"
 DEFAULT_CLICKER = "U00000001"
 # "You can use response_url up to 5 times within 30 minutes" (https://api.slack.com/interactivity/handling).
 RESPONSE_URL_USES, RESPONSE_URL_SECONDS = 5, 30 * 60
+# An incoming webhook takes about one message a second, with short bursts; beyond it 429 with
+# Retry-After (https://api.slack.com/docs/rate-limits). The stand-in keeps that pace unless lifted.
+PACE_PER_SECOND, PACE_BURST = 1.0, 4
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 
 
@@ -95,12 +99,12 @@ class _Bucket:
     per_second: float
     burst: int
     tokens: float
-    at: float
+    at: float | None  # None: full, from the first post on (the clock may be swapped after construction)
     log: list[float] = field(default_factory=list)
 
 
 class SlackStandIn:
-    def __init__(self, now: Callable[[], float] = time.time) -> None:
+    def __init__(self, now: Callable[[], float] = time.time, *, paced: bool = True) -> None:
         # The clock for message timestamps, signatures and the rate limit: the emulator's simulated
         # clock once a deployment sets it, as the app's handlers see that clock as the time.
         self.now = now
@@ -110,7 +114,8 @@ class SlackStandIn:
         self._script: deque[_Answer] = deque()
         self._failing_users: dict[str, int] = {}
         self._revoked = False
-        self._bucket: _Bucket | None = None
+        self._paced = paced  # the pace reset() returns to
+        self._bucket: _Bucket | None = self._initial_pace()
         self._shown: dict[int, Any] = {}  # seq -> the message shown now, when changed (None: deleted)
         self._response_urls: dict[str, _ResponseUrl] = {}
         self._interactions: list[Interaction] = []
@@ -185,23 +190,33 @@ class SlackStandIn:
         with self._lock:
             self._revoked = True
 
-    def limit_rate(self, *, per_second: float = 1.0, burst: int = 4) -> None:
+    def limit_rate(self, *, per_second: float = PACE_PER_SECOND, burst: int = PACE_BURST) -> None:
         """Slack's webhook rate limit: about ``per_second`` messages a second, with short bursts.
 
         A post over it gets 429 with ``Retry-After`` (whole seconds until a post would be accepted)
         and is not delivered (https://api.slack.com/docs/rate-limits). Measured on ``self.now``.
+        On by default (Slack's pace), starting with a full burst.
         """
         with self._lock:
-            self._bucket = _Bucket(per_second, burst, float(burst), self.now())
+            self._bucket = _Bucket(per_second, burst, float(burst), None)
+
+    def _initial_pace(self) -> _Bucket | None:
+        return _Bucket(PACE_PER_SECOND, PACE_BURST, float(PACE_BURST), None) if self._paced else None
+
+    def lift_rate_limit(self) -> None:
+        """Take any number of posts at once, until reset(): for a test that measures something else."""
+        with self._lock:
+            self._bucket = None
 
     def reset(self) -> None:
-        """Forget what was received and every scripted answer; interactivity stays set up."""
+        """Forget what was received and every scripted answer, back to the pace it was made with (a full
+        burst); interactivity stays set up."""
         with self._lock:
             self._posts.clear()
             self._script.clear()
             self._failing_users.clear()
             self._revoked = False
-            self._bucket = None
+            self._bucket = self._initial_pace()
             self._shown.clear()
             self._response_urls.clear()
             self._interactions.clear()
@@ -353,7 +368,8 @@ class SlackStandIn:
         if bucket is None:
             return _Answer()
         now = self.now()
-        bucket.tokens = min(float(bucket.burst), bucket.tokens + (now - bucket.at) * bucket.per_second)
+        if bucket.at is not None:
+            bucket.tokens = min(float(bucket.burst), bucket.tokens + max(0.0, now - bucket.at) * bucket.per_second)
         bucket.at = now
         if bucket.tokens >= 1:
             bucket.tokens -= 1

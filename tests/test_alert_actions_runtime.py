@@ -15,6 +15,7 @@ import io
 import json
 import logging
 import time
+import urllib.request
 from dataclasses import replace
 from urllib.parse import urlencode
 
@@ -31,12 +32,13 @@ from patterns_common.alert_status import (
     mention,
     outcome_for_page,
     outcome_of_refusal,
-    raised_after,
+    raised_again,
 )
 from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import FakeLambdaContext
 
 WEBHOOK_SECRET = "alert-notifier/slack-webhook"
+FOLLOW_UP_FUNCTION = "alert-followup"
 SLACK_SIGNING_SECRET = "step-functions-patterns/slack-signing-secret"
 SIGNING_SECRET_VALUE = "8f742231b10e8888abcd99yyyzzz85a5"  # the shape of a Slack app's signing secret
 KEY = b"k" * 64
@@ -46,10 +48,8 @@ BASE_URL = "https://abc123.lambda-url.us-east-1.on.aws/"
 
 
 def token(action: str = "acknowledge", *, alert_id: str = ALERT, user: str = USER, key: bytes = KEY,
-          expires_in: int = 3600, issued_at: int | None = None) -> str:
-    now = int(time.time())
-    issued = min(now, now + expires_in - 1) if issued_at is None else issued_at
-    claim = links.ActionClaim(alert_id, user, action, now + expires_in, issued)
+          expires_in: int = 3600, occurrence: str | None = None) -> str:
+    claim = links.ActionClaim(alert_id, user, action, int(time.time()) + expires_in, occurrence)
     return links.sign(key, claim)
 
 
@@ -124,6 +124,25 @@ def block_actions(link: str, user_id: str = "U0123ABCD") -> dict:
     }
 
 
+class AsynchronousInvokes:
+    """Lambda's asynchronous Invoke as the endpoint uses it, for the handler tier (moto cannot run a
+    function's code): each invoke is queued, and run_queued() runs the follow-up handler on it after
+    the endpoint has answered, as Lambda does. The emulator tests use the real asynchronous Invoke."""
+
+    def __init__(self, followup_handler) -> None:
+        self.followup_handler = followup_handler
+        self.queued: list[dict] = []
+
+    def invoke(self, *, FunctionName: str, InvocationType: str, Payload: str) -> dict:  # noqa: N803 - boto3's names
+        assert (FunctionName, InvocationType) == (FOLLOW_UP_FUNCTION, "Event")
+        self.queued.append(json.loads(Payload))
+        return {"StatusCode": 202}
+
+    def run_queued(self) -> None:
+        while self.queued:
+            self.followup_handler.lambda_handler(self.queued.pop(0), FakeLambdaContext())
+
+
 @pytest.fixture(scope="module")
 def module_aws():
     """One moto account, Slack stand-in and loaded handler for the module (a fresh mock per test costs
@@ -140,17 +159,21 @@ def module_aws():
         secrets = boto3.client("secretsmanager")
         key_arn = secrets.create_secret(Name="AlertActionsSigningKey-abc", SecretString=KEY.decode())["ARN"]
         env.setenv("SIGNING_KEY_SECRET_ARN", key_arn)
+        env.setenv("FOLLOW_UP_FUNCTION_NAME", FOLLOW_UP_FUNCTION)
         secrets.create_secret(Name=WEBHOOK_SECRET, SecretString=slack.url)
         secrets.create_secret(Name=SLACK_SIGNING_SECRET, SecretString=SIGNING_SECRET_VALUE)
         parameters.clear_caches()
-        yield boto3.resource("dynamodb").Table("alerts"), slack, load_lambda_module("alert_actions", "handler")
+        endpoint = load_lambda_module("alert_actions", "handler")
+        endpoint.lambda_client = AsynchronousInvokes(load_lambda_module("alert_followup", "handler"))
+        yield boto3.resource("dynamodb").Table("alerts"), slack, endpoint
     parameters.clear_caches()
 
 
 @pytest.fixture
 def aws(module_aws, monkeypatch):
-    table, slack, _ = module_aws
+    table, slack, endpoint = module_aws
     monkeypatch.delenv("SLACK_SIGNING_SECRET_NAME", raising=False)
+    endpoint.lambda_client.queued.clear()
     for key in table.scan(ProjectionExpression="alert_id")["Items"]:
         table.delete_item(Key=key)
     slack.reset()
@@ -193,7 +216,10 @@ def put_alert(table, **fields) -> dict:
 
 
 def call(endpoint, event) -> dict:
-    return endpoint.lambda_handler(event, FakeLambdaContext())
+    """The endpoint's answer, once what it handed off has run too."""
+    answer = endpoint.lambda_handler(event, FakeLambdaContext())
+    endpoint.lambda_client.run_queued()
+    return answer
 
 
 def item(table) -> dict | None:
@@ -203,16 +229,16 @@ def item(table) -> dict | None:
 # -- the links -------------------------------------------------------------------------------------
 
 
-def test_a_signed_claim_verifies_to_itself_and_carries_when_it_was_issued():
-    claim = links.ActionClaim(ALERT, USER, "resolve", 2_000_000_000, 1_999_990_000)
+def test_a_signed_claim_verifies_to_itself_and_carries_the_occurrence_it_was_made_for():
+    claim = links.ActionClaim(ALERT, USER, "resolve", 2_000_000_000, "2026-11-24T10:00:00Z")
     assert links.verify(KEY, links.sign(KEY, claim), now=1_999_999_999) == claim
-    # A claim without its issue time (signed by older code) was issued a link lifetime before expiry
-    older = replace(claim, issued_at=None)
-    assert links.verify(KEY, links.sign(KEY, older), now=0).issued == 2_000_000_000 - 24 * 3600
+    # An alert the alarm never raised has no occurrence to name
+    unraised = replace(claim, occurrence=None)
+    assert links.verify(KEY, links.sign(KEY, unraised), now=0).occurrence is None
 
 
 def test_links_for_gives_one_url_per_action_with_the_token_as_its_only_parameter():
-    urls = links.links_for(KEY, BASE_URL, alert_id=ALERT, user=USER, expires_at=2_000_000_000, issued_at=1_999_000_000)
+    urls = links.links_for(KEY, BASE_URL, alert_id=ALERT, user=USER, expires_at=2_000_000_000, occurrence="2026-11-24T10:00:00Z")
     assert set(urls) == {"acknowledge", "resolve"}
     for action, url in urls.items():
         prefix, _, value = url.partition("?t=")
@@ -255,24 +281,31 @@ def test_an_expired_token_and_one_signed_with_another_key_are_refused():
 
 
 def test_a_page_shows_the_button_only_while_the_action_can_be_taken():
-    issued = "2026-11-24T10:00:00Z"
-    assert outcome_for_page({"status": "active"}, "acknowledge") is None
-    assert outcome_for_page({}, "acknowledge") is None  # no status means active
-    assert outcome_for_page({"status": "acknowledged"}, "resolve") is None
-    shown = outcome_for_page({"status": "acknowledged", "acknowledged_by": "U1", "acknowledged_at": issued}, "acknowledge")
-    assert (shown.kind, shown.by, shown.at) == ("already", "U1", issued)
-    assert outcome_for_page(None, "resolve").kind == "not_found"
-    assert outcome_of_refusal({"status": "snoozed"}, "acknowledge").kind == "not_actionable"
+    acted_at = "2026-11-24T10:00:00Z"
+    assert outcome_for_page({"status": "active"}, "acknowledge", None) is None
+    assert outcome_for_page({}, "acknowledge", None) is None  # no status means active
+    assert outcome_for_page({"status": "acknowledged"}, "resolve", None) is None
+    shown = outcome_for_page({"status": "acknowledged", "acknowledged_by": "U1", "acknowledged_at": acted_at}, "acknowledge", None)
+    assert (shown.kind, shown.by, shown.at) == ("already", "U1", acted_at)
+    assert outcome_for_page(None, "resolve", None).kind == "not_found"
+    assert outcome_of_refusal({"status": "snoozed"}, "acknowledge", None).kind == "not_actionable"
 
 
-def test_only_an_act_with_no_page_shown_is_refused_for_a_link_sent_before_the_alert_was_raised_again():
-    issued, raised = "2026-11-24T10:00:00Z", "2026-11-24T11:00:00Z"
-    assert raised_after({"raised_at": raised}, issued) == raised
-    assert raised_after({"raised_at": issued}, issued) is None and raised_after({}, issued) is None
-    refused = outcome_of_refusal({"status": "active", "raised_at": raised}, "acknowledge", current_since=issued)
+def test_a_link_made_for_an_earlier_occurrence_is_refused_on_its_page_and_when_it_acts():
+    earlier, raised = "2026-11-24T10:00:00Z", "2026-11-24T11:00:00Z"
+    assert raised_again({"raised_at": raised}, earlier) == raised
+    assert raised_again({"raised_at": raised}, None) == raised  # made before the alarm first raised it
+    assert raised_again({"raised_at": earlier}, earlier) is None and raised_again({}, earlier) is None
+    refused = outcome_of_refusal({"status": "active", "raised_at": raised}, "acknowledge", earlier)
     assert (refused.kind, refused.at) == ("earlier_occurrence", raised)
-    assert "raised_at <= :issued" in act_update("a", "acknowledge", by="U1", at=raised, current_since=issued)["ConditionExpression"]
-    assert "raised_at" not in act_update("a", "acknowledge", by="U1", at=raised)["ConditionExpression"]
+    condition = act_update("a", "acknowledge", by="U1", at=raised, occurrence=earlier)
+    assert condition["ConditionExpression"].endswith("AND (attribute_not_exists(raised_at) OR raised_at = :occurrence)")
+    assert condition["ExpressionAttributeValues"][":occurrence"] == earlier
+    unraised = act_update("a", "acknowledge", by="U1", at=raised, occurrence=None)["ConditionExpression"]
+    assert unraised.endswith("AND (attribute_not_exists(raised_at))")
+    shown = outcome_for_page({"status": "active", "raised_at": raised}, "acknowledge", earlier)
+    assert (shown.kind, shown.at) == ("earlier_occurrence", raised)
+    assert outcome_for_page({"status": "active", "raised_at": earlier}, "acknowledge", earlier) is None
 
 
 def test_the_follow_up_mentions_a_slack_member_and_names_anyone_else():
@@ -395,24 +428,26 @@ def test_a_resolved_alert_cannot_be_acknowledged(endpoint, aws, slack):
     assert item(aws) == before and slack.posts == []
 
 
-def test_a_link_sent_before_the_alert_was_raised_again_says_so_on_its_page_and_acts_once_confirmed(endpoint, aws, slack):
-    # Given: a link issued an hour ago, and the alarm raised the alert again ten minutes ago
+def test_a_link_sent_before_the_alert_was_raised_again_is_refused_with_a_page_that_says_so(endpoint, aws, slack):
+    # Given: a link issued an hour ago, and the alarm raised the alert again ten minutes ago (a new
+    # occurrence, as PagerDuty opens a new incident: issue 30)
     raised_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
     before = put_alert(aws, raised_at=raised_at)
-    earlier = token("acknowledge", issued_at=int(time.time()) - 3600)
-    # When
+    earlier = token("acknowledge", occurrence=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600)))
+    # When: opened, and its form posted anyway
     page = call(endpoint, url_event(query={"t": earlier}))
-    # Then: the page says the alert was raised again since, and nothing changed
-    assert page["statusCode"] == 200 and f"raised again at {raised_at}, after this link was sent" in page["body"]
-    assert item(aws) == before
-    # And its button acts on the alert as it is now
-    assert call(endpoint, confirm(earlier))["statusCode"] == 200 and item(aws)["status"] == "acknowledged"
+    posted = call(endpoint, confirm(earlier))
+    # Then: both say the alert was raised again since, offer no button, and change nothing
+    for answer in (page, posted):
+        assert answer["statusCode"] == 409 and "was raised again" in answer["body"]
+        assert f"raised again at {raised_at}, after this link was sent" in answer["body"] and "<form" not in answer["body"]
+    assert item(aws) == before and slack.posts == []
 
 
 def test_a_slack_click_on_a_message_sent_before_the_alert_was_raised_again_changes_nothing(endpoint, aws, slack, with_slack_app):
     # Given: the click acts with no page shown, so it may only act on the occurrence its message was about
     before = put_alert(aws, raised_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600)))
-    earlier = token("acknowledge", issued_at=int(time.time()) - 3600)
+    earlier = token("acknowledge", occurrence=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600)))
     # When
     answer = call(endpoint, slack_request(block_actions(links.action_url(BASE_URL, earlier))))
     # Then: Slack shows the clicker a warning; the page the click opened offers the button
@@ -509,9 +544,10 @@ def test_the_endpoint_records_no_token_or_account_in_its_trace_or_logs(endpoint,
     for event in (url_event(query={"t": ack}), confirm(ack),
                   slack_request(block_actions(BASE_URL + "?t=" + res, user_id="U0999WXYZ"))):
         assert call(endpoint, event)["statusCode"] == 200
-    # Then: three invocations traced; no token, signature or account in the trace or the logs
+    # Then: five invocations traced (the endpoint's three, and the follow-up function's two, one per
+    # action it was handed); no token, signature or account in the trace or the logs
     assert item(aws)["resolved_by"] == "U0999WXYZ"
-    assert len(recorded.handler_subsegments()) == 3
+    assert len(recorded.handler_subsegments()) == 5
     text = recorded.everything()
     assert text.count('"Acted"') == 2
     secrets = [ack, res, ack.split(".")[1], res.split(".")[1], USER, "U0999WXYZ"]
@@ -543,7 +579,7 @@ def rotating(endpoint, aws, monkeypatch):
     monkeypatch.setenv("ACTION_LINK_KEY_SECRET_ARN", arn)
     clock = Clock()
     monkeypatch.setattr(endpoint, "signing_keys", links.ActionLinkKeys(
-        endpoint.fetch_signing_keys, max_age=endpoint.SECRET_MAX_AGE_SECONDS,
+        endpoint.fetch_signing_keys, max_age=endpoint.SIGNING_KEY_MAX_AGE_SECONDS,
         refetch_interval=endpoint.KEY_REFETCH_INTERVAL_SECONDS, clock=clock,
     ))
     calls: list[str] = []
@@ -598,7 +634,7 @@ def test_rotating_twice_revokes_the_links_of_a_leaked_key(endpoint, rotating):
     # When: it is rotated twice, so it is neither AWSCURRENT nor AWSPREVIOUS
     rotate(arn, "2" * 64)
     rotate(arn, "3" * 64)
-    clock.now += endpoint.SECRET_MAX_AGE_SECONDS
+    clock.now += endpoint.SIGNING_KEY_MAX_AGE_SECONDS
     # Then
     assert shows(endpoint, leaked) == 400
 
@@ -637,6 +673,34 @@ def test_a_signed_slack_click_acts_at_once_for_the_slack_user_and_the_page_then_
     # And the page the click opened says who acted
     page = call(endpoint, url_event(query={"t": tok}))["body"]
     assert f"Acknowledged by U0123ABCD at {saved['acknowledged_at']}" in page
+
+
+def test_a_slack_click_is_answered_before_anything_is_posted_and_then_its_message_is_updated(
+    endpoint, aws, slack, with_slack_app
+):
+    # Slack wants the answer within 3 s, and later work done through response_url
+    # (https://api.slack.com/interactivity/handling#acknowledgment_response). Given: a message in the channel
+    put_alert(aws)
+    tok = token("acknowledge")
+    notification = {"text": f"alert {ALERT} is active", "blocks": [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"alert *{ALERT}* is active"}},
+        {"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Acknowledge"},
+                                          "url": links.action_url(BASE_URL, tok)}]}]}
+    urllib.request.urlopen(urllib.request.Request(slack.url, data=json.dumps(notification).encode()), timeout=5).close()
+    payload = {**block_actions(links.action_url(BASE_URL, tok)), "message": notification}
+    # When: the endpoint answers the click
+    answer = endpoint.lambda_handler(slack_request(payload), FakeLambdaContext())
+    # Then: 200 after its one write; nothing posted yet, the follow-up and the message update handed off
+    assert answer["statusCode"] == 200 and item(aws)["status"] == "acknowledged"
+    assert len(slack.posts) == 1 and len(endpoint.lambda_client.queued) == 1
+    handed = endpoint.lambda_client.queued[0]
+    assert handed["replacement"]["replace_original"] is True
+    assert [b["type"] for b in handed["replacement"]["blocks"]] == ["section", "context"]  # buttons gone, who acted
+    assert handed["replacement"]["blocks"][1]["elements"][0]["text"] == handed["text"]
+    # When: Lambda runs the hand-off
+    endpoint.lambda_client.run_queued()
+    # Then: the follow-up is in the channel (the message update is shown by the emulator's flap test)
+    assert [p.body["text"] for p in slack.delivered[1:]] == [handed["text"]]
 
 
 @pytest.mark.parametrize(

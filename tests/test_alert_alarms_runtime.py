@@ -32,8 +32,10 @@ ALARM = "db-cpu-high"
 _seconds = itertools.count(1)
 
 
-def alarm_event(state: str = "ALARM", *, alarm: str = ALARM, at: str | None = None, event_id: str = "e-1") -> dict:
-    """A state change of ``alarm``; each without ``at`` at a later second (its execution name is new)."""
+def alarm_event(
+    state: str = "ALARM", *, alarm: str = ALARM, at: str | None = None, event_id: str = "e-1", previous: str = "OK"
+) -> dict:
+    """A state change of ``alarm`` from ``previous``; each without ``at`` at a later second (its execution name is new)."""
     if at is None:
         second = next(_seconds)
         at = f"2026-11-24T12:{second // 60:02d}:{second % 60:02d}.123+0000"
@@ -42,6 +44,7 @@ def alarm_event(state: str = "ALARM", *, alarm: str = ALARM, at: str | None = No
     event["resources"] = [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{alarm}"]
     event["detail"]["alarmName"] = alarm
     event["detail"]["state"].update(value=state, timestamp=at)
+    event["detail"]["previousState"]["value"] = previous
     return event
 
 
@@ -231,3 +234,85 @@ def test_an_event_that_is_not_a_readable_alarm_change_is_ignored(module_aws, tab
     put_alert(table, alarm_name=SAMPLE["detail"]["alarmName"])
     assert "ignored" in deliver(module_aws, event)
     assert executions(module_aws) == []
+
+
+# -- the alarm's states as CloudWatch moves them (docs/alert-lifecycle.md, "Alarm state changes") ---
+# CloudWatch's three states; a new alarm starts in INSUFFICIENT_DATA, and with the default
+# TreatMissingData (missing) a gap in the metric moves it there
+# (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarms-and-missing-data).
+ACKED = {"status": "acknowledged", "acknowledged_by": "U9", "acknowledged_at": "2026-11-24T10:00:00Z",
+         "alarm_state": "ALARM", "alarm_state_at": "2026-11-24T09:59:00.000+0000", "raised_at": "2026-11-24T09:59:01Z"}
+RESOLVED_BY_ALARM = {"status": "resolved", "resolved_by": f"CloudWatch alarm {ALARM}", "resolved_at": "2026-11-24T10:30:00Z",
+                     "alarm_state": "OK", "alarm_state_at": "2026-11-24T10:29:59.000+0000"}
+
+
+@pytest.mark.parametrize(
+    "previous, state, before, raised, resolved",
+    [
+        ("OK", "ALARM", RESOLVED_BY_ALARM, True, False),
+        ("OK", "ALARM", ACKED, True, False),  # the OK between was never applied: the occurrence is over anyway
+        ("INSUFFICIENT_DATA", "ALARM", ACKED, False, False),
+        ("INSUFFICIENT_DATA", "ALARM", RESOLVED_BY_ALARM, True, False),
+        ("INSUFFICIENT_DATA", "ALARM", {"status": "resolved"}, True, False),  # the alarm's first ALARM
+        ("ALARM", "ALARM", ACKED, False, False),
+        ("ALARM", "OK", ACKED, False, True),
+        ("INSUFFICIENT_DATA", "OK", ACKED, False, True),
+        ("OK", "OK", RESOLVED_BY_ALARM, False, False),
+        ("ALARM", "INSUFFICIENT_DATA", ACKED, False, False),
+        ("OK", "INSUFFICIENT_DATA", RESOLVED_BY_ALARM, False, False),
+        ("INSUFFICIENT_DATA", "INSUFFICIENT_DATA", ACKED, False, False),
+    ],
+    ids=["ok-alarm", "ok-alarm-ok-lost", "insufficient-alarm-within", "insufficient-alarm-after-ok",
+         "insufficient-alarm-first", "alarm-alarm", "alarm-ok", "insufficient-ok", "ok-ok", "alarm-insufficient",
+         "ok-insufficient", "insufficient-insufficient"],
+)
+def test_each_alarm_state_change_does_what_the_lifecycle_table_says(module_aws, table, slack, previous, state, before,
+                                                                    raised, resolved):
+    # Given
+    put_alert(table, **before)
+    # When
+    deliver(module_aws, alarm_event(state, previous=previous))  # later than the item's last change
+    # Then
+    item = get(table)
+    if raised:
+        assert item["status"] == "active" and "acknowledged_by" not in item and item["alarm_state"] == "ALARM"
+        [execution] = executions(module_aws)
+        assert item["escalation_execution_arn"] == execution["executionArn"]
+    elif resolved:
+        assert item["status"] == "resolved" and item["resolved_by"] == f"CloudWatch alarm {ALARM}"
+        assert item.get("acknowledged_by") == before.get("acknowledged_by")  # who acknowledged it stays on record
+        assert executions(module_aws) == [] and len(slack.delivered) == 1
+    else:
+        kept = [k for k in before if k != "alarm_state_at"]  # (a later OK is recorded as the alarm's latest change)
+        assert {k: item.get(k) for k in kept} == {k: before[k] for k in kept}  # the acknowledgement kept
+        assert executions(module_aws) == [] and slack.posts == []
+
+
+def test_alarm_insufficient_data_alarm_after_an_acknowledgement_sends_nothing(module_aws, table, slack):
+    # Given: the alarm raised the alert and someone acknowledged it
+    put_alert(table, status="resolved")
+    deliver(module_aws, alarm_event("ALARM", previous="OK", at="2026-11-24T14:00:00.000+0000"))
+    table.update_item(Key={"alert_id": "db-1"}, UpdateExpression="SET #s = :a, acknowledged_by = :by",
+                      ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues={":a": "acknowledged", ":by": "U9"})
+    [first] = executions(module_aws)
+    # When: a gap in the metric (ALARM -> INSUFFICIENT_DATA; the rule does not deliver it), then ALARM again
+    deliver(module_aws, alarm_event("ALARM", previous="INSUFFICIENT_DATA", at="2026-11-24T14:05:00.000+0000"))
+    # Then: still acknowledged, no new execution, nothing posted
+    assert get(table)["status"] == "acknowledged" and get(table)["acknowledged_by"] == "U9"
+    assert executions(module_aws) == [first] and slack.posts == []
+
+
+def test_a_re_raise_hands_the_claim_to_the_new_execution_and_stops_the_earlier_one(module_aws, table):
+    # Given: the alarm raised the alert (its execution holds the claim), then went OK
+    put_alert(table, status="resolved")
+    deliver(module_aws, alarm_event("ALARM", previous="OK", at="2026-11-24T15:00:00.000+0000"))
+    [earlier] = executions(module_aws)
+    deliver(module_aws, alarm_event("OK", previous="ALARM", at="2026-11-24T15:01:40.000+0000"))
+    # When: it enters ALARM again while the earlier execution still runs (waits between rounds)
+    deliver(module_aws, alarm_event("ALARM", previous="OK", at="2026-11-24T15:02:30.000+0000"))
+    # Then: the claim names the new execution, written in the raise itself; the earlier one is stopped
+    [new] = executions(module_aws)
+    assert new["executionArn"] != earlier["executionArn"]
+    assert get(table)["escalation_execution_arn"] == new["executionArn"]
+    stopped = boto3.client("stepfunctions").describe_execution(executionArn=earlier["executionArn"])
+    assert stopped["status"] == "ABORTED"

@@ -382,26 +382,34 @@ def test_with_the_reservation_key_only_the_action_endpoint_reserves_that_many():
     assert reserved == {function_id(template, "ActionsEndpoint"): 10}
 
 
-def test_the_action_endpoint_reads_its_secrets_and_reads_and_updates_only_alert_items(template):
+def test_the_action_endpoint_reads_its_key_updates_only_alert_items_and_hands_the_follow_up_on(template):
     secret = logical_id(template, "AWS::SecretsManager::Secret", "SigningKey")
-    readable = [
-        json.dumps(statement["Resource"])
-        for statement in policy_statements(template, "ActionsEndpointRole")
-        if "secretsmanager:GetSecretValue" in statement["Action"]
-    ]
-    assert len(readable) == 2
-    assert any(resource == json.dumps({"Ref": secret}) for resource in readable)
-    assert any(f":secret:{CONTEXT['slackWebhookSecretName']}-??????" in resource for resource in readable)
+    follow_up = function_id(template, "ActionsFollowUp")
     granted = statements_for(template, "ActionsEndpointRole")
-    del granted["secretsmanager:GetSecretValue"], granted["secretsmanager:DescribeSecret"]
+    assert granted.pop("secretsmanager:GetSecretValue") == {"Ref": secret}
+    del granted["secretsmanager:DescribeSecret"]
     assert granted == {
         "dynamodb:GetItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
         "dynamodb:UpdateItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
+        # the follow-up, not its versions; the endpoint no longer posts to Slack itself
+        "lambda:InvokeFunction": {"Fn::GetAtt": [follow_up, "Arn"]},
     }
     endpoint = template.to_json()["Resources"][function_id(template, "ActionsEndpoint")]["Properties"]
     variables = endpoint["Environment"]["Variables"]
     assert variables["SIGNING_KEY_SECRET_ARN"] == {"Ref": secret}
-    assert "SLACK_SIGNING_SECRET_NAME" not in variables
+    assert variables["FOLLOW_UP_FUNCTION_NAME"] == {"Ref": follow_up}
+    assert "SLACK_SIGNING_SECRET_NAME" not in variables and "SLACK_WEBHOOK_SECRET_NAME" not in variables
+
+
+def test_the_follow_up_reads_only_the_webhook_and_is_not_retried(template):
+    # An asynchronous invoke is retried twice by default
+    # (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html): a follow-up would post thrice.
+    readable = json.dumps(statements_for(template, "ActionsFollowUpRole")["secretsmanager:GetSecretValue"])
+    assert f":secret:{CONTEXT['slackWebhookSecretName']}-??????" in readable and "SigningKey" not in readable
+    follow_up = function_id(template, "ActionsFollowUp")
+    template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig", {"FunctionName": {"Ref": follow_up}, "MaximumRetryAttempts": 0}
+    )
 
 
 def test_a_configured_slack_signing_secret_is_referenced_by_name_and_readable_by_the_endpoint():
@@ -446,9 +454,13 @@ def test_a_rule_sends_alarm_changes_to_alarm_and_ok_only_to_the_alarm_handler(te
     assert target["RetryPolicy"]["MaximumEventAgeInSeconds"] <= 3600
 
 
-def test_the_alarm_handler_queries_only_the_index_updates_items_and_starts_only_this_machine(template):
+def test_the_alarm_handler_queries_only_the_index_updates_items_and_starts_and_stops_only_this_machine(template):
     machine = logical_id(template, "AWS::StepFunctions::StateMachine", "Machine")
     granted = statements_for(template, "ApplyAlarmChangeRole")
+    # StopExecution (the earlier occurrence's execution) on this machine's executions only:
+    # arn:<partition>:states:<region>:<account>:execution:<machine name>:*
+    stop = json.dumps(granted.pop("states:StopExecution"))
+    assert ':execution:"' in stop and '"Fn::GetAtt": ["' + machine + '", "Name"]' in stop and stop.endswith(':*"]]}')
     index = json.dumps(granted.pop("dynamodb:Query"))
     assert '"AlertTable", "Arn"' in index and index.endswith('"/index/AlarmName"]]}')
     assert granted.pop("dynamodb:UpdateItem") == [{"Fn::GetAtt": ["AlertTable", "Arn"]}]

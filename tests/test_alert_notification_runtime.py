@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from emulator.slack import SlackStandIn
+from patterns_common import alert_executions
 from patterns_common.alert_executions import execution_name
 from stacks.common.definitions import definition_path
 from tests.emf import emf_metrics
@@ -520,8 +521,8 @@ def test_a_claim_that_cannot_be_running_never_blocks(alert_table, executions, ho
 
 def test_a_claim_expires_only_after_the_machine_timeout(config_logic):
     # The claim may be ignored once its execution cannot be running any more: the machine's timeout.
-    assert config_logic.MACHINE_TIMEOUT_SECONDS == ASL["TimeoutSeconds"]
-    item = {"escalation_execution_arn": "arn:other", "escalation_claim_expires_at": Decimal(config_logic.claim_expiry(1000))}
+    assert alert_executions.MACHINE_TIMEOUT_SECONDS == ASL["TimeoutSeconds"]
+    item = {"escalation_execution_arn": "arn:other", "escalation_claim_expires_at": Decimal(alert_executions.claim_expiry(1000))}
     assert config_logic.claim_to_check(item, me="arn:me", now=1000 + ASL["TimeoutSeconds"] - 1) == "arn:other"
     assert config_logic.claim_to_check(item, me="arn:me", now=1000 + ASL["TimeoutSeconds"]) is None
 
@@ -591,11 +592,6 @@ def test_a_long_message_fits_the_section_block_and_stays_whole_in_the_fallback(s
     payload = notification.payload()
     assert len(payload["blocks"][0]["text"]["text"]) == 3000
     assert payload["text"].endswith("x" * 4000)
-
-
-@pytest.mark.parametrize("post_at, now, wait", [(None, 100.0, 0.0), (102.5, 100.0, 2.5), (99.0, 100.0, 0.0), (200.0, 100.0, 5.0)])
-def test_a_notification_waits_for_its_slot_in_the_round_at_most_five_seconds(slack_webhook, post_at, now, wait):
-    assert slack_webhook.pacing_wait(post_at, now) == wait
 
 
 def test_post_message_sends_the_json_payload_to_the_webhook(slack_webhook, slack):
@@ -1106,3 +1102,57 @@ def test_a_dispatch_that_fails_for_one_alert_starts_the_others_and_names_the_fai
     ]
     assert sorted(inputs) == ["a", "c"]
 
+
+
+# --------------------------------------------------------------------------------------------------
+# The webhook's pace shared by every execution (issue 30): slots on one DynamoDB item per webhook
+# --------------------------------------------------------------------------------------------------
+# Slack: an incoming webhook takes about one message a second, short bursts allowed, and answers 429
+# with Retry-After beyond it (https://api.slack.com/docs/rate-limits).
+
+
+def test_the_webhook_pace_gives_a_short_burst_then_one_slot_a_second(notifier, slack):
+    # When: six notifications reserve at the same instant, then one after the queue has drained
+    slots = [notifier.reserve_slot(slack.url, 1000.0) for _ in range(6)]
+    later = notifier.reserve_slot(slack.url, 1008.0)
+    # Then: a short burst at once, then a little slower than one a second; an idle webhook posts at once again
+    assert slots == [1000.0, 1000.0, 1001.25, 1002.5, 1003.75, 1005.0]
+    later_still = notifier.reserve_slot(slack.url, 1020.0)
+    assert (later, later_still) == (1008.0, 1020.0)
+
+
+def test_a_slot_further_off_than_the_notifier_waits_is_handed_to_the_machine_then_used(notifier, slack):
+    import time as real_time
+
+    # Given: the webhook's queue is about 40 s long (33 slots, 1.25 s apart after a burst of 2)
+    for _ in range(33):
+        notifier.reserve_slot(slack.url, real_time.time())
+    # When
+    with pytest.raises(Exception) as busy:
+        notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    # Then: SlackChannelBusy says the slot and the whole seconds to wait (the machine's Wait reads them), nothing posted
+    assert type(busy.value).__name__ == "SlackChannelBusy"
+    told = json.loads(str(busy.value))
+    assert 36 <= told["wait_seconds"] <= 40 and told["slot_at"] > real_time.time() + 35
+    assert slack.posts == []
+    # When: the machine calls again once the slot has come (here: a slot already due)
+    result = notifier.lambda_handler({**notification_event(), "slot_at": real_time.time()}, FakeLambdaContext())
+    # Then: posted in it, without queueing again
+    assert result["status"] == 200 and len(slack.posts) == 1
+
+
+def test_a_retried_notification_posts_at_once_in_the_room_left_below_slacks_pace(notifier, slack, monkeypatch):
+    import time as real_time
+
+    # Given: a long queue on the webhook, and a retry (after a 429) of a notification whose slot has passed
+    for _ in range(33):
+        notifier.reserve_slot(slack.url, real_time.time())
+    waited = []
+    monkeypatch.setattr(notifier.time, "sleep", waited.append)
+    retry = {**notification_event(), "slot_at": real_time.time() - 10, "attempt": 2}
+    # When
+    result = notifier.lambda_handler(retry, FakeLambdaContext())
+    # Then: posted at once, queueing for no new slot (minutes away) and never handed back to the
+    # machine, so a channel that keeps refusing ends in the retries' failure, never in a loop
+    assert result["status"] == 200 and waited == [] and len(slack.posts) == 1
+    assert notifier.reserve_slot(slack.url, real_time.time()) > real_time.time() + 35  # the queue is as it was

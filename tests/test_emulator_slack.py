@@ -220,6 +220,24 @@ def test_a_revoked_webhook_answers_404_no_service(slack):
     assert slack.delivered == []
 
 
+def test_the_stand_in_keeps_slacks_webhook_pace_unless_lifted(slack, clock):
+    # Slack: about one message a second per webhook, short bursts allowed, then 429 with Retry-After
+    # (https://api.slack.com/docs/rate-limits). Given: a stand-in as made, nothing scripted
+    # When: six posts in one instant
+    answers = [post(slack.url, {"text": str(n)}) for n in range(6)]
+    # Then: a short burst goes through, the rest are refused with when to come back, and not delivered
+    statuses = [status for status, _, _ in answers]
+    assert statuses[0] == 200 and 429 in statuses and statuses == sorted(statuses)
+    assert all(headers["Retry-After"] == "1" for status, headers, _ in answers if status == 429)
+    assert len(slack.delivered) == statuses.count(200) < 6
+    # When: the pace is lifted (a test that measures something else)
+    slack.lift_rate_limit()
+    assert [post(slack.url, {"text": "more"})[0] for _ in range(10)] == [200] * 10
+    # When: reset, the pace is back, from a full burst
+    slack.reset()
+    assert [post(slack.url, {"text": "again"})[0] for _ in range(6)] == statuses
+
+
 def test_the_rate_limit_allows_a_burst_then_about_one_a_second(slack, clock):
     # Given: a burst of 3, then one message a second
     slack.limit_rate(per_second=1, burst=3)

@@ -146,6 +146,9 @@ def check_slack_signature(signing_secret: bytes, request: Request, now: float) -
 class SlackClick:
     token: str
     user_id: str
+    # Where the clicked message can be replaced (for 30 minutes), and the message as it was shown.
+    response_url: str | None = None
+    message: Mapping[str, Any] | None = None
 
 
 def slack_click(fields: Mapping[str, str]) -> SlackClick:
@@ -161,11 +164,30 @@ def slack_click(fields: Mapping[str, str]) -> SlackClick:
     if not isinstance(user_id, str) or not user_id:
         raise Refused(400, "Unsupported Slack request", "The click names no Slack user.")
     actions = payload.get("actions")
+    response_url, message = payload.get("response_url"), payload.get("message")
     for action in actions if isinstance(actions, list) else []:
         token = token_in_link(action.get("url")) if isinstance(action, dict) else None
         if token is not None:
-            return SlackClick(token, user_id)
+            return SlackClick(
+                token,
+                user_id,
+                response_url if isinstance(response_url, str) and response_url else None,
+                message if isinstance(message, dict) else None,
+            )
     raise Refused(400, "Unsupported Slack request", "The clicked button carries no action link.")
+
+
+def acted_message(message: Mapping[str, Any], note: str) -> dict[str, Any]:
+    """The clicked message as it now reads: its buttons replaced by who acted and when
+    (``replace_original``, https://api.slack.com/interactivity/handling#message_responses)."""
+    blocks = message.get("blocks")
+    kept = [block for block in blocks if isinstance(block, dict) and block.get("type") != "actions"] if isinstance(
+        blocks, list) else []
+    return {
+        "replace_original": True,
+        "text": str(message.get("text", note)),
+        "blocks": [*kept, {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}],
+    }
 
 
 def token_in_link(url: Any) -> str | None:
@@ -197,13 +219,9 @@ def refused_page(refused: Refused) -> dict[str, Any]:
     return page(refused.status, refused.title, html.escape(refused.detail))
 
 
-def confirm_page(claim: ActionClaim, token: str, message: str, *, raised_again_at: str | None = None) -> dict[str, Any]:
+def confirm_page(claim: ActionClaim, token: str, message: str) -> dict[str, Any]:
     """GET: what the button will do, to whom, and the button (a POST of the token and what it confirms)."""
     label = LABELS[claim.action]
-    notes = ["Opening this page changes nothing; the button below does."]
-    if raised_again_at is not None:
-        notes.insert(0, f"<strong>This alert was raised again at {html.escape(raised_again_at)}, after this link "
-                        f"was sent:</strong> the button acts on the alert as it is now.")
     form = (
         '<form method="post">'
         f'<input type="hidden" name="{TOKEN_PARAMETER}" value="{html.escape(token)}">'
@@ -215,7 +233,7 @@ def confirm_page(claim: ActionClaim, token: str, message: str, *, raised_again_a
         200,
         f"{label} alert {claim.alert_id}?",
         _facts(claim, message),
-        *notes,
+        "Opening this page changes nothing; the button below does.",
         form=form,
     )
 
@@ -237,6 +255,13 @@ def outcome_page(claim: ActionClaim, outcome: Outcome, *, acted_now: bool = Fals
         return page(200, title, done, after)
     if outcome.kind == "not_found":
         return page(404, "No such alert", f"There is no alert {alert} (it may have been deleted).")
+    if outcome.kind == "earlier_occurrence":
+        return page(
+            409,
+            f"Alert {claim.alert_id} was raised again",
+            f"It was raised again at {html.escape(outcome.at or 'an unknown time')}, after this link was sent, "
+            "so this link no longer acts on it. The alert's latest notification has links that do.",
+        )
     return page(
         409,
         f"Alert {claim.alert_id} cannot be {SETS[claim.action]}",

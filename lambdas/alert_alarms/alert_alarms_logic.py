@@ -1,10 +1,12 @@
 """What a CloudWatch alarm's state change does to the alerts that name it, with no AWS client.
 
 The event is EventBridge's "CloudWatch Alarm State Change" (source aws.cloudwatch), whose detail
-holds ``alarmName`` and ``state`` {``value``, ``timestamp``}
+holds ``alarmName``, ``state`` and ``previousState`` {``value``, ``timestamp``}
 (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html).
-ALARM raises the alerts (active, a new execution at once), OK resolves them; INSUFFICIENT_DATA
-says nothing about the thing watched, so it changes nothing.
+ALARM raises the alerts (a new occurrence: active, a new execution at once), OK resolves them;
+INSUFFICIENT_DATA says nothing about the thing watched (metrics have gaps, and missing data moves an
+alarm there by default), so a change to it changes nothing and a change from it back to ALARM
+raises only if the alarm's last occurrence had ended. docs/alert-lifecycle.md has the table.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 RAISE, RESOLVE = "raise", "resolve"
 _EFFECTS = {"ALARM": RAISE, "OK": RESOLVE}
+# The state a raise must come from to open a new occurrence whatever the alert item says.
+_ENDED = "OK"
 
 
 class InvalidAlarmEvent(Exception):
@@ -30,10 +34,17 @@ class AlarmChange:
     # same for every delivery of one change, so it orders changes and names the execution it starts.
     state_timestamp: str
     changed_at: datetime
+    previous_state: str | None = None  # absent from an event that has no previousState
 
     @property
     def effect(self) -> str | None:
         return _EFFECTS.get(self.state)
+
+    @property
+    def reopens(self) -> bool:
+        """A raise from OK: the last occurrence is over even if its OK was never applied (lost, or late).
+        From INSUFFICIENT_DATA (or unknown), the alert item says whether an occurrence is still open."""
+        return self.state == "ALARM" and self.previous_state == _ENDED
 
 
 def read_alarm_change(event: Mapping[str, Any]) -> AlarmChange:
@@ -55,7 +66,9 @@ def read_alarm_change(event: Mapping[str, Any]) -> AlarmChange:
             raise InvalidAlarmEvent(f"the state timestamp {stamp!r} is not a time") from None
     if changed_at.tzinfo is None:
         raise InvalidAlarmEvent(f"the state timestamp {stamp!r} has no time zone")
-    return AlarmChange(name, value, stamp, changed_at)
+    previous = detail.get("previousState")
+    previous_value = previous.get("value") if isinstance(previous, Mapping) else None
+    return AlarmChange(name, value, stamp, changed_at, previous_value if isinstance(previous_value, str) else None)
 
 
 def is_redelivery(old_item: Mapping[str, Any] | None, change: AlarmChange) -> bool:

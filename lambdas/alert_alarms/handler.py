@@ -3,6 +3,10 @@
 Per alert naming the alarm (looked up on the table's alarm_name index, never a scan): one
 conditional UpdateItem, then on ALARM a StartExecution named after the state change, so a redelivered
 event starts no second escalation; on OK a follow-up post to the channel.
+
+A raise is a new occurrence: its UpdateItem also hands the alert's escalation claim to the execution
+it is about to start (whose ARN the name decides), and the execution that escalated the earlier
+occurrence is then stopped, so the new occurrence is escalated from its first level at once.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from boto3.dynamodb.conditions import Key
 from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import ClientError
 
-from patterns_common.alert_executions import execution_name
+from patterns_common.alert_executions import CLAIM_ATTRIBUTE, claim_expiry, execution_arn, execution_name
 from patterns_common.alert_status import (
     RESOLVED,
+    alarm_ok_update,
     alarm_resolver,
     followup_text,
     raise_update,
@@ -86,25 +92,47 @@ def alerts_naming(alarm_name: str) -> list[str]:
 
 
 def raise_alert(alert_id: str, change: AlarmChange) -> bool:
-    """Active again and escalating at once; True if this delivery raised it (or finished raising it)."""
-    old = _conditional_update(raise_update(alert_id, state_at=change.state_timestamp, now=_now()))
-    if old is not None and not is_redelivery(old, change):
-        return False  # a later change of the alarm was applied already, or the alert is gone
+    """A new occurrence, escalating at once; True if this delivery raised it (or finished raising it)."""
+    name = execution_name(alert_id, change.changed_at)
+    escalation = execution_arn(STATE_MACHINE_ARN, name)
+    update = raise_update(alert_id, state_at=change.state_timestamp, now=_now(), execution_arn=escalation,
+                          claim_expires_at=claim_expiry(time.time()), reopen=change.reopens)
+    applied, old = _conditional_update(update)
+    if not applied and not is_redelivery(old, change):
+        # A later change of the alarm was applied already, the alert is gone, or its alarm is still
+        # in the occurrence this change belongs to (ALARM, INSUFFICIENT_DATA, ALARM).
+        return False
     try:
-        stepfunctions.start_execution(
-            stateMachineArn=STATE_MACHINE_ARN,
-            name=execution_name(alert_id, change.changed_at),
-            input=json.dumps({"alert_id": alert_id}),
-        )
+        stepfunctions.start_execution(stateMachineArn=STATE_MACHINE_ARN, name=name, input=json.dumps({"alert_id": alert_id}))
     except stepfunctions.exceptions.ExecutionAlreadyExists:
-        return old is None  # this change's execution ran already: the event came twice
+        return applied  # this change's execution ran already: the event came twice
+    earlier = old.get(CLAIM_ATTRIBUTE) if applied else None
+    if isinstance(earlier, str) and earlier != escalation:
+        stop_earlier_escalation(alert_id, earlier, escalation)
     return True
+
+
+def stop_earlier_escalation(alert_id: str, earlier: str, escalation: str) -> None:
+    """Stops the execution of the earlier occurrence now rather than at its next status read (which
+    would end it too: the claim is no longer its own)."""
+    try:
+        stepfunctions.stop_execution(
+            executionArn=earlier,
+            error="AlertRaisedAgain",
+            cause=f"Alert {alert_id} was raised again; {escalation} escalates the new occurrence.",
+        )
+    except ClientError as error:  # it has ended already, or cannot be stopped now: its next read ends it
+        logger.info("Earlier escalation not stopped", extra={"alert_id": alert_id, "execution": earlier,
+                                                             "error": error.response["Error"]["Code"]})
 
 
 def resolve_alert(alert_id: str, change: AlarmChange) -> bool:
     now = _now()
     update = resolve_by_alarm_update(alert_id, alarm_name=change.alarm_name, state_at=change.state_timestamp, now=now)
-    if _conditional_update(update) is not None:
+    applied, old = _conditional_update(update)
+    if not applied:
+        if old.get("status") == RESOLVED:  # a person resolved it: only the end of the occurrence is recorded
+            _conditional_update(alarm_ok_update(alert_id, state_at=change.state_timestamp))
         return False
     webhook_secret_name = os.environ.get("SLACK_WEBHOOK_SECRET_NAME")
     if webhook_secret_name is None:  # a team's notifier delivers the notifications: no channel to follow up in
@@ -116,14 +144,14 @@ def resolve_alert(alert_id: str, change: AlarmChange) -> bool:
     return True
 
 
-def _conditional_update(update: dict[str, Any]) -> dict[str, Any] | None:
-    """None if the update was applied; else the item as it was ({} when there is none)."""
+def _conditional_update(update: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """Whether the update was applied, and the item as it was before ({} when there was none)."""
     try:
-        table.update_item(**update, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        old = table.update_item(**update, ReturnValues="ALL_OLD", ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        return True, old.get("Attributes") or {}
     except table.meta.client.exceptions.ConditionalCheckFailedException as refused:
         old = refused.response.get("Item") or {}
-        return {name: _deserializer.deserialize(value) for name, value in old.items()}
-    return None
+        return False, {name: _deserializer.deserialize(value) for name, value in old.items()}
 
 
 def _now() -> str:

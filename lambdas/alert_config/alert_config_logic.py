@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from patterns_common.alert_action_links import LINK_LIFETIME_SECONDS, links_for
+from patterns_common.alert_executions import CLAIM_ATTRIBUTE, CLAIM_EXPIRY_ATTRIBUTE
 
 DEFAULT_INTERVAL_SECONDS = 300
 MAX_TOTAL_WAIT_SECONDS = 86_400  # the machine's TimeoutSeconds (2 days) keeps a day for the work itself
@@ -31,18 +32,11 @@ INPUT_FIELDS = ("alert_id", "start_delay_seconds")
 
 MAX_PAYLOAD_BYTES = 256 * 1024
 MAX_HISTORY_EVENTS = 25_000
-# The machine's TimeoutSeconds: an execution that claimed an alert has ended this long after.
-MACHINE_TIMEOUT_SECONDS = 172_800
-
-# The one-escalation claim on the alert item: the ARN of the execution escalating the alert, and
-# when that execution has surely ended (it claimed at its start; the machine times out after that).
-CLAIM_ATTRIBUTE = "escalation_execution_arn"
-CLAIM_EXPIRY_ATTRIBUTE = "escalation_claim_expires_at"
 
 # Attempts per task: 1 + the sum of MaxAttempts over the task's retriers in the ASL.
-FETCH_MAX_ATTEMPTS = 4
+FETCH_MAX_ATTEMPTS = 6
 READ_STATUS_MAX_ATTEMPTS = 4
-NOTIFY_MAX_ATTEMPTS = 8
+NOTIFY_MAX_ATTEMPTS = 10
 RELEASE_MAX_ATTEMPTS = 4
 # History events: a state is entered and exited (2); a task attempt is scheduled, started and ends
 # (3); a Map state also starts and ends (2), each iteration starts and ends (2); a Fail state is
@@ -164,6 +158,8 @@ def fetched_config(
     """What Fetch Alert Config returns for an item: its validated config with each user's links
     (``tools.alert`` checks an item with this before writing it)."""
     alert_id = item["alert_id"]
+    # The occurrence the links are for, so the endpoint refuses them once the alarm raises the alert again
+    occurrence = item.get("raised_at") if isinstance(item.get("raised_at"), str) else None
     return parse_alert_config(
         item,
         start_delay_seconds=start_delay_seconds,
@@ -174,8 +170,7 @@ def fetched_config(
             alert_id=alert_id,
             user=user,
             expires_at=int(now) + notifying_for + LINK_LIFETIME_SECONDS,
-            # So the endpoint can tell a link of this occurrence from one sent before the alarm raised it again
-            issued_at=int(now),
+            occurrence=occurrence,
         ),
     )
 
@@ -273,14 +268,18 @@ def history_events(
     delayed: bool,
     notifications_failed: bool,
     released: bool,
+    deferred: bool = False,
 ) -> int:
     """Events of an execution that notified ``level_sizes[k]`` users in round k, each with
     ``notify_attempts`` attempts (the other tasks likewise) that all ended in failure when
-    ``notifications_failed``; that waited before its first round when ``delayed``; and that ended
-    by releasing its claim (``released``) or in a Fail state."""
+    ``notifications_failed``; that waited before its first round when ``delayed``; that ended
+    by releasing its claim (``released``) or in a Fail state; and whose every notification first
+    waited for its slot on the webhook's pace (``deferred``: one more attempt and one Wait state)."""
     rounds = len(level_sizes)
     # The Map iteration, the notification's attempts, and the Catch's Pass state for a failure.
     notify_user = 2 + _task(notify_attempts) + (_STATE if notifications_failed else 0)
+    if deferred:  # an attempt ended by SlackChannelBusy, then "Wait For The Channel's Turn"
+        notify_user += 3 + _STATE
     events = 2 + _task(fetch_attempts) + _STATE  # the execution, the fetch, the first Choice
     events += rounds * (_MAP + _STATE)  # each round's Map and the Choice after it
     events += (rounds - 1 + delayed) * (_STATE + _task(read_attempts) + _STATE)  # wait, status read, Choice
@@ -300,6 +299,7 @@ def worst_case_history_events(level_sizes: list[int]) -> int:
             delayed=True,
             notifications_failed=True,
             released=True,
+            deferred=True,
         )
         + _STATE  # the release's Catch ends in a Succeed state when the claim was taken over
     )
@@ -379,7 +379,3 @@ def claim_to_check(item: Mapping[str, Any], *, me: str, now: float) -> str | Non
     if isinstance(expires_at, (int, Decimal)) and not isinstance(expires_at, bool) and expires_at <= now:
         return None
     return holder
-
-
-def claim_expiry(now: float) -> int:
-    return int(now) + MACHINE_TIMEOUT_SECONDS

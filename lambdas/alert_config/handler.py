@@ -13,11 +13,8 @@ from typing import Any
 
 import boto3
 from alert_config_logic import (
-    CLAIM_ATTRIBUTE,
-    CLAIM_EXPIRY_ATTRIBUTE,
     AlertAlreadyRunning,
     AlertNotFound,
-    claim_expiry,
     claim_to_check,
     fetched_config,
     read_input,
@@ -27,6 +24,7 @@ from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
+from patterns_common.alert_executions import CLAIM_ATTRIBUTE, CLAIM_EXPIRY_ATTRIBUTE, claim_expiry
 from patterns_common.observability import logger, tracer
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated signing key is picked up within five minutes
@@ -98,7 +96,12 @@ def claim(item: dict[str, Any], *, me: str, now: float) -> dict[str, Any]:
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
+        raised_at = item.get("raised_at")
         item = read_item(item["alert_id"])
+        if item.get("raised_at") != raised_at:
+            # Raised again meanwhile: the alarm handed the claim to the new occurrence's execution
+            # (which may not have started yet), and this one's links are of the earlier occurrence.
+            raise AlertAlreadyRunning(item.get(CLAIM_ATTRIBUTE))
     raise AlertAlreadyRunning(item.get(CLAIM_ATTRIBUTE))
 
 

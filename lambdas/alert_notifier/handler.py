@@ -1,8 +1,14 @@
 """Notify User: posts one alert notification to Slack, at most once per (execution, round, user).
 
 The event is {execution_id, alert_id, message, round, user, links, post_at, attempt}: the alert, the
-user to notify and their signed action links, when the round's pace lets this post go, and which
-attempt of the machine's this is.
+user to notify and their signed action links, when the round's own pace would let this post go, and
+which attempt of the machine's this is; and ``slot_at``, the slot an earlier call reserved, when the
+machine waited for it.
+
+A round's own pace (``post_at``) cannot see the other executions posting to the webhook, so this
+notifier keeps the webhook's pace shared by all of them instead (slack_pace): a slot within a few
+seconds is waited for here; a later one ends the call with SlackChannelBusy, and the machine waits
+(a Wait state costs nothing while it waits) and calls again with the slot: once per notification.
 
 A retried attempt (the state machine's Retry, or a Lambda retry after a timeout) finds the first
 attempt's idempotency record and returns its result instead of posting again.
@@ -14,6 +20,7 @@ import os
 import time
 from typing import Any
 
+import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.idempotency import (
@@ -22,13 +29,23 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from slack_webhook import Notification, SlackRejectedError, SlackTransientError, gives_up, pacing_wait, post_message
+from slack_pace import SlackChannelBusy, busy_update, idle_update, slot_after_busy_update
+from slack_webhook import (
+    MAX_PACING_WAIT_SECONDS,
+    Notification,
+    SlackRejectedError,
+    SlackTransientError,
+    gives_up,
+    post_message,
+)
 
 from patterns_common.observability import logger, metrics, tracer
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
 
 persistence = DynamoDBPersistenceLayer(table_name=os.environ["IDEMPOTENCY_TABLE_NAME"])
+# The same short-lived table holds the webhook's pace item (its key cannot be an idempotency record's).
+pace_table = boto3.resource("dynamodb").Table(os.environ["IDEMPOTENCY_TABLE_NAME"])
 idempotency = IdempotencyConfig(
     event_key_jmespath="[execution_id, round, user]",
     raise_on_no_idempotency_key=True,
@@ -54,14 +71,40 @@ def count_for_alert(metric: str, alert_id: str) -> None:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     notification = Notification.from_event(event)
     webhook_url = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
-    time.sleep(pacing_wait(event.get("post_at"), time.time()))
+    now = time.time()
+    attempt = event.get("attempt", 1)
+    if attempt == 1:
+        slot_at = event.get("slot_at")  # the slot the machine waited for, if it did
+        if slot_at is None:
+            slot_at = reserve_slot(webhook_url, now)
+            if slot_at - now > MAX_PACING_WAIT_SECONDS:
+                raise SlackChannelBusy(slot_at, now)
+        time.sleep(min(max(0.0, slot_at - now), MAX_PACING_WAIT_SECONDS))
+    # A retry (after a 429 or a timeout) posts at once, in the room the shared pace leaves below
+    # Slack's: its slot has passed, and a new one at the end of the queue could be minutes away.
     try:
         status = post_message(webhook_url, notification.payload())
     except (SlackTransientError, SlackRejectedError) as error:
-        if gives_up(error, event.get("attempt", 1)):
+        if gives_up(error, attempt):
             count_for_alert("NotificationsFailed", notification.alert_id)
         raise
     count_for_alert("NotificationsSent", notification.alert_id)
     # Not who: logs hold no one's account (the item records who acted, the channel who was notified).
     logger.info("Notified", extra={"alert_id": notification.alert_id, "round": notification.round})
     return {"user": notification.user, "round": notification.round, "status": status}
+
+
+def reserve_slot(webhook_url: str, now: float) -> float:
+    """This post's moment on the webhook's shared pace: one atomic UpdateItem, two if it was idle."""
+    conditional_failure = pace_table.meta.client.exceptions.ConditionalCheckFailedException
+    while True:  # each refusal means the other branch now holds; the race is lost at most a few times
+        try:
+            tat = pace_table.update_item(**busy_update(webhook_url, now))["Attributes"]["tat"]
+            return slot_after_busy_update(float(tat), now)
+        except conditional_failure:
+            pass
+        try:
+            pace_table.update_item(**idle_update(webhook_url, now))
+            return now
+        except conditional_failure:
+            pass

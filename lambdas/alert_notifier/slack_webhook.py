@@ -28,8 +28,8 @@ MAX_SECTION_TEXT = 3_000
 # Slack member IDs (users U..., Enterprise Grid users W...): mentioned as <@ID>, which notifies them.
 _MEMBER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 # Slack takes about one message per second per channel, with short bursts
-# (https://api.slack.com/docs/rate-limits): the machine gives each notification of a round its own
-# second (``post_at``) and the notifier waits for it, never longer than this (its timeout allows it).
+# (https://api.slack.com/docs/rate-limits): the notifier waits for its slot on the webhook's pace
+# (slack_pace) at most this long (its timeout allows it); the machine waits for a later one.
 MAX_PACING_WAIT_SECONDS = 5
 # The buttons, in order: (label, action in the links, button style).
 BUTTONS = (("Acknowledge", "acknowledge", "primary"), ("Resolve", "resolve", None))
@@ -112,13 +112,6 @@ class Notification:
             "unfurl_links": False,
             "unfurl_media": False,
         }
-
-
-def pacing_wait(post_at: float | None, now: float) -> float:
-    """Seconds to wait before posting so the round keeps Slack's pace (none once the slot has passed)."""
-    if post_at is None:
-        return 0.0
-    return min(max(0.0, post_at - now), MAX_PACING_WAIT_SECONDS)
 
 
 def _escape(text: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
@@ -71,8 +72,9 @@ class AlertActions(Construct):
             "Endpoint",
             source="alert_actions",
             description="Public endpoint of the alert Acknowledge/Resolve links and Slack button clicks",
-            # Slack wants an answer to a click within 3 s: a warm request takes milliseconds plus the
-            # follow-up post (at most 1.5 s); the timeout leaves a cold start under load room to finish.
+            # Slack wants an answer to a click within 3 s: a warm request takes milliseconds (one
+            # conditional write, then the follow-up handed off); the timeout leaves a cold start under
+            # load room to finish.
             timeout=Duration.seconds(10),
             environment={
                 "ALERT_TABLE_NAME": table.table_name,
@@ -84,7 +86,23 @@ class AlertActions(Construct):
             reserved_concurrency=reserved_concurrency,
         )
         self.signing_key.grant_read(endpoint.function)
-        let_post_to_slack(endpoint.function, webhook_secret)  # the follow-up post: who acted, and when
+        # Who acted, told after the endpoint has answered: the follow-up post, and the clicked message updated.
+        follow_up = PythonFunction(
+            self,
+            "FollowUp",
+            source="alert_followup",
+            description="Tells the alert channel who acted and updates the clicked Slack message",
+            timeout=Duration.seconds(10),
+        )
+        let_post_to_slack(follow_up.function, webhook_secret)
+        # Invoked asynchronously: Lambda would retry a failure twice, and a follow-up must not post three times.
+        follow_up.function.configure_async_invoke(retry_attempts=0)
+        # The function itself, not its versions (grant_invoke would add "<arn>:*").
+        endpoint.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[follow_up.function.function_arn])
+        )
+        endpoint.function.add_environment("FOLLOW_UP_FUNCTION_NAME", follow_up.function.function_name)
+        self.follow_up = follow_up.function
         table.grant(endpoint.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
         if slack_signing_secret_name:
             # Created by whoever sets up the Slack app (it holds a credential), so only referenced.

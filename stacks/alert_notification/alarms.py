@@ -20,6 +20,7 @@ from constructs import Construct
 
 from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
+from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
 from stacks.common.scanners import acknowledge_lint
 
@@ -43,6 +44,7 @@ class AlarmRaisedAlerts(Construct):
         table: dynamodb.ITable,
         alarm_index_name: str,
         state_machine: sfn.IStateMachine,
+        executions: str,
         webhook_secret: secretsmanager.ISecret | None,
     ) -> None:
         super().__init__(scope, id_)
@@ -65,6 +67,15 @@ class AlarmRaisedAlerts(Construct):
         )
         table.grant(function, "dynamodb:UpdateItem")
         state_machine.grant_start_execution(function)
+        # Stopping the execution of an alert's earlier occurrence when the alarm raises it again.
+        stop_earlier = iam.PolicyStatement(actions=["states:StopExecution"], resources=[executions])
+        function.add_to_role_policy(stop_earlier)
+        acknowledge_wildcard_resource(
+            handler,
+            executions,
+            "StopExecution on this machine's executions only (the one escalating an alert's earlier "
+            "occurrence, named on the alert item when the alarm raises it again); their names are not known in advance.",
+        )
         let_post_to_slack(function, webhook_secret)  # the follow-up post when an alarm resolves an alert
 
         failures = failure_queue(self, "FailureQueue")

@@ -138,6 +138,7 @@ class AlertNotification(Construct):
         self.functions: dict[str, lambda_.Function] = {
             "FetchAlertConfig": fetch_config.function,
             "ActionsEndpoint": self.actions.function,
+            "ActionsFollowUp": self.actions.follow_up,
         }
 
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
@@ -191,6 +192,7 @@ class AlertNotification(Construct):
             table=self.table,
             alarm_index_name=ALARM_INDEX_NAME,
             state_machine=self.state_machine,
+            executions=executions,
             webhook_secret=webhook_secret,
         )
 

@@ -1,6 +1,6 @@
 """Signed links that let the person an alert notified acknowledge or resolve it from the message.
 
-A link carries a token: the claim (alert, user, action, issue time, expiry) in base64url JSON, a dot,
+A link carries a token: the claim (alert, user, action, expiry, occurrence) in base64url JSON, a dot,
 and the HMAC-SHA256 of the claim under a key the stack keeps in Secrets Manager. The token is the only thing
 the endpoint trusts; it holds no task token and no secret, and the key never leaves the functions
 that sign and check. Verification compares signatures in constant time before reading the claim.
@@ -49,21 +49,18 @@ class ActionClaim:
     user: str
     action: str
     expires_at: int
-    # When the link was made (epoch seconds): a link made before the alert was raised again belongs
-    # to an earlier occurrence and must not act on the new one. None: LINK_LIFETIME_SECONDS before expiry.
-    issued_at: int | None = None
-
-    @property
-    def issued(self) -> int:
-        return self.issued_at if self.issued_at is not None else self.expires_at - LINK_LIFETIME_SECONDS
+    # The occurrence the link was made for: the alert item's raised_at when its execution read it
+    # (None: the alarm had not raised it). A link of an earlier occurrence must not act on a later
+    # one. The item's own value, not the signer's clock: two functions' clocks need not agree.
+    occurrence: str | None = None
 
 
 def sign(key: bytes, claim: ActionClaim) -> str:
     if claim.action not in ACTIONS:
         raise ValueError(f"action must be one of {ACTIONS}, got {claim.action!r}")
     body = {"a": claim.alert_id, "u": claim.user, "x": claim.action, "e": claim.expires_at}
-    if claim.issued_at is not None:
-        body["i"] = claim.issued_at
+    if claim.occurrence is not None:
+        body["o"] = claim.occurrence
     encoded = _b64encode(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
     return f"{encoded}.{_b64encode(_mac(key, encoded))}"
 
@@ -82,7 +79,7 @@ def verify(key: bytes, token: Any, *, now: float) -> ActionClaim:
         raise ForeignActionToken("bad signature")
     try:
         body = json.loads(_b64decode(encoded))
-        claim = ActionClaim(body["a"], body["u"], body["x"], body["e"], body.get("i"))
+        claim = ActionClaim(body["a"], body["u"], body["x"], body["e"], body.get("o"))
     except (binascii.Error, ValueError, KeyError, TypeError):
         raise InvalidActionToken("malformed claim") from None
     well_typed = (
@@ -90,7 +87,7 @@ def verify(key: bytes, token: Any, *, now: float) -> ActionClaim:
         and isinstance(claim.user, str)
         and claim.action in ACTIONS
         and _is_integer(claim.expires_at)
-        and (claim.issued_at is None or (_is_integer(claim.issued_at) and claim.issued_at <= claim.expires_at))
+        and (claim.occurrence is None or isinstance(claim.occurrence, str))
     )
     if not well_typed:
         raise InvalidActionToken("malformed claim")
@@ -139,6 +136,10 @@ class ActionLinkKeys:
                 raise
         return verify_with_any(self._held(refresh=True), token, now=now)
 
+    def held(self) -> Sequence[bytes]:
+        """The keys held now, fetched first if none are or they are older than ``max_age``."""
+        return self._held()
+
     def _held(self, *, refresh: bool = False) -> Sequence[bytes]:
         if refresh or self._fetched_at is None or self._clock() - self._fetched_at >= self._max_age:
             self._keys, self._fetched_at = tuple(self._fetch()), self._clock()
@@ -151,11 +152,11 @@ def action_url(base_url: str, token: str) -> str:
 
 
 def links_for(
-    key: bytes, base_url: str, *, alert_id: str, user: str, expires_at: int, issued_at: int | None = None
+    key: bytes, base_url: str, *, alert_id: str, user: str, expires_at: int, occurrence: str | None = None
 ) -> dict[str, str]:
     """One user's links for an alert, by action: {"acknowledge": url, "resolve": url}."""
     return {
-        action: action_url(base_url, sign(key, ActionClaim(alert_id, user, action, expires_at, issued_at)))
+        action: action_url(base_url, sign(key, ActionClaim(alert_id, user, action, expires_at, occurrence)))
         for action in ACTIONS
     }
 

@@ -17,6 +17,12 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _READABLE_PART = 50  # + "-" + 10 hex + "-" + 16-character timestamp stays within the 80-character limit
 _NAMED = re.compile(r"^(?P<alert_key>[A-Za-z0-9_-]+-[0-9a-f]{10})-\d{8}T\d{6}Z$")
 
+# The one-escalation claim on the alert item: the ARN of the execution escalating the alert, and
+# when that execution has surely ended (the machine's TimeoutSeconds after the claim).
+CLAIM_ATTRIBUTE = "escalation_execution_arn"
+CLAIM_EXPIRY_ATTRIBUTE = "escalation_claim_expires_at"
+MACHINE_TIMEOUT_SECONDS = 172_800
+
 
 def alert_key(alert_id: str) -> str:
     """The part of every such execution's name that says which alert it is for.
@@ -35,3 +41,14 @@ def alert_key_of(name: str) -> str | None:
     """The alert key of a name execution_name wrote; None for any other name (an execution started by hand)."""
     match = _NAMED.match(name)
     return match["alert_key"] if match else None
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """The ARN StartExecution will give ``name``, known before the start: a claim can name it in the
+    same write that raises the alert (arn:aws:states:<region>:<account>:execution:<machine>:<name>)."""
+    prefix, machine = state_machine_arn.rsplit(":stateMachine:", 1)
+    return f"{prefix}:execution:{machine}:{name}"
+
+
+def claim_expiry(now: float) -> int:
+    return int(now) + MACHINE_TIMEOUT_SECONDS

@@ -4,8 +4,8 @@ An alert is ``active`` (or has no status) while its escalation runs. A person ac
 (``acknowledged``: "I am on it", notifications stop) or resolves it (``resolved``: it is over); a
 resolution is also accepted on an acknowledged alert, since the one who acknowledged is usually the
 one who fixes it. Its CloudWatch alarm raises it again (``active``, a new occurrence from ``raised_at``) and
-resolves it when it returns to OK. A link sent before that still acts, after its page has said the
-alert was raised again; only a Slack click, which acts with no page, is refused for it.
+resolves it when it returns to OK. A link sent before the alert was raised again belongs to an
+earlier occurrence: it is refused, in the browser and from Slack, with a page that says so.
 
 Every change is one conditional UpdateItem, so two clicks, a click and an alarm, or a redelivered
 alarm event cannot both win: the loser reads why from the item DynamoDB returns with the refusal.
@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from patterns_common.alert_executions import CLAIM_ATTRIBUTE, CLAIM_EXPIRY_ATTRIBUTE
+
 ACTIVE, ACKNOWLEDGED, RESOLVED = "active", "acknowledged", "resolved"
+# The alarm states an item records (alarm_state): whether its alarm is in an occurrence (ALARM) or not.
+ALARM, OK = "ALARM", "OK"
 # The status each action sets (also the prefix of its _by/_at fields) and the statuses it acts on.
 SETS = {"acknowledge": ACKNOWLEDGED, "resolve": RESOLVED}
 _ACTS_ON = {"acknowledge": (ACTIVE,), "resolve": (ACTIVE, ACKNOWLEDGED)}
@@ -38,12 +42,11 @@ def status_of(item: Mapping[str, Any]) -> Any:
     return item.get("status", ACTIVE)
 
 
-def act_update(alert_id: str, action: str, *, by: str, at: str, current_since: str | None = None) -> dict[str, Any]:
-    """UpdateItem arguments (no TableName) for a person's ``action``.
+def act_update(alert_id: str, action: str, *, by: str, at: str, occurrence: str | None) -> dict[str, Any]:
+    """UpdateItem arguments (no TableName) for a person's ``action`` through a link made for ``occurrence``.
 
-    Acts only if the item exists and its status allows the action. With ``current_since`` (when the
-    link was issued), also only if the alert was not raised again after that: a click that acts at
-    once, with no page shown, must not act on an occurrence the person has not seen.
+    Acts only if the item exists, its status allows the action, and the alert was not raised again
+    since the link was made: a link acts only on the occurrence its message was about.
     """
     allowed = _ACTS_ON[action]
     values: dict[str, Any] = {":new": SETS[action], ":by": by, ":at": at}
@@ -51,15 +54,16 @@ def act_update(alert_id: str, action: str, *, by: str, at: str, current_since: s
     condition = (
         "attribute_exists(alert_id)"
         f" AND (attribute_not_exists(#status) OR #status IN ({', '.join(f':allowed{i}' for i in range(len(allowed)))}))"
+        " AND (attribute_not_exists(raised_at)"
     )
-    if current_since is not None:
-        values[":issued"] = current_since
-        condition += " AND (attribute_not_exists(raised_at) OR raised_at <= :issued)"
+    if occurrence is not None:
+        values[":occurrence"] = occurrence
+        condition += " OR raised_at = :occurrence"
     field = SETS[action]
     return {
         "Key": {"alert_id": alert_id},
         "UpdateExpression": f"SET #status = :new, {field}_by = :by, {field}_at = :at",
-        "ConditionExpression": condition,
+        "ConditionExpression": condition + ")",
         "ExpressionAttributeNames": {"#status": "status"},
         "ExpressionAttributeValues": values,
     }
@@ -75,18 +79,18 @@ class Outcome:
     at: str | None = None
 
 
-def raised_after(item: Mapping[str, Any] | None, link_issued: str) -> str | None:
-    """When the alert was raised again after the link was issued, if it was."""
+def raised_again(item: Mapping[str, Any] | None, occurrence: str | None) -> str | None:
+    """When the alert was raised again after the link's ``occurrence`` began, if it was."""
     raised_at = item.get("raised_at") if item is not None else None
-    return raised_at if isinstance(raised_at, str) and raised_at > link_issued else None
+    return raised_at if isinstance(raised_at, str) and raised_at != occurrence else None
 
 
-def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, current_since: str | None = None) -> Outcome:
+def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, occurrence: str | None) -> Outcome:
     """What a refused act_update means, read from the item as it was (None: there is no item)."""
     if item is None:
         return Outcome("not_found")
     status = status_of(item)
-    if current_since is not None and (raised_at := raised_after(item, current_since)):
+    if raised_at := raised_again(item, occurrence):
         return Outcome("earlier_occurrence", status, at=raised_at)
     if status in (ACKNOWLEDGED, RESOLVED):
         by, at = item.get(f"{status}_by"), item.get(f"{status}_at")
@@ -94,27 +98,42 @@ def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, current_sinc
     return Outcome("not_actionable", status)
 
 
-def outcome_for_page(item: Mapping[str, Any] | None, action: str) -> Outcome | None:
-    """What GET shows instead of the button: None while the action can still be taken."""
-    if item is not None and status_of(item) in _ACTS_ON[action]:
+def outcome_for_page(item: Mapping[str, Any] | None, action: str, occurrence: str | None) -> Outcome | None:
+    """What GET shows instead of the button: None while the link's action can still be taken."""
+    if item is not None and status_of(item) in _ACTS_ON[action] and raised_again(item, occurrence) is None:
         return None
-    return outcome_of_refusal(item, action)
+    return outcome_of_refusal(item, action, occurrence)
 
 
-def raise_update(alert_id: str, *, state_at: str, now: str) -> dict[str, Any]:
-    """UpdateItem arguments for the alarm entering ALARM at ``state_at`` (its state timestamp).
+def raise_update(
+    alert_id: str, *, state_at: str, now: str, execution_arn: str, claim_expires_at: int, reopen: bool
+) -> dict[str, Any]:
+    """UpdateItem arguments for the alarm entering ALARM at ``state_at`` (its state timestamp): a new occurrence.
 
     The state timestamp orders the alarm's events: a redelivered or late event (not newer than the
-    last one applied) changes nothing, so it cannot undo an acknowledgement made since.
+    last one applied) changes nothing, so it cannot undo an acknowledgement made since. Unless
+    ``reopen`` (the alarm came from OK, so its last occurrence is over whatever the item says), an
+    alert whose alarm is still in its occurrence (ALARM, then INSUFFICIENT_DATA, then ALARM) is left
+    as it is. The same write hands the escalation claim to ``execution_arn``, the execution about to
+    be started: there is no moment in which the new occurrence is raised and nobody may escalate it.
     """
+    condition = "attribute_exists(alert_id) AND (attribute_not_exists(alarm_state_at) OR alarm_state_at < :state_at)"
+    if not reopen:
+        condition += " AND (attribute_not_exists(alarm_state) OR alarm_state <> :alarm)"
     return {
         "Key": {"alert_id": alert_id},
-        "UpdateExpression": "SET #status = :active, raised_at = :now, alarm_state_at = :state_at REMOVE "
-        + ", ".join(_OCCURRENCE_FIELDS),
-        "ConditionExpression": "attribute_exists(alert_id)"
-        " AND (attribute_not_exists(alarm_state_at) OR alarm_state_at < :state_at)",
-        "ExpressionAttributeNames": {"#status": "status"},
-        "ExpressionAttributeValues": {":active": ACTIVE, ":now": now, ":state_at": state_at},
+        "UpdateExpression": "SET #status = :active, raised_at = :now, alarm_state = :alarm, alarm_state_at = :state_at, "
+        "#claim = :execution, #expires = :expires REMOVE " + ", ".join(_OCCURRENCE_FIELDS),
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": {"#status": "status", "#claim": CLAIM_ATTRIBUTE, "#expires": CLAIM_EXPIRY_ATTRIBUTE},
+        "ExpressionAttributeValues": {
+            ":active": ACTIVE,
+            ":now": now,
+            ":alarm": ALARM,
+            ":state_at": state_at,
+            ":execution": execution_arn,
+            ":expires": claim_expires_at,
+        },
     }
 
 
@@ -127,7 +146,8 @@ def resolve_by_alarm_update(alert_id: str, *, alarm_name: str, state_at: str, no
     """UpdateItem arguments for the alarm returning to OK at ``state_at``: resolves an active or acknowledged alert."""
     return {
         "Key": {"alert_id": alert_id},
-        "UpdateExpression": "SET #status = :resolved, resolved_by = :by, resolved_at = :now, alarm_state_at = :state_at",
+        "UpdateExpression": "SET #status = :resolved, resolved_by = :by, resolved_at = :now, alarm_state = :ok, "
+        "alarm_state_at = :state_at",
         "ConditionExpression": "attribute_exists(alert_id)"
         " AND (attribute_not_exists(alarm_state_at) OR alarm_state_at < :state_at)"
         " AND (attribute_not_exists(#status) OR #status IN (:active, :acknowledged))",
@@ -138,8 +158,21 @@ def resolve_by_alarm_update(alert_id: str, *, alarm_name: str, state_at: str, no
             ":acknowledged": ACKNOWLEDGED,
             ":by": alarm_resolver(alarm_name),
             ":now": now,
+            ":ok": OK,
             ":state_at": state_at,
         },
+    }
+
+
+def alarm_ok_update(alert_id: str, *, state_at: str) -> dict[str, Any]:
+    """UpdateItem arguments for the alarm returning to OK on an alert a person resolved already: the
+    occurrence is over (the next ALARM raises a new one), and who resolved it stays as it is."""
+    return {
+        "Key": {"alert_id": alert_id},
+        "UpdateExpression": "SET alarm_state = :ok, alarm_state_at = :state_at",
+        "ConditionExpression": "attribute_exists(alert_id)"
+        " AND (attribute_not_exists(alarm_state_at) OR alarm_state_at < :state_at)",
+        "ExpressionAttributeValues": {":ok": OK, ":state_at": state_at},
     }
 
 

@@ -1,8 +1,8 @@
-"""Posts a follow-up message to a Slack incoming webhook: once, within a short timeout, never raising.
+"""Posts to Slack after the fact: a follow-up message to the incoming webhook, or a new version of a
+clicked message to the click's ``response_url``. Once each, within a short timeout, never raising.
 
-A follow-up (who acknowledged, the alarm that resolved) is a courtesy after the change is saved: it
-must not hold up the answer to a person's click (Slack wants one within 3 s), and a failure is
-logged by the caller, not retried.
+A follow-up (who acknowledged, the alarm that resolved) is a courtesy after the change is saved: a
+failure is logged by the caller, not retried.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 FOLLOWUP_TIMEOUT_SECONDS = 1.5
@@ -17,11 +19,16 @@ FOLLOWUP_TIMEOUT_SECONDS = 1.5
 
 def post_followup(webhook_url: str, text: str, *, timeout: float = FOLLOWUP_TIMEOUT_SECONDS) -> str | None:
     """POST ``text`` (links not unfurled); None when Slack took it, else what went wrong."""
-    if urlsplit(webhook_url).scheme not in ("https", "http"):
-        return "the webhook secret does not hold an http(s) URL"
+    return post_json(webhook_url, {"text": text, "unfurl_links": False}, timeout=timeout)
+
+
+def post_json(url: str, body: Mapping[str, Any], *, timeout: float = FOLLOWUP_TIMEOUT_SECONDS) -> str | None:
+    """POST ``body`` as JSON; None when Slack took it, else what went wrong."""
+    if urlsplit(url).scheme not in ("https", "http"):
+        return "the URL is not an http(s) URL"
     request = urllib.request.Request(
-        webhook_url,
-        data=json.dumps({"text": text, "unfurl_links": False}).encode(),
+        url,
+        data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json; charset=utf-8"},
         method="POST",
     )

@@ -1,0 +1,80 @@
+"""Slack's webhook pace shared by every notification to one webhook, whichever execution sends it.
+
+An incoming webhook takes about one message a second, with short bursts (https://api.slack.com/docs/rate-limits).
+Each notification reserves a moment to post (its slot) on one DynamoDB item per webhook, which holds
+the webhook's theoretical arrival time (GCRA, the generic cell rate algorithm): a slot is
+``max(now, tat - BURST * INTERVAL)`` and every reservation moves ``tat`` on by one interval. A
+reservation is one atomic UpdateItem (two when the webhook was idle), so 200 alerts raised in one
+second get 200 different slots, one every INTERVAL_SECONDS after a burst, below Slack's pace.
+The rules here hold no AWS client; the notifier makes the calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+# A little slower than Slack's "about one a second", and a smaller burst than Slack allows: the room
+# left takes the posts that go without a slot (follow-ups, retries after a 429 or a timeout) and
+# posts that arrive together after their slots, late.
+INTERVAL_SECONDS = 1.25
+BURST = 2
+# The pace item goes once its webhook has been idle this long (the table's TTL).
+IDLE_EXPIRY_SECONDS = 3600
+
+
+class SlackChannelBusy(Exception):
+    """This notification's slot is further off than the notifier may wait: the machine waits for it.
+
+    The message is JSON, {"slot_at": slot, "wait_seconds": whole seconds}, which the state machine's
+    Catch reads to wait and hand the slot back to the notifier."""
+
+    def __init__(self, slot_at: float, now: float) -> None:
+        super().__init__(json.dumps({"slot_at": slot_at, "wait_seconds": math.ceil(slot_at - now)}))
+
+
+def pace_key(webhook_url: str) -> dict[str, str]:
+    """The pace item's key: one per webhook (its URL hashed: the URL is a credential)."""
+    return {"id": "slack-pace#" + hashlib.sha256(webhook_url.encode()).hexdigest()[:32]}
+
+
+def busy_update(webhook_url: str, now: float) -> dict[str, Any]:
+    """UpdateItem arguments while posts are queued (tat ahead of now): one more interval on the queue."""
+    return {
+        "Key": pace_key(webhook_url),
+        "UpdateExpression": "SET tat = tat + :interval, expiration = :expiry",
+        "ConditionExpression": "tat > :now",
+        "ExpressionAttributeValues": {
+            ":interval": _number(INTERVAL_SECONDS),
+            ":now": _number(now),
+            ":expiry": int(now) + IDLE_EXPIRY_SECONDS,
+        },
+        "ReturnValues": "UPDATED_NEW",
+    }
+
+
+def idle_update(webhook_url: str, now: float) -> dict[str, Any]:
+    """UpdateItem arguments when nothing is queued: this post goes now, the next a full burst later at most."""
+    return {
+        "Key": pace_key(webhook_url),
+        "UpdateExpression": "SET tat = :next, expiration = :expiry",
+        "ConditionExpression": "attribute_not_exists(tat) OR tat <= :now",
+        "ExpressionAttributeValues": {
+            ":next": _number(now + INTERVAL_SECONDS),
+            ":now": _number(now),
+            ":expiry": int(now) + IDLE_EXPIRY_SECONDS,
+        },
+    }
+
+
+def slot_after_busy_update(new_tat: float, now: float) -> float:
+    """The moment a post may go, from the tat a busy_update returned (its own interval included)."""
+    return max(now, new_tat - BURST * INTERVAL_SECONDS)
+
+
+def _number(value: float) -> Decimal:
+    # DynamoDB numbers go through boto3 as Decimal; milliseconds are precision enough.
+    return Decimal(str(round(value, 3)))
