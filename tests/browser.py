@@ -60,15 +60,31 @@ def console(deployment) -> Iterator[Any]:
     deployment.aws.clock.resume()
 
 
-def until(browser: Any, condition: Callable[[], Any], what: str) -> None:
+def until(browser: Any, condition: Callable[[], Any], what: str, timeout: float = TIMEOUT) -> None:
     """Wait until ``condition()`` is truthy, asking again while what it reads is not drawn yet or was
     drawn again under it (the console's pages redraw when what they show changes)."""
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, TIMEOUT, poll_frequency=0.1,
+    WebDriverWait(browser, timeout, poll_frequency=0.1,
                   ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
         lambda _: condition(), message=what)
+
+
+def step_clock_until(browser: Any, condition: Callable[[], Any], what: str, steps: int = 10) -> int:
+    """With the clock paused, advance it a second at a time from the console until ``condition()``
+    holds, as a person does while a handler sleeps in simulated time (a notification waiting for its
+    slot in the Slack webhook's pace, docs/alert-notification.md); returns the seconds advanced."""
+    from selenium.common.exceptions import TimeoutException
+
+    for stepped in range(steps):
+        try:
+            until(browser, condition, what, timeout=3)
+            return stepped
+        except TimeoutException:
+            advance_clock(browser, 1)
+    until(browser, condition, what)
+    return steps
 
 
 def click(browser: Any, find: Callable[[], Any], what: str) -> None:

@@ -893,7 +893,7 @@ def test_cloudformation_applies_every_event_invoke_config_of_the_app(deployment)
             else:
                 assert "DestinationConfig" not in config
             applied += 1
-    assert applied == 4  # the dispatcher, the alarm change handler and the two job runners
+    assert applied == 5  # the dispatcher, the alarm change handler, the follow-up poster and the two job runners
 
 
 def test_the_app_never_imports_the_emulator():

@@ -41,6 +41,21 @@ function ruleText(rule) {
   return operator ? `${variable} ${operator} ${JSON.stringify(rule[operator])}` : variable;
 }
 
+// A state's name as the lines its box shows: a long name takes two lines of about half its width, so
+// the many states a rank can hold side by side (a Choice's end states, a Map's branches) stay within
+// a 1,400 px window at a size that reads.
+const WRAPPED_NAME_CHARS = 18;
+function nameLines(name) {
+  if (name.length <= WRAPPED_NAME_CHARS) return [name];
+  const words = name.split(" ");
+  let best = [name];
+  for (let cut = 1; cut < words.length; cut++) {
+    const lines = [words.slice(0, cut).join(" "), words.slice(cut).join(" ")];
+    if (Math.max(...lines.map((l) => l.length)) < Math.max(...best.map((l) => l.length))) best = lines;
+  }
+  return best;
+}
+
 function buildGraph(definition) {
   const g = new dagre.graphlib.Graph({ compound: true, multigraph: true });
   g.setGraph({ rankdir: "TB", nodesep: 28, ranksep: 34, edgesep: 12, marginx: 16, marginy: 16 });
@@ -59,8 +74,9 @@ function buildGraph(definition) {
   const addScope = (scope, parent, entry, exit) => {
     const states = scope.States || {};
     for (const [name, state] of Object.entries(states)) {
-      const width = Math.max(90, measure.measureText(name).width + 28);
-      g.setNode("s:" + name, { kind: "state", name, type: state.Type, label: name, width, height: 34 });
+      const lines = nameLines(name);
+      const width = Math.max(90, ...lines.map((line) => measure.measureText(line).width + 28));
+      g.setNode("s:" + name, { kind: "state", name, type: state.Type, label: name, lines, width, height: 20 + 14 * lines.length });
       if (parent) g.setParent("s:" + name, parent);
     }
     if (scope.StartAt) edge(entry, "s:" + scope.StartAt);
@@ -159,7 +175,9 @@ function drawGraph(container, definition, onSelect) {
       continue;
     }
     svg("rect", { width: n.width, height: n.height, rx: n.kind === "terminal" ? n.height / 2 : 6 }, group);
-    svg("text", { x: n.width / 2, y: n.height / 2 + 4, "text-anchor": "middle" }, group).textContent = n.label;
+    const lines = n.lines || [n.label];
+    const label = svg("text", { x: n.width / 2, y: n.height / 2 + 4 - (lines.length - 1) * 7, "text-anchor": "middle" }, group);
+    lines.forEach((line, index) => { svg("tspan", { x: n.width / 2, dy: index ? 14 : 0 }, label).textContent = line; });
     if (n.kind === "state") {
       group.dataset.state = n.name;
       group.dataset.status = "";
