@@ -156,7 +156,7 @@ def test_a_round_notifies_its_users_in_one_inline_map_a_few_at_a_time():
 
 def test_every_lambda_task_has_a_timeout_and_retries_lambda_service_errors():
     lambda_tasks = {n: s for n, s in all_states().items() if s.get("Resource") == "arn:aws:states:::lambda:invoke"}
-    assert set(lambda_tasks) == {"Fetch Alert Config", "Notify User"}
+    assert set(lambda_tasks) == {"Fetch Alert Config", "Find Who Is On Call", "Notify User"}
     for name, task in lambda_tasks.items():
         assert isinstance(task.get("TimeoutSeconds"), int), name
         retried = {error for retrier in task["Retry"] for error in retrier["ErrorEquals"]}
@@ -166,12 +166,13 @@ def test_every_lambda_task_has_a_timeout_and_retries_lambda_service_errors():
 # -- functions and grants --------------------------------------------------------------------------
 
 
-def test_machine_invokes_exactly_its_two_functions_and_reads_and_releases_only_the_alert_table(template):
+def test_machine_invokes_exactly_its_three_functions_and_reads_and_releases_only_the_alert_table(template):
     granted = statements_for(template, "MachineStateMachineRole")
     assert granted == {
         "lambda:InvokeFunction": [
             {"Fn::GetAtt": [function_id(template, "FetchAlertConfig"), "Arn"]},
             {"Fn::GetAtt": [function_id(template, "NotifyUser"), "Arn"]},
+            {"Fn::GetAtt": [function_id(template, "FindWhoIsOnCall"), "Arn"]},
         ],
         "dynamodb:GetItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
         "dynamodb:UpdateItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],

@@ -101,6 +101,7 @@ def test_config_of_a_complete_item_is_what_the_machine_loops_on(config_logic):
         "interval_seconds": 300,
         "start_delay_seconds": 0,
         "links": {},
+        "schedules": [],
     }
     assert all(type(value) is int for value in (config.rounds, config.interval_seconds))
 
@@ -318,6 +319,7 @@ def _largest_accepted(config_logic, item, **kwargs):
         ("READ_STATUS_MAX_ATTEMPTS", "Read Alert Status"),
         ("NOTIFY_MAX_ATTEMPTS", "Notify User"),
         ("RELEASE_MAX_ATTEMPTS", "End Escalation"),
+        ("FIND_ON_CALL_MAX_ATTEMPTS", "Find Who Is On Call"),
     ],
 )
 def test_history_budget_uses_the_retry_budgets_the_asl_declares(config_logic, constant, state):
@@ -389,6 +391,7 @@ def test_fetch_handler_returns_the_config_of_a_map_form_item_with_signed_links(a
         "rounds": 2,
         "interval_seconds": 300,
         "start_delay_seconds": 0,
+        "schedules": [],
         "status": "active",
         "acknowledged_by": None,
         "resolved_by": None,

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from patterns_common.oncall import SCHEDULE_ID, SCHEDULE_PREFIX, schedule_id_of
+
 DEFAULT_INTERVAL_SECONDS = 300
 MAX_TOTAL_WAIT_SECONDS = 86_400  # the machine's TimeoutSeconds (2 days) keeps a day for the work itself
 # The dispatcher spreads its starts over at most this long (a start delay is a wait like the others).
@@ -40,6 +42,7 @@ CLAIM_EXPIRY_ATTRIBUTE = "escalation_claim_expires_at"
 # Attempts per task: 1 + the sum of MaxAttempts over the task's retriers in the ASL.
 FETCH_MAX_ATTEMPTS = 4
 READ_STATUS_MAX_ATTEMPTS = 4
+FIND_ON_CALL_MAX_ATTEMPTS = 4
 NOTIFY_MAX_ATTEMPTS = 8
 RELEASE_MAX_ATTEMPTS = 4
 # History events: a state is entered and exited (2); a task attempt is scheduled, started and ends
@@ -93,15 +96,23 @@ class AlertConfig:
     start_delay_seconds: int = 0
     # Per account, its signed action links {"acknowledge": url, "resolve": url}.
     links: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The on-call schedules the levels name (schedule:<id>): each round that has one finds who is
+    # on call when it notifies.
+    schedules: list[str] = field(default_factory=list)
 
     @property
     def users(self) -> list[str]:
-        """Every account the alert can notify, each once, in the order first notified."""
-        return list(dict.fromkeys(user for level in self.levels for user in level))
+        """Every account the alert can notify, each once, in the order first notified (schedules not included)."""
+        return list(dict.fromkeys(user for level in self.levels for user in level if schedule_id_of(user) is None))
 
     def level_sizes(self) -> list[int]:
-        """How many accounts each round notifies."""
-        return [len(self.levels[min(r, len(self.levels) - 1)]) for r in range(self.rounds)]
+        """Most accounts each round can notify: a schedule with nobody on call adds the next level's."""
+        return [self._level_size(min(r, len(self.levels) - 1)) for r in range(self.rounds)]
+
+    def _level_size(self, index: int) -> int:
+        level = self.levels[index]
+        falls_through = index + 1 < len(self.levels) and any(schedule_id_of(user) for user in level)
+        return len(level) + (self._level_size(index + 1) if falls_through else 0)
 
     def to_state(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,7 +154,8 @@ def parse_alert_config(
     message = item.get("message", f"Alert {alert_id} is active")
     if not isinstance(message, str) or not message.strip() or len(message) > MAX_MESSAGE_LENGTH:
         raise InvalidAlertConfig("message", f"must be a non-empty string of at most {MAX_MESSAGE_LENGTH} characters")
-    config = AlertConfig(alert_id, message, levels, rounds, interval, start_delay_seconds)
+    schedules = list(dict.fromkeys(s for level in levels for user in level if (s := schedule_id_of(user))))
+    config = AlertConfig(alert_id, message, levels, rounds, interval, start_delay_seconds, schedules=schedules)
     if links_for is not None:
         notifying_for = start_delay_seconds + (rounds - 1) * interval
         config = replace(config, links={user: links_for(user, notifying_for) for user in config.users})
@@ -229,6 +241,11 @@ def _accounts(labelled: list[tuple[str, Any]]) -> list[str]:
             raise InvalidAlertConfig(label, f"must be a non-empty string of at most {MAX_USER_LENGTH} characters")
         if user in users:
             raise InvalidAlertConfig(label, f"{user!r} is listed twice")
+        schedule_id = schedule_id_of(user)
+        if schedule_id is not None and not SCHEDULE_ID.fullmatch(schedule_id):
+            raise InvalidAlertConfig(
+                label, f"{SCHEDULE_PREFIX}<id> names an on-call schedule: 1 to 64 letters, digits, '.', '_' or '-'"
+            )
         users.append(user)
     return users
 
@@ -248,11 +265,13 @@ def history_events(
     delayed: bool,
     notifications_failed: bool,
     released: bool,
+    find_on_call_attempts: int = 0,
 ) -> int:
     """Events of an execution that notified ``level_sizes[k]`` users in round k, each with
     ``notify_attempts`` attempts (the other tasks likewise) that all ended in failure when
-    ``notifications_failed``; that waited before its first round when ``delayed``; and that ended
-    by releasing its claim (``released``) or in a Fail state."""
+    ``notifications_failed``; that waited before its first round when ``delayed``; that looked up
+    who is on call before every round (``find_on_call_attempts``, 0 for an alert naming no schedule);
+    and that ended by releasing its claim (``released``) or in a Fail state."""
     rounds = len(level_sizes)
     # The Map iteration, the notification's attempts, and the Catch's Pass state for a failure.
     notify_user = 2 + _task(notify_attempts) + (_STATE if notifications_failed else 0)
@@ -260,10 +279,12 @@ def history_events(
     events += rounds * (_MAP + _STATE)  # each round's Map and the Choice after it
     events += (rounds - 1 + delayed) * (_STATE + _task(read_attempts) + _STATE)  # wait, status read, Choice
     events += sum(level_sizes) * notify_user
+    if find_on_call_attempts:
+        events += rounds * _task(find_on_call_attempts)
     return events + (_task(release_attempts) if released else 1)
 
 
-def worst_case_history_events(level_sizes: list[int]) -> int:
+def worst_case_history_events(level_sizes: list[int], *, schedules: bool = False) -> int:
     """Events of an execution whose every notification failed after every retry (one entry per round)."""
     return (
         history_events(
@@ -275,6 +296,7 @@ def worst_case_history_events(level_sizes: list[int]) -> int:
             delayed=True,
             notifications_failed=True,
             released=True,
+            find_on_call_attempts=FIND_ON_CALL_MAX_ATTEMPTS if schedules else 0,
         )
         + _STATE  # the release's Catch ends in a Succeed state when the claim was taken over
     )
@@ -314,7 +336,7 @@ def _check_limits(config: AlertConfig, field_name: str) -> None:
     limits: list[tuple[str, Callable[[AlertConfig], bool]]] = [
         (
             f"{MAX_HISTORY_EVENTS:,} history events",
-            lambda c: worst_case_history_events(c.level_sizes()) <= MAX_HISTORY_EVENTS,
+            lambda c: worst_case_history_events(c.level_sizes(), schedules=bool(c.schedules)) <= MAX_HISTORY_EVENTS,
         ),
         (f"the {MAX_PAYLOAD_BYTES // 1024} KiB payload limit", lambda c: worst_case_state_bytes(c) <= MAX_PAYLOAD_BYTES),
     ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -16,6 +19,7 @@ from constructs import Construct
 
 from stacks.alert_notification.actions import AlertActions
 from stacks.alert_notification.alarms import AlarmRaisedAlerts
+from stacks.alert_notification.on_call import OnCallSchedules
 from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge_wildcard_resource
@@ -44,7 +48,8 @@ class AlertNotification(Construct):
     notification, ``{"execution_id", "alert_id", "message", "round", "user", "links", "post_at",
     "attempt"}`` (``links``: the user's signed ``acknowledge`` and ``resolve`` URLs), returns when it
     delivered it and raises to report a failure (the error's name is what ``notifications_failed``
-    records). Exposes ``state_machine``, ``log_group``, ``notifier`` (the function used), ``table``
+    records). ``schedules``: on-call schedule items (docs/on-call-schedules.md) an escalation names as
+    ``schedule:<id>``, validated at synth. Exposes ``on_call`` (its ``table``), ``state_machine``, ``log_group``, ``notifier`` (the function used), ``table``
     and ``functions``, the functions this construct made, by name.
     """
 
@@ -57,6 +62,7 @@ class AlertNotification(Construct):
         slack_webhook_secret_name: str | None = None,
         slack_signing_secret_name: str | None = None,
         notifier: lambda_.IFunction | None = None,
+        schedules: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         super().__init__(scope, id_)
         if (notifier is None) == (slack_webhook_secret_name is None):
@@ -109,6 +115,7 @@ class AlertNotification(Construct):
             slack_signing_secret_name=slack_signing_secret_name,
         )
 
+        self.on_call = OnCallSchedules(self, "OnCall", schedules=schedules, signing_key=self.actions.signing_key)
         fetch_config = PythonFunction(
             self,
             "FetchAlertConfig",
@@ -128,6 +135,7 @@ class AlertNotification(Construct):
         self.functions: dict[str, lambda_.Function] = {
             "FetchAlertConfig": fetch_config.function,
             "ActionsEndpoint": self.actions.function,
+            "FindWhoIsOnCall": self.on_call.function,
         }
 
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
@@ -148,12 +156,13 @@ class AlertNotification(Construct):
             substitutions={
                 "FetchAlertConfigFunctionArn": fetch_config.function.function_arn,
                 "NotifyUserFunctionArn": notifier.function_arn,
+                "FindWhoIsOnCallFunctionArn": self.on_call.function.function_arn,
                 "AlertTableName": self.table.table_name,
                 "AlertActionsUrl": self.actions.url,
             },
             comment="Notifies an alert's users on Slack, round after round, while the alert is active",
         )
-        machine.allow_invoke(fetch_config.function, notifier)
+        machine.allow_invoke(fetch_config.function, notifier, self.on_call.function)
         # GetItem: the status before each round; UpdateItem: releasing the alert's claim at the end.
         self.table.grant(machine.state_machine, "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.state_machine = machine.state_machine

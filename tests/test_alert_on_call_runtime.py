@@ -1,0 +1,165 @@
+"""Find Who Is On Call: a round's schedule targets resolved at the moment it notifies, gaps and unreadable schedules.
+
+Expected people are worked out by hand from issue 31: ``schedule:<id>`` is whoever the schedule has on
+call when the round notifies; a schedule with nobody on call hands the round to the next level and the
+message says which schedule had the gap; an unreadable schedule fails the alert naming it, unless a
+later level can be paged (then it is paged and told).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from moto import mock_aws
+
+from patterns_common.oncall import parse_schedule
+from tests.lambda_loader import load_lambda_module
+from tests.test_alert_notification_runtime import ACTIONS_URL, LINK_KEY, FakeLambdaContext, alert_item
+
+A, B, C, LEAD = "U0AAAAAA1", "U0BBBBBB2", "U0CCCCCC3", "U0LEAD001"
+# Business hours in Berlin (CET in November): C from 09:00 to 17:00, Monday to Friday; nobody otherwise.
+BUSINESS_HOURS = {
+    "schedule_id": "business", "time_zone": "Europe/Berlin",
+    "layers": [{"members": [C], "start": "2026-11-02T09:00", "shift": "P1D",
+                "restrictions": [{"days": ["MON", "TUE", "WED", "THU", "FRI"], "start": "09:00", "end": "17:00"}]}],
+}
+# Daily at 09:00 Berlin from Mon 2026-11-02: A, then B.
+DAILY = {"schedule_id": "primary", "time_zone": "Europe/Berlin",
+         "layers": [{"members": [A, B], "start": "2026-11-02T09:00", "shift": "P1D"}]}
+WED_10H = datetime(2026, 11, 4, 9, 0, tzinfo=timezone.utc)  # Wed 10:00 CET
+WED_20H = datetime(2026, 11, 4, 19, 0, tzinfo=timezone.utc)  # Wed 20:00 CET
+
+
+@pytest.fixture
+def logic():
+    return load_lambda_module("alert_on_call", "alert_on_call_logic")
+
+
+def reader(logic, *items, broken=()):
+    schedules = {item["schedule_id"]: parse_schedule(item) for item in items}
+
+    def read(schedule_id):
+        if schedule_id in broken or schedule_id not in schedules:
+            raise logic.ScheduleUnreadable(schedule_id, "the on-call table has no such schedule")
+        return schedules[schedule_id]
+
+    return read
+
+
+def test_a_schedule_target_is_whoever_is_on_call_when_the_round_notifies(logic):
+    levels = [["schedule:primary", LEAD]]
+    read = reader(logic, DAILY)
+    # Wed 2026-11-04 10:00 CET is shift 2 (A); Thu 2026-11-05 10:00 CET shift 3 (B)
+    assert logic.find_round_targets(levels, 0, WED_10H, read).users == [A, LEAD]
+    assert logic.find_round_targets(levels, 0, datetime(2026, 11, 5, 9, tzinfo=timezone.utc), read).users == [B, LEAD]
+
+
+def test_a_gap_pages_the_next_level_and_the_message_names_the_schedule(logic):
+    # Given: level 1 is business hours, level 2 the lead; at 20:00 nobody is on business hours
+    levels = [["schedule:business"], [LEAD]]
+    found = logic.find_round_targets(levels, 0, WED_20H, reader(logic, BUSINESS_HOURS))
+    # Then
+    assert found.users == [LEAD]
+    assert found.failed == []
+    message = logic.round_message("Disk full on web-1", found.notes)
+    assert message.startswith("Disk full on web-1\n")
+    assert "Schedule business has nobody on call." in message
+    # And in business hours C is paged, not the lead
+    assert logic.find_round_targets(levels, 0, WED_10H, reader(logic, BUSINESS_HOURS)).users == [C]
+
+
+def test_a_gap_at_the_last_level_is_a_failure_of_the_round_never_silence(logic):
+    found = logic.find_round_targets([[LEAD], ["schedule:business"]], 1, WED_20H, reader(logic, BUSINESS_HOURS))
+    assert found.users == []
+    assert found.failed == [{"user": "schedule:business", "error": "NobodyOnCall"}]
+
+
+def test_an_unreadable_schedule_fails_the_alert_naming_it_when_no_later_level_pages(logic):
+    with pytest.raises(logic.ScheduleUnreadable, match=r"^schedule:gone: the on-call table has no such schedule$"):
+        logic.find_round_targets([[LEAD], ["schedule:gone"]], 1, WED_10H, reader(logic))
+    # A later level whose own schedule has a gap pages nobody either: still a failure naming the unreadable one
+    with pytest.raises(logic.ScheduleUnreadable, match=r"^schedule:gone: "):
+        logic.find_round_targets([["schedule:gone"], ["schedule:business"]], 0, WED_20H, reader(logic, BUSINESS_HOURS))
+
+
+def test_an_unreadable_schedule_with_a_later_level_pages_it_and_tells_it(logic):
+    found = logic.find_round_targets([["schedule:gone"], [LEAD]], 0, WED_10H, reader(logic))
+    assert found.users == [LEAD]
+    assert "Schedule gone could not be read (the on-call table has no such schedule)." in found.notes
+
+
+@pytest.mark.parametrize(("round_", "level"), [(1, 0), (2, 1), (3, 1), (9, 1)])
+def test_round_k_resolves_level_k_and_the_last_level_after(logic, round_, level):
+    assert logic.level_of_round([["a"], ["b"]], round_) == level
+
+
+@pytest.fixture
+def on_call_table(monkeypatch):
+    with mock_aws():
+        monkeypatch.setenv("ON_CALL_TABLE_NAME", "on-call")
+        secret = boto3.client("secretsmanager").create_secret(Name="action-link-key", SecretString=LINK_KEY.decode())
+        monkeypatch.setenv("ACTION_LINK_KEY_SECRET_ARN", secret["ARN"])
+        parameters.clear_caches()
+        table = boto3.resource("dynamodb").create_table(
+            TableName="on-call",
+            KeySchema=[{"AttributeName": "schedule_id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "schedule_id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield table
+    parameters.clear_caches()
+
+
+def test_the_handler_reads_the_schedule_signs_the_links_of_who_it_found_and_names_the_gap(on_call_table, monkeypatch):
+    # Given: the business-hours schedule in the table, at Wed 20:00 CET
+    from patterns_common.alert_action_links import verify
+
+    on_call_table.put_item(Item=BUSINESS_HOURS)
+    handler = load_lambda_module("alert_on_call", "handler")
+    monkeypatch.setattr(handler.time, "time", lambda: WED_20H.timestamp())
+    event = {"alert_id": "disk-full", "message": "Disk full", "levels": [["schedule:business"], [LEAD]],
+             "round": 1, "rounds": 3, "interval_seconds": 300, "actions_url": ACTIONS_URL}
+    # When
+    result = json.loads(json.dumps(handler.lambda_handler(event, FakeLambdaContext())))
+    # Then: the lead is paged with links of their own, told which schedule had nobody
+    assert result["users"] == [LEAD]
+    assert result["failed"] == []
+    assert result["message"].startswith("Disk full\nSchedule business has nobody on call.")
+    claim = verify(LINK_KEY, result["links"][LEAD]["acknowledge"].split("?t=", 1)[1], now=int(WED_20H.timestamp()))
+    assert (claim.user, claim.action) == (LEAD, "acknowledge")
+    # valid a day after the last round that can send it: rounds 2 and 3 are 300 s apart
+    assert claim.expires_at == int(WED_20H.timestamp()) + 2 * 300 + 24 * 3600
+
+
+def test_the_handler_turns_an_invalid_item_into_schedule_unreadable_naming_it(on_call_table):
+    on_call_table.put_item(Item={**DAILY, "time_zone": "Europe/Berln"})
+    handler = load_lambda_module("alert_on_call", "handler")
+    event = {"alert_id": "disk-full", "message": "Disk full", "levels": [["schedule:primary"]],
+             "round": 1, "rounds": 1, "interval_seconds": 300, "actions_url": ACTIONS_URL}
+    with pytest.raises(Exception) as raised:
+        handler.lambda_handler(event, FakeLambdaContext())
+    # The class name is the error name the execution fails with
+    assert type(raised.value).__name__ == "ScheduleUnreadable"
+    assert str(raised.value).startswith("schedule:primary: schedule 'primary', time_zone: 'Europe/Berln' is not an IANA")
+
+
+def test_an_alert_naming_schedules_lists_them_and_signs_links_for_its_accounts_only():
+    config_logic = load_lambda_module("alert_config", "alert_config_logic")
+    item = alert_item(user_accounts=None, escalation=[["schedule:primary", LEAD], ["schedule:business"]],
+                      notification_count=Decimal(3))
+    config = config_logic.parse_alert_config(item, links_for=lambda user, span: {"acknowledge": user})
+    assert config.schedules == ["primary", "business"]
+    assert sorted(config.links) == [LEAD]
+    # A gap at level 1 can add level 2's target to round 1: the limits count it
+    assert config.level_sizes() == [3, 1, 1]
+
+
+def test_a_malformed_schedule_target_is_refused_naming_the_field():
+    config_logic = load_lambda_module("alert_config", "alert_config_logic")
+    with pytest.raises(config_logic.InvalidAlertConfig, match=r"^escalation\[0\]\[0\]: schedule:<id> names"):
+        config_logic.parse_alert_config(alert_item(user_accounts=None, escalation=[["schedule:no such"]]))
