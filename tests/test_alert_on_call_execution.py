@@ -1,0 +1,105 @@
+"""On-call schedules end to end: alerts whose escalation names schedule:<id>, run in the local emulator.
+
+Who is on call is worked out by hand from the schedule each test writes (issue 31: member k holds
+shift n, k = n mod len(members); hour shifts are elapsed hours; before its start a layer has no one),
+against the emulator's simulated clock, which the app's handlers read as the time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from boto3.dynamodb.types import TypeSerializer
+
+from tests.emulator_helpers import unique
+from tests.test_alert_notification_execution import MACHINE, STACK, _users, alerts, notifications, slack  # noqa: F401
+
+FIND = "Find Who Is On Call"
+NEW_YORK = ZoneInfo("America/New_York")
+
+
+class OnCallTable:
+    """Writes schedule items as a person would (`aws dynamodb put-item` on OnCallTableName), removed after the test."""
+
+    def __init__(self, deployment) -> None:
+        self.name = deployment.output(STACK, "OnCallTableName")
+        self.client = deployment.client("dynamodb")
+        self.written: list[str] = []
+
+    def put(self, **item: Any) -> str:
+        serialize = TypeSerializer().serialize
+        self.client.put_item(TableName=self.name, Item={key: serialize(value) for key, value in item.items()})
+        self.written.append(item["schedule_id"])
+        return item["schedule_id"]
+
+    def delete_all(self) -> None:
+        for schedule_id in self.written:
+            self.client.delete_item(TableName=self.name, Key={"schedule_id": {"S": schedule_id}})
+
+
+@pytest.fixture
+def on_call(deployment) -> Iterator[OnCallTable]:
+    table = OnCallTable(deployment)
+    yield table
+    table.delete_all()
+
+
+def _local_minute(instant: datetime) -> str:
+    return instant.astimezone(NEW_YORK).strftime("%Y-%m-%dT%H:%M")
+
+
+def test_a_handoff_during_an_escalation_reaches_the_new_person_in_the_next_round(deployment, slack, alerts, on_call):
+    # Given: hourly shifts, A then B, whose handoff falls 2 to 3 simulated minutes from now: the layer
+    # started an hour before it, so A holds shift 0 now and B (shift 1) from the handoff on
+    first, second = _users("first", "second")
+    now = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc)
+    handoff = now.replace(second=0, microsecond=0) + timedelta(minutes=3)
+    schedule_id = on_call.put(
+        schedule_id=unique("hourly"), time_zone="America/New_York",
+        layers=[{"members": [first, second], "start": _local_minute(handoff - timedelta(hours=1)), "shift": "PT1H"}],
+    )
+    # And: an alert paging the schedule in two rounds 300 s apart (round 2 comes after the handoff)
+    alert_id = alerts.put(alert_id=unique("paging-schedule"), notification_count=2, interval_seconds=300,
+                          escalation=[[f"schedule:{schedule_id}"]], message="Queue depth above 1000")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: round 1 paged A, round 2 paged B; each round looked the schedule up when it notified
+    assert result.status == "SUCCEEDED", result.cause
+    assert sorted((n.round, n.user) for n in notifications(slack, alert_id)) == [(1, first), (2, second)]
+    assert result.entered(FIND) == 2
+    assert result.output["notifications_sent"] == 2
+
+
+def test_a_gap_falls_to_the_next_level_and_the_message_names_the_schedule(deployment, slack, alerts, on_call):
+    # Given: a rotation that starts tomorrow (before its start a layer has no one), then a lead
+    (member,), (lead,) = _users("member"), _users("lead")
+    tomorrow = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc) + timedelta(days=1)
+    schedule_id = on_call.put(schedule_id=unique("later"), time_zone="America/New_York",
+                              layers=[{"members": [member], "start": _local_minute(tomorrow), "shift": "P1D"}])
+    alert_id = alerts.put(alert_id=unique("gap"), notification_count=1,
+                          escalation=[[f"schedule:{schedule_id}"], [lead]], message="Error rate above 5%")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the lead was paged in round 1, told which schedule had nobody on call
+    assert result.status == "SUCCEEDED", result.cause
+    [sent] = notifications(slack, alert_id)
+    assert (sent.round, sent.user) == (1, lead)
+    assert sent.message.startswith("Error rate above 5%\n")
+    assert f"Schedule {schedule_id} has nobody on call." in sent.message
+
+
+def test_an_unreadable_schedule_with_no_later_level_fails_the_alert_naming_it(deployment, slack, alerts, on_call):
+    # Given: an alert paging a schedule the table does not have
+    alert_id = alerts.put(alert_id=unique("unreadable"), notification_count=1,
+                          escalation=[["schedule:no-such-schedule"]], message="Disk full")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the execution fails under the error's name, naming the schedule; nobody was notified
+    assert result.status == "FAILED"
+    assert result.error == "ScheduleUnreadable"
+    assert result.cause == "schedule:no-such-schedule: the on-call table has no such schedule"
+    assert notifications(slack, alert_id) == []
