@@ -16,7 +16,7 @@ import pytest
 from boto3.dynamodb.types import TypeSerializer
 
 from tests.emulator_helpers import unique
-from tests.test_alert_notification_execution import MACHINE, STACK, _users, alerts, notifications, slack  # noqa: F401
+from tests.test_alert_notification_execution import MACHINE, STACK, AlertTable, _users, notifications
 
 FIND = "Find Who Is On Call"
 NEW_YORK = ZoneInfo("America/New_York")
@@ -39,6 +39,20 @@ class OnCallTable:
     def delete_all(self) -> None:
         for schedule_id in self.written:
             self.client.delete_item(TableName=self.name, Key={"schedule_id": {"S": schedule_id}})
+
+
+@pytest.fixture
+def slack(deployment):
+    deployment.slack.reset()
+    yield deployment.slack
+    deployment.slack.reset()
+
+
+@pytest.fixture
+def alerts(deployment) -> Iterator[AlertTable]:
+    table = AlertTable(deployment)
+    yield table
+    table.delete_all()
 
 
 @pytest.fixture

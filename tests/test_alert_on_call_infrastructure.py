@@ -52,3 +52,10 @@ def test_declared_schedules_are_checked_at_synth_by_the_runtimes_code():
         _alerts([{**PRIMARY, "schedule_id": "secondary"}, broken])
     with pytest.raises(InvalidProp, match=r"^schedules\[1\]: schedule 'primary' is declared twice"):
         _alerts([PRIMARY, PRIMARY])
+
+
+def test_the_action_endpoint_lists_schedules_and_writes_covers_on_the_on_call_table_only(template):
+    # /oncall: Scan lists the schedules, GetItem and UpdateItem add a person's cover
+    assert statements_for(template, "ActionsEndpointRole", table="OnCallTable") == {
+        action: [{"Fn::GetAtt": ["OnCallTable", "Arn"]}] for action in ("dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
+    }

@@ -1,4 +1,4 @@
-"""Alert action endpoint (public function URL): Acknowledge/Resolve links and Slack button clicks.
+"""Alert action endpoint (public function URL): Acknowledge/Resolve links, Slack button clicks and /oncall.
 
 GET shows, POST acts: one conditional UpdateItem per action, then a follow-up post to the channel.
 Nothing here logs a token, a signature or a request body.
@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import boto3
+import oncall_slash
 from alert_actions_logic import (
     Refused,
     Request,
@@ -28,6 +29,7 @@ from alert_actions_logic import (
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from boto3.dynamodb.types import TypeDeserializer
+from oncall_command import COMMAND
 
 from patterns_common.alert_action_links import TOKEN_PARAMETER, ActionClaim
 from patterns_common.alert_status import (
@@ -78,6 +80,8 @@ def respond(request: Request) -> dict[str, Any]:
         if not secret_name:
             raise Refused(403, "Slack requests are not accepted", "No Slack app signing secret is configured.")
         check_slack_signature(_secret(secret_name).encode(), request, now)
+        if fields.get("command") == COMMAND:
+            return oncall_slash.answer(fields, now)
         click = slack_click(fields)
         claim = claim_of(signing_key(), click.token, now)
         # No page is shown before a Slack click acts: only on the occurrence its message was about.

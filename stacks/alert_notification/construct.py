@@ -116,6 +116,9 @@ class AlertNotification(Construct):
         )
 
         self.on_call = OnCallSchedules(self, "OnCall", schedules=schedules, signing_key=self.actions.signing_key)
+        # /oncall: the endpoint lists the schedules (Scan) and writes a person's cover (UpdateItem).
+        self.on_call.table.grant(self.actions.function, "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
+        self.actions.function.add_environment("ON_CALL_TABLE_NAME", self.on_call.table.table_name)
         fetch_config = PythonFunction(
             self,
             "FetchAlertConfig",
