@@ -38,7 +38,7 @@ def alert_scenario(deployment: Deployment, out: TextIO) -> None:
     _print_posts(deployment, out, before)
     before = len(deployment.slack.posts)
     _run(deployment, out, "alert", "Page whoever the on-call schedule 'primary' has on call now, round by round",
-         "api-errors-on-call")
+         "paging-on-call")
     _print_posts(deployment, out, before)
 
 

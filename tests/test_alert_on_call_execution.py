@@ -7,14 +7,20 @@ against the emulator's simulated clock, which the app's handlers read as the tim
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 import pytest
 from boto3.dynamodb.types import TypeSerializer
+from selenium.webdriver.common.by import By
 
+from tests.browser import until
 from tests.emulator_helpers import unique
 from tests.test_alert_notification_execution import MACHINE, STACK, AlertTable, _users, notifications
 
@@ -117,3 +123,72 @@ def test_an_unreadable_schedule_with_no_later_level_fails_the_alert_naming_it(de
     assert result.error == "ScheduleUnreadable"
     assert result.cause == "schedule:no-such-schedule: the on-call table has no such schedule"
     assert notifications(slack, alert_id) == []
+
+
+def _slash(deployment, text: str, *, user: str, age_seconds: float = 0) -> tuple[int, str]:
+    """/oncall as Slack sends a slash command: a form POST to the Request URL (AlertActionsUrl), signed by
+    the stand-in with the app's signing secret (https://api.slack.com/interactivity/slash-commands)."""
+    body = urlencode({"token": "stand-in-verification-token", "team_id": "T0001", "channel_id": "C0001",
+                      "user_id": user, "command": "/oncall", "text": text,
+                      "response_url": "https://hooks.slack.com/commands/T0001/1/abc", "trigger_id": "1.2.3"})
+    stamp = str(int(deployment.aws.clock.now() - age_seconds))
+    request = urllib.request.Request(
+        deployment.output(STACK, "AlertActionsUrl"), data=body.encode(), method="POST",
+        headers={"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": stamp,
+                 "X-Slack-Signature": deployment.slack.sign(stamp, body)})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read().decode()
+
+
+def _local_text(instant: datetime) -> str:
+    local = instant.astimezone(NEW_YORK)
+    return f"{local:%a %Y-%m-%d %H:%M} {local.tzname()}"
+
+
+def test_oncall_signed_by_slack_lists_the_schedule_and_a_stale_one_is_refused(deployment, on_call):
+    # Given: two-hour shifts, A then B, the first started an hour ago (to the minute)
+    first, second = "U0FIRST01", "U0SECOND2"
+    started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=1)
+    schedule_id = on_call.put(schedule_id=unique("two-hourly"), time_zone="America/New_York",
+                              layers=[{"members": [first, second], "start": _local_minute(started), "shift": "PT2H"}])
+    # When: /oncall, signed now
+    status, body = _slash(deployment, "", user="U0ASKING1")
+    # Then: 200 and, for this schedule, A until the handoff and B for the shift after, in New York time
+    assert status == 200, body
+    answer = json.loads(body)
+    assert answer["response_type"] == "ephemeral"
+    handoff = started + timedelta(hours=2)
+    assert (
+        f"*{schedule_id}* (America/New_York)\n"
+        f"• now: <@{first}> until {_local_text(handoff)}\n"
+        f"• next: <@{second}> from {_local_text(handoff)} until {_local_text(handoff + timedelta(hours=2))}"
+    ) in answer["text"]
+    # When: the same command signed six minutes ago (Slack: refuse more than five minutes)
+    status, _ = _slash(deployment, f"cover {schedule_id}", user="U0ASKING1", age_seconds=360)
+    # Then: refused, and nobody covers anything
+    assert status == 401
+    item = deployment.client("dynamodb").get_item(TableName=on_call.name, Key={"schedule_id": {"S": schedule_id}})["Item"]
+    assert "overrides" not in item
+
+
+def test_the_console_shows_each_schedules_next_two_weeks_in_its_zone(deployment, on_call, console, browser):
+    # Given: a weekly rotation, A then B, whose first week began a day ago (to the minute), in UTC
+    first, second = "U0WEEK0A1", "U0WEEK0B2"
+    started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(days=1)
+    schedule_id = on_call.put(schedule_id=unique("weekly"), time_zone="UTC",
+                              layers=[{"members": [first, second], "start": started.strftime("%Y-%m-%dT%H:%M"), "shift": "P1W"}])
+    # When: the console's on-call page is opened
+    browser.get(console.url + "#/oncall")
+    section = f'section[data-schedule="{schedule_id}"]'
+    until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f"{section} tbody tr"), "the schedule's shifts")
+    rows = [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+            for row in browser.find_elements(By.CSS_SELECTOR, f"{section} tbody tr")]
+    # Then: A until the handoff 6 days from now, B for the week after, A again to the end of the two weeks
+    handoff = started + timedelta(weeks=1)
+    assert [row[0] for row in rows] == [first, second, first]
+    assert rows[0][2] == rows[1][1] == f"{handoff:%a %Y-%m-%d %H:%M} UTC"
+    assert rows[1][2] == rows[2][1] == f"{handoff + timedelta(weeks=1):%a %Y-%m-%d %H:%M} UTC"

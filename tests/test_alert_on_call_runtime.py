@@ -163,3 +163,23 @@ def test_a_malformed_schedule_target_is_refused_naming_the_field():
     config_logic = load_lambda_module("alert_config", "alert_config_logic")
     with pytest.raises(config_logic.InvalidAlertConfig, match=r"^escalation\[0\]\[0\]: schedule:<id> names"):
         config_logic.parse_alert_config(alert_item(user_accounts=None, escalation=[["schedule:no such"]]))
+
+
+def test_every_schedule_a_sample_alert_names_is_a_sample_schedule_the_runtime_accepts():
+    from boto3.dynamodb.types import TypeDeserializer
+
+    from emulator import samples
+
+    deserialize = TypeDeserializer().deserialize
+    named = []
+    for sample in samples.for_machine("alert"):
+        item = samples.read_alert_item(samples.alert_item_for(sample.input))
+        levels = [[target["S"] for target in level["L"]] for level in item.get("escalation", {}).get("L", [])]
+        wanted = {target.removeprefix("schedule:") for level in levels for target in level if target.startswith("schedule:")}
+        found = samples.schedules_named_by(item)
+        assert {path.stem for path in found} == wanted, sample.name
+        for path in found:
+            schedule = parse_schedule({k: deserialize(v) for k, v in samples.read_json(path).items()})
+            assert schedule.schedule_id == path.stem
+            named.append(schedule.schedule_id)
+    assert named, "a sample alert pages an on-call schedule (make demo shows it)"

@@ -32,27 +32,33 @@ PRIMARY = {"schedule_id": "primary", "time_zone": "Europe/Berlin",
 WED_10H = datetime(2026, 11, 4, 9, 0, tzinfo=timezone.utc).timestamp()  # Wed 10:00 CET: shift 2, A
 
 
-@pytest.fixture
-def endpoint(monkeypatch):
-    with mock_aws():
-        monkeypatch.setenv("ALERT_TABLE_NAME", "alerts")
-        monkeypatch.setenv("ON_CALL_TABLE_NAME", "on-call")
-        monkeypatch.setenv("SLACK_SIGNING_SECRET_NAME", SLACK_SIGNING_SECRET)
+@pytest.fixture(scope="module")
+def module_endpoint():
+    """One moto account and loaded handler for the module; ``endpoint`` puts the schedule back before each test."""
+    with pytest.MonkeyPatch.context() as env, mock_aws():
+        env.setenv("ALERT_TABLE_NAME", "alerts")
+        env.setenv("ON_CALL_TABLE_NAME", "on-call")
+        env.setenv("SLACK_SIGNING_SECRET_NAME", SLACK_SIGNING_SECRET)
         dynamodb = boto3.resource("dynamodb")
         for name, key in (("alerts", "alert_id"), ("on-call", "schedule_id")):
             dynamodb.create_table(TableName=name, KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
                                   AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
                                   BillingMode="PAY_PER_REQUEST")
         secrets = boto3.client("secretsmanager")
-        monkeypatch.setenv("SIGNING_KEY_SECRET_ARN", secrets.create_secret(Name="key", SecretString="k" * 64)["ARN"])
+        env.setenv("SIGNING_KEY_SECRET_ARN", secrets.create_secret(Name="key", SecretString="k" * 64)["ARN"])
         secrets.create_secret(Name=SLACK_SIGNING_SECRET, SecretString=SIGNING_SECRET_VALUE)
         parameters.clear_caches()
-        dynamodb.Table("on-call").put_item(Item=PRIMARY)
         handler = load_lambda_module("alert_actions", "handler")
         load_lambda_module("alert_actions", "oncall_slash").on_call_table.cache_clear()
-        monkeypatch.setattr(handler.time, "time", lambda: WED_10H)
+        env.setattr(handler.time, "time", lambda: WED_10H)
         yield handler
     parameters.clear_caches()
+
+
+@pytest.fixture
+def endpoint(module_endpoint):
+    boto3.resource("dynamodb").Table("on-call").put_item(Item=PRIMARY)
+    return module_endpoint
 
 
 def slash(text: str, *, user_id: str = C, timestamp: float = WED_10H) -> dict:
