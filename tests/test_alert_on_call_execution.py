@@ -78,9 +78,10 @@ def test_a_handoff_during_an_escalation_reaches_the_new_person_in_the_next_round
     first, second = _users("first", "second")
     now = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc)
     handoff = now.replace(second=0, microsecond=0) + timedelta(minutes=3)
+    # (in UTC: a New York start an hour before could fall in the hour its clocks repeat once a year)
     schedule_id = on_call.put(
-        schedule_id=unique("hourly"), time_zone="America/New_York",
-        layers=[{"members": [first, second], "start": _local_minute(handoff - timedelta(hours=1)), "shift": "PT1H"}],
+        schedule_id=unique("hourly"), time_zone="UTC",
+        layers=[{"members": [first, second], "start": f"{handoff - timedelta(hours=1):%Y-%m-%dT%H:%M}", "shift": "PT1H"}],
     )
     # And: an alert paging the schedule in two rounds 300 s apart (round 2 comes after the handoff)
     alert_id = alerts.put(alert_id=unique("paging-schedule"), notification_count=2, interval_seconds=300,
