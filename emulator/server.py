@@ -21,6 +21,7 @@ from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
 from emulator.cloudcontrol import TARGET_PREFIX as CLOUDCONTROL_TARGET
 from emulator.cloudcontrol import CloudControl
+from emulator.cloudformation import custom_resources
 from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
@@ -164,6 +165,9 @@ class LocalAws:
         def app(environ: dict, start_response: Any) -> list[bytes]:
             if environ.get("PATH_INFO", "").startswith(CLOCK_PATH):
                 return self.clock_endpoint(environ, start_response, environ["PATH_INFO"][len(CLOCK_PATH):].strip("/"))
+            if environ.get("PATH_INFO", "").startswith(custom_resources.RESPONSE_PATH):  # a presigned S3 URL on AWS
+                with clock.busy():
+                    return custom_resources.requests.wsgi(environ, start_response)
             self.api_calls.record(environ)
             # A request being served is work: the simulated clock does not jump meanwhile. A ticket
             # the caller handed over with the request keeps it still until the response is read,
@@ -192,6 +196,8 @@ class LocalAws:
         self.function_urls = FunctionUrls(self.clock, lambda fn, payload: self.runtime.invoke(fn, payload, False),
                                           _find_function)
         _current.runtime, _current.router = self.runtime, self.router
+        custom_resources.requests.endpoint_url = self.endpoint_url
+        custom_resources.requests.invoke = lambda fn, payload: self.runtime.invoke(fn, payload, True)
         _current.function_urls, _current.cloudwatch = self.function_urls, self.cloudwatch
         _current.mock_config = self.mock_config
         return self
