@@ -25,6 +25,7 @@ from emulator.cloudformation import custom_resources
 from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
+from emulator.scheduler import Scheduler
 from emulator.stepfunctions.mocks import MockConfig
 
 ACCOUNT_ID = "123456789012"
@@ -131,6 +132,7 @@ class LocalAws:
         self.clock: SimClock
         self.runtime: LambdaRuntime
         self.router: EventRouter
+        self.scheduler: Scheduler
         self.cloudcontrol: CloudControl
         self.function_urls: FunctionUrls
         self._server: Any = None
@@ -196,6 +198,8 @@ class LocalAws:
         self.function_urls = FunctionUrls(self.clock, lambda fn, payload: self.runtime.invoke(fn, payload, False),
                                           _find_function)
         _current.runtime, _current.router = self.runtime, self.router
+        self.scheduler = Scheduler(self.clock, ACCOUNT_ID, REGION, lambda fn, payload: self.runtime.invoke(fn, payload, True),
+                                   auto_schedules=self.auto_schedules)
         custom_resources.requests.endpoint_url = self.endpoint_url
         custom_resources.requests.invoke = lambda fn, payload: self.runtime.invoke(fn, payload, True)
         _current.function_urls, _current.cloudwatch = self.function_urls, self.cloudwatch
@@ -221,6 +225,8 @@ class LocalAws:
             self._server.server_close()
         if hasattr(self, "router"):
             self.router.stop()
+        if hasattr(self, "scheduler"):
+            self.scheduler.stop()
         if hasattr(self, "cloudwatch"):
             self.cloudwatch.stop()
         if hasattr(self, "runtime"):

@@ -388,6 +388,8 @@ def test_the_action_endpoint_reads_its_secrets_and_reads_and_updates_only_alert_
     assert granted == {
         "dynamodb:GetItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
         "dynamodb:UpdateItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
+        # /oncall cover asks Handoff Notice to re-arm (docs/on-call-schedules.md)
+        "lambda:InvokeFunction": {"Fn::GetAtt": [function_id(template, "HandoffNotice"), "Arn"]},
     }
     endpoint = template.to_json()["Resources"][function_id(template, "ActionsEndpoint")]["Properties"]
     variables = endpoint["Environment"]["Variables"]

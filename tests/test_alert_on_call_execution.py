@@ -17,15 +17,16 @@ from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 import pytest
-from boto3.dynamodb.types import TypeSerializer
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from selenium.webdriver.common.by import By
 
 from tests.browser import until
-from tests.emulator_helpers import unique
+from tests.emulator_helpers import unique, wait_for
 from tests.test_alert_notification_execution import MACHINE, STACK, AlertTable, _users, notifications
 
 FIND = "Find Who Is On Call"
 NEW_YORK = ZoneInfo("America/New_York")
+A = "U0HANDOFF1"  # the incoming person of the handoff notice test
 
 
 class OnCallTable:
@@ -193,3 +194,53 @@ def test_the_console_shows_each_schedules_next_two_weeks_in_its_zone(deployment,
     assert [row[0] for row in rows] == [first, second, first]
     assert rows[0][2] == rows[1][1] == f"{handoff:%a %Y-%m-%d %H:%M} UTC"
     assert rows[1][2] == rows[2][1] == f"{handoff + timedelta(weeks=1):%a %Y-%m-%d %H:%M} UTC"
+
+
+def test_schedules_declared_with_the_app_are_in_its_on_call_table_after_deployment(deployment):
+    # Given: the example team app declares one schedule (examples/team_stack.py), deployed with the app
+    from examples.team_stack import TEAM_ON_CALL
+
+    table = deployment.output("TeamPatternsStack", "OnCallTableName")
+
+    # When: its on-call table is read
+    item = deployment.client("dynamodb").get_item(TableName=table, Key={"schedule_id": {"S": "team-weekly"}})["Item"]
+
+    # Then: the item is the schedule as declared (issue 31: "writes the items at deploy")
+    assert {key: TypeDeserializer().deserialize(value) for key, value in item.items()} == TEAM_ON_CALL
+
+
+def test_the_incoming_person_is_told_in_slack_at_the_handoff_minute(deployment, slack):
+    # Given: a schedule in Kolkata (UTC+05:30, no daylight saving) whose only layer starts ten minutes
+    # from now: nobody before, A from then on, so A is handed the shift at that instant (issue 31:
+    # "before its start, a layer has no one")
+    kolkata = ZoneInfo("Asia/Kolkata")
+    aws = deployment.aws
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
+    table = OnCallTable(deployment)
+    table.put(schedule_id=unique("handoff"), time_zone="Asia/Kolkata",
+              layers=[{"members": [A], "start": f"{handoff.astimezone(kolkata):%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    lam = deployment.client("lambda")
+    [function] = [f for f in lam.list_functions()["Functions"]
+                  if f["FunctionName"].startswith(STACK) and "HandoffNotice" in f["FunctionName"]]
+    name = function["FunctionName"]  # its schedule is named as the function (docs/on-call-schedules.md)
+    aws.scheduler.fire_on_clock({name})
+    try:
+        # When: Handoff Notice is asked to arm (as the deployment and /oncall cover ask it)
+        lam.invoke(FunctionName=function["FunctionName"], Payload=b"{}")
+        # Then: its one-time schedule names the handoff in the schedule's own zone (EventBridge Scheduler
+        # User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss) evaluated in ScheduleExpressionTimezone)
+        armed = deployment.client("scheduler").get_schedule(Name=name)
+        assert armed["ScheduleExpression"] == f"at({handoff.astimezone(kolkata):%Y-%m-%dT%H:%M:%S})"
+        assert armed["ScheduleExpressionTimezone"] == "Asia/Kolkata"
+
+        # When: simulated time reaches the handoff
+        aws.clock.advance(max(0.0, handoff.timestamp() - aws.clock.now()))
+        wait_for(lambda: any(A in str(post.body) for post in slack.posts), "the handoff notice in Slack")
+
+        # Then: one notice, mentioning A, posted within the handoff's minute (Scheduler's precision)
+        [notice] = [post for post in slack.posts if A in str(post.body)]
+        assert f"<@{A}>" in notice.body["text"] and "starts now" in notice.body["text"]
+        assert handoff.timestamp() <= float(notice.ts) < handoff.timestamp() + 60
+    finally:
+        aws.scheduler.fire_on_clock(set())
+        table.delete_all()

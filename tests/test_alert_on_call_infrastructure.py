@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk.assertions import Match, Template
@@ -59,3 +61,37 @@ def test_the_action_endpoint_lists_schedules_and_writes_covers_on_the_on_call_ta
     assert statements_for(template, "ActionsEndpointRole", table="OnCallTable") == {
         action: [{"Fn::GetAtt": ["OnCallTable", "Arn"]}] for action in ("dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
     }
+
+
+def test_declared_schedules_are_a_custom_resource_whose_function_only_puts_and_deletes_on_call_items():
+    app = App()
+    stack = Stack(app, "S")
+    AlertNotification(stack, "A", schedule="rate(1 hour)", slack_webhook_secret_name="w", schedules=[PRIMARY])
+    template = Template.from_stack(stack)
+    [resource] = template.find_resources("Custom::DeclaredOnCallSchedules").values()
+    assert json.loads(resource["Properties"]["Schedules"]) == [PRIMARY]
+    assert resource["Properties"]["ServiceTimeout"] == "300"  # seconds, as CDK writes the Duration
+    service_token = resource["Properties"]["ServiceToken"]["Fn::GetAtt"][0]
+    assert template.to_json()["Resources"][service_token]["Properties"]["Runtime"].startswith("python")
+    granted = statements_for(template, "DeclaredSchedules")
+    # Its items and nothing else; and it asks Handoff Notice to arm the first notice.
+    assert set(granted) == {"dynamodb:PutItem", "dynamodb:DeleteItem", "lambda:InvokeFunction"}
+    assert granted["dynamodb:PutItem"] == granted["dynamodb:DeleteItem"] == [{"Fn::GetAtt": ["OnCallTable", "Arn"]}]
+    assert granted["lambda:InvokeFunction"] == {"Fn::GetAtt": [function_id(template, "HandoffNotice"), "Arn"]}
+
+
+def test_handoff_notice_arms_only_its_own_schedule_which_may_only_invoke_it():
+    app = App()
+    stack = Stack(app, "S", env={"account": "123456789012", "region": "us-east-1"})
+    AlertNotification(stack, "A", schedule="rate(1 hour)", slack_webhook_secret_name="w")
+    template = Template.from_stack(stack)
+    handoff = function_id(template, "HandoffNotice")
+    granted = {**statements_for(template, "HandoffNotice"), **statements_for(template, "ArmHandoffSchedule")}
+    # The one schedule, named as the function
+    assert granted["scheduler:CreateSchedule"] == granted["scheduler:UpdateSchedule"] == {"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, ":scheduler:us-east-1:123456789012:schedule/default/", {"Ref": handoff}]]}
+    assert granted["dynamodb:Scan"] == [{"Fn::GetAtt": ["OnCallTable", "Arn"]}]
+    assert set(granted) == {"scheduler:CreateSchedule", "scheduler:UpdateSchedule", "iam:PassRole", "dynamodb:Scan",
+                            "secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"}
+    # The role Scheduler assumes (EventBridge Scheduler User Guide, "Set up the execution role") invokes it only.
+    assert statements_for(template, "HandoffSchedulerRole") == {"lambda:InvokeFunction": {"Fn::GetAtt": [handoff, "Arn"]}}

@@ -183,3 +183,98 @@ def test_every_schedule_a_sample_alert_names_is_a_sample_schedule_the_runtime_ac
             assert schedule.schedule_id == path.stem
             named.append(schedule.schedule_id)
     assert named, "a sample alert pages an on-call schedule (make demo shows it)"
+
+
+# -- the schedules declared with the app, written by a custom resource ------------------------------
+def declared_request(kind: str, schedules: list, old: list | None = None) -> dict:
+    request = {"RequestType": kind, "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/S/1",
+               "RequestId": "r-1", "LogicalResourceId": "Declared",
+               "ResourceProperties": {"ServiceToken": "arn:fn", "Schedules": json.dumps(schedules)}}
+    if old is not None:
+        request["OldResourceProperties"] = {"ServiceToken": "arn:fn", "Schedules": json.dumps(old)}
+    return request
+
+
+def test_create_puts_every_declared_schedule():
+    declared = load_lambda_module("alert_oncall_declared", "alert_oncall_declared_logic")
+    writes = declared.plan(declared_request("Create", [DAILY, BUSINESS_HOURS]))
+    assert writes.puts == [DAILY, BUSINESS_HOURS] and writes.deletes == []
+
+
+def test_update_puts_the_changed_deletes_the_undeclared_and_leaves_the_unchanged_with_their_overrides():
+    # Given: DAILY and BUSINESS_HOURS were declared; now DAILY changed and BUSINESS_HOURS is gone
+    declared = load_lambda_module("alert_oncall_declared", "alert_oncall_declared_logic")
+    weekly = {**DAILY, "layers": [{**DAILY["layers"][0], "shift": "P7D"}]}
+    unchanged = {**BUSINESS_HOURS, "schedule_id": "kept"}
+    writes = declared.plan(declared_request("Update", [weekly, unchanged], old=[DAILY, BUSINESS_HOURS, unchanged]))
+    # Then: only the changed one is written (a put would drop /oncall cover's overrides of "kept")
+    assert writes.puts == [weekly] and writes.deletes == ["business"]
+
+
+def test_delete_deletes_the_schedules_the_resource_wrote():
+    declared = load_lambda_module("alert_oncall_declared", "alert_oncall_declared_logic")
+    writes = declared.plan(declared_request("Delete", [DAILY, BUSINESS_HOURS]))
+    assert writes.puts == [] and writes.deletes == ["business", "primary"]
+
+
+def test_the_response_is_the_documented_object_and_a_failure_carries_its_reason():
+    # "Custom resource response objects": Status SUCCESS|FAILED, Reason required when FAILED,
+    # PhysicalResourceId, StackId, RequestId, LogicalResourceId copied from the request.
+    declared = load_lambda_module("alert_oncall_declared", "alert_oncall_declared_logic")
+    request = declared_request("Create", [DAILY])
+    assert declared.response(request, "t/declared") == {
+        "Status": "SUCCESS", "PhysicalResourceId": "t/declared", "StackId": request["StackId"],
+        "RequestId": "r-1", "LogicalResourceId": "Declared"}
+    failed = declared.response(request, "t/declared", "AccessDeniedException: no")
+    assert failed["Status"] == "FAILED" and failed["Reason"] == "AccessDeniedException: no"
+
+
+# -- handoff notices: who starts at an instant, and the one at() schedule for the next handoff ------
+# Expected instants worked out by hand; the at() form and its zone are EventBridge Scheduler's
+# (User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss), evaluated in ScheduleExpressionTimezone).
+@pytest.fixture
+def handoff():
+    return load_lambda_module("alert_oncall_handoff", "alert_oncall_handoff_logic")
+
+
+def test_the_next_handoff_is_armed_at_its_local_time_in_the_schedules_zone(handoff):
+    # DAILY: A Mon 2026-11-02, B Tue, A Wed, B Thu, each from 09:00 CET (08:00 UTC)
+    arming = handoff.next_handoff([parse_schedule(DAILY)], WED_10H)
+    assert arming.handoff_at == datetime(2026, 11, 5, 8, 0, tzinfo=timezone.utc)
+    assert (arming.expression, arming.time_zone) == ("at(2026-11-05T09:00:00)", "Europe/Berlin")
+    [notice] = handoff.notices([parse_schedule(DAILY)], arming.handoff_at)
+    assert notice.member == B
+    assert notice.text == (f"<@{B}> your on-call shift for *primary* starts now, Thu 2026-11-05 09:00 CET "
+                           "until Fri 2026-11-06 09:00 CET.")
+
+
+def test_across_the_spring_change_the_handoff_stays_at_nine_local_one_hour_earlier_in_utc(handoff):
+    daily = {**DAILY, "layers": [{**DAILY["layers"][0], "start": "2026-03-23T09:00"}]}
+    # Sat 2026-03-28 10:00 CET is 09:00 UTC; Sunday 09:00 is CEST, 07:00 UTC
+    arming = handoff.next_handoff([parse_schedule(daily)], datetime(2026, 3, 28, 9, 0, tzinfo=timezone.utc))
+    assert arming.handoff_at == datetime(2026, 3, 29, 7, 0, tzinfo=timezone.utc)
+    assert arming.expression == "at(2026-03-29T09:00:00)"
+
+
+def test_the_soonest_handoff_of_all_schedules_is_armed_in_that_schedules_zone(handoff):
+    new_york = {**DAILY, "schedule_id": "ny", "time_zone": "America/New_York"}
+    # Wed 2026-11-04 12:00 UTC: New York's 09:00 EST is 14:00 UTC today; Berlin's next is Thu 08:00 UTC
+    arming = handoff.next_handoff([parse_schedule(DAILY), parse_schedule(new_york)],
+                                  datetime(2026, 11, 4, 12, 0, tzinfo=timezone.utc))
+    assert (arming.expression, arming.time_zone) == ("at(2026-11-04T09:00:00)", "America/New_York")
+
+
+def test_a_handoff_in_the_repeated_autumn_hour_is_armed_in_utc(handoff):
+    # Hourly A/B in New York from 00:30 EDT on 2026-11-01: handoffs at 04:30, 05:30 (01:30 EDT) and
+    # 06:30 UTC (01:30 EST, the second 01:30 of that night), which no New York wall-clock time names alone
+    hourly = {"schedule_id": "hourly", "time_zone": "America/New_York",
+              "layers": [{"members": [A, B], "start": "2026-11-01T00:30", "shift": "PT1H"}]}
+    arming = handoff.next_handoff([parse_schedule(hourly)], datetime(2026, 11, 1, 5, 45, tzinfo=timezone.utc))
+    assert (arming.expression, arming.time_zone) == ("at(2026-11-01T06:30:00)", "UTC")
+
+
+def test_no_notice_when_nobody_new_comes_on_call(handoff):
+    # Business hours end at 17:00 CET (16:00 UTC): a gap begins, nobody is handed a shift
+    assert handoff.notices([parse_schedule(BUSINESS_HOURS)], datetime(2026, 11, 4, 16, 0, tzinfo=timezone.utc)) == []
+    # Mid-shift: nothing changes
+    assert handoff.notices([parse_schedule(DAILY)], WED_10H) == []

@@ -287,7 +287,9 @@ def test_the_alert_construct_exposes_its_machine_log_group_and_the_functions_it_
     alerts = AlertNotification(stack, "Alerts", schedule="rate(1 hour)", slack_webhook_secret_name="team/slack")
     # Then: Slack stays the default
     assert alerts.notifier is alerts.functions["NotifyUser"]
-    assert set(alerts.functions) == {"FetchAlertConfig", "ActionsEndpoint", "FindWhoIsOnCall", "NotifyUser", "DispatchAlerts"}
+    assert set(alerts.functions) == {
+        "FetchAlertConfig", "ActionsEndpoint", "FindWhoIsOnCall", "DeclaredOnCallSchedules", "HandoffNotice", "NotifyUser",
+        "DispatchAlerts"}
     assert alerts.log_group is not None and alerts.state_machine.node.path == "Team/Alerts/Machine/StateMachine"
 
 

@@ -39,10 +39,18 @@ def answer(fields: dict[str, str], now: float) -> dict[str, Any]:
         except InvalidSchedule as invalid:
             raise CommandRefused(f"Schedule {schedule_id!r} cannot be read: {invalid}.") from invalid
         _write(done)
+        _rearm_handoff_notice()
         logger.info("Covered", extra={"schedule_id": schedule_id, "override": done.override})
         return slack_reply(covered_text(done, item["time_zone"]))
     except CommandRefused as refused:
         return slack_reply(str(refused))
+
+
+def _rearm_handoff_notice() -> None:
+    """A cover can move the next handoff: Handoff Notice (asynchronously, within Slack's 3 s) arms it again."""
+    name = os.environ.get("HANDOFF_FUNCTION_NAME")  # absent without a Slack webhook: no notices to arm
+    if name:
+        boto3.client("lambda").invoke(FunctionName=name, InvocationType="Event", Payload=b"{}")
 
 
 def _readable_schedules() -> list:

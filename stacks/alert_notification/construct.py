@@ -115,7 +115,9 @@ class AlertNotification(Construct):
             slack_signing_secret_name=slack_signing_secret_name,
         )
 
-        self.on_call = OnCallSchedules(self, "OnCall", schedules=schedules, signing_key=self.actions.signing_key)
+        self.on_call = OnCallSchedules(
+            self, "OnCall", schedules=schedules, signing_key=self.actions.signing_key, webhook_secret=webhook_secret
+        )
         # /oncall: the endpoint lists the schedules (Scan) and writes a person's cover (UpdateItem).
         self.on_call.table.grant(self.actions.function, "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.actions.function.add_environment("ON_CALL_TABLE_NAME", self.on_call.table.table_name)
@@ -139,7 +141,15 @@ class AlertNotification(Construct):
             "FetchAlertConfig": fetch_config.function,
             "ActionsEndpoint": self.actions.function,
             "FindWhoIsOnCall": self.on_call.function,
+            "DeclaredOnCallSchedules": self.on_call.writer,
         }
+        if self.on_call.handoff is not None:
+            self.functions["HandoffNotice"] = self.on_call.handoff
+            # /oncall cover asks Handoff Notice to re-arm: the cover may move the next handoff.
+            self.actions.function.add_environment("HANDOFF_FUNCTION_NAME", self.on_call.handoff.function_name)
+            self.actions.function.add_to_role_policy(
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.on_call.handoff.function_arn])
+            )
 
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
             notifier = self._slack_notifier(webhook_secret)

@@ -8,16 +8,20 @@ declares cannot be refused after deployment.
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.python_function import LAMBDAS_DIR, PythonFunction
 from stacks.common.team_function import InvalidProp
 
@@ -50,7 +54,8 @@ def check_schedules(schedules: Sequence[Mapping[str, Any]]) -> None:
 
 
 class OnCallSchedules(Construct):
-    """The on-call table (one item per schedule, key ``schedule_id``) and Find Who Is On Call."""
+    """The on-call table (one item per schedule, key ``schedule_id``), Find Who Is On Call, the declared
+    schedules' custom resource and, with a Slack webhook, the handoff notices."""
 
     def __init__(
         self,
@@ -59,6 +64,7 @@ class OnCallSchedules(Construct):
         *,
         schedules: Sequence[Mapping[str, Any]],
         signing_key: secretsmanager.ISecret,
+        webhook_secret: secretsmanager.ISecret | None,
     ) -> None:
         super().__init__(scope, id_)
         check_schedules(schedules)
@@ -90,3 +96,77 @@ class OnCallSchedules(Construct):
         self.table.grant(find.function, "dynamodb:GetItem")
         signing_key.grant_read(find.function)  # it signs the action links of the people it finds
         self.function = find.function
+
+        # The declared schedules are written at deploy by a custom resource of a Python function: it
+        # puts the new and changed items, deletes the ones no longer declared, and on stack deletion
+        # the ones it wrote.
+        writer = PythonFunction(
+            self,
+            "DeclaredSchedules",
+            source="alert_oncall_declared",
+            description="Writes the on-call schedules declared with the app into the on-call table (custom resource)",
+            timeout=Duration.seconds(30),
+            environment={"ON_CALL_TABLE_NAME": self.table.table_name},
+        )
+        self.table.grant(writer.function, "dynamodb:PutItem", "dynamodb:DeleteItem")
+        self.declared = CustomResource(
+            self,
+            "Declared",
+            service_token=writer.function.function_arn,
+            resource_type="Custom::DeclaredOnCallSchedules",
+            # A function that fails before answering is retried by Lambda twice (1 and 2 minutes
+            # later); after that the deployment should fail, not wait CloudFormation's default hour.
+            service_timeout=Duration.minutes(5),
+            # JSON text: CloudFormation hands the items to the function exactly as declared.
+            properties={"Schedules": json.dumps(self.schedules, sort_keys=True, separators=(",", ":"))},
+        )
+        self.writer = writer.function
+        self.handoff = self._handoff_notices(webhook_secret, writer.function) if webhook_secret is not None else None
+
+    def _handoff_notices(self, webhook_secret: secretsmanager.ISecret, writer: lambda_.Function) -> lambda_.Function:
+        """Handoff Notice and the one EventBridge Scheduler schedule it re-arms for the next handoff."""
+        handoff = PythonFunction(
+            self,
+            "HandoffNotice",
+            source="alert_oncall_handoff",
+            description="Tells the person whose on-call shift starts now in Slack, then arms the next handoff's notice",
+            # A 429 is waited out for a second, twice, per notice; a handful of schedules hand off at once.
+            timeout=Duration.seconds(30),
+            environment={"ON_CALL_TABLE_NAME": self.table.table_name},
+        )
+        # The schedule is named as the function (both at most 64 letters, digits, '-' and '_').
+        stack = Stack.of(self)
+        schedule_arn = stack.format_arn(
+            service="scheduler", resource="schedule", resource_name=f"default/{handoff.function.function_name}"
+        )
+        invoker = iam.Role(
+            self,
+            "HandoffSchedulerRole",
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
+            ),
+            description="Lets the handoff notice's EventBridge Scheduler schedule invoke Handoff Notice",
+        )
+        # The function itself, not its versions (grant_invoke adds "<arn>:*"): only $LATEST is invoked.
+        invoke = iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[handoff.function.function_arn])
+        invoker.add_to_policy(invoke)
+        handoff.function.add_environment("HANDOFF_SCHEDULER_ROLE_ARN", invoker.role_arn)
+        # A policy of its own: the function's default policy cannot name the function, which depends on it.
+        arm = iam.Policy(
+            self,
+            "ArmHandoffSchedule",
+            statements=[
+                iam.PolicyStatement(
+                    actions=["scheduler:CreateSchedule", "scheduler:UpdateSchedule"], resources=[schedule_arn]
+                )
+            ],
+        )
+        arm.attach_to_role(handoff.function.role)
+        invoker.grant_pass_role(handoff.function)
+        self.table.grant(handoff.function, "dynamodb:Scan")
+        let_post_to_slack(handoff.function, webhook_secret)
+        # Arms the first notice once the declared schedules are written.
+        writer.add_to_role_policy(invoke)
+        self.declared.node.add_dependency(arm)  # the first arming, at deploy, may create the schedule
+        writer.add_environment("HANDOFF_FUNCTION_NAME", handoff.function.function_name)
+        return handoff.function
