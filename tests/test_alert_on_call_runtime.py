@@ -278,3 +278,13 @@ def test_no_notice_when_nobody_new_comes_on_call(handoff):
     assert handoff.notices([parse_schedule(BUSINESS_HOURS)], datetime(2026, 11, 4, 16, 0, tzinfo=timezone.utc)) == []
     # Mid-shift: nothing changes
     assert handoff.notices([parse_schedule(DAILY)], WED_10H) == []
+
+
+def test_with_no_handoff_within_four_weeks_it_looks_again_in_four_weeks_and_with_no_schedule_arms_nothing(handoff):
+    # A single member on call since 2026-11-02 never hands off again
+    alone = {**DAILY, "layers": [{**DAILY["layers"][0], "members": [A]}]}
+    arming = handoff.next_handoff([parse_schedule(alone)], WED_10H)
+    assert arming.handoff_at == datetime(2026, 12, 2, 9, 0, tzinfo=timezone.utc)  # 28 days after Wed 09:00 UTC
+    assert (arming.expression, arming.time_zone) == ("at(2026-12-02T09:00:00)", "UTC")
+    assert handoff.notices([parse_schedule(alone)], arming.handoff_at) == []
+    assert handoff.next_handoff([], WED_10H) is None

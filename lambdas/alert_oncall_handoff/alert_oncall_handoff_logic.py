@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 from patterns_common.oncall import Schedule, local_text
 
-# How far ahead the next handoff is looked for; a quieter schedule is re-armed at the horizon.
+# How far ahead the next handoff is looked for; with none in it, the schedule is re-armed at the horizon.
 HORIZON = timedelta(days=28)
 _BEFORE = timedelta(microseconds=1)
 
@@ -62,7 +62,11 @@ def next_handoff(schedules: list[Schedule], after: datetime) -> Arming | None:
                     best = (shift.start.astimezone(timezone.utc), schedule)
                 break
     if best is None:
-        return None
+        if not schedules:
+            return None
+        # Nothing hands off within the horizon (a long rotation): look again then, handing nobody a shift.
+        at = (after + HORIZON).astimezone(timezone.utc).replace(second=0, microsecond=0)
+        return Arming(at, f"at({at:%Y-%m-%dT%H:%M:%S})", "UTC")
     at, schedule = best
     local = at.astimezone(schedule.zone)
     if local.replace(tzinfo=None, fold=0).replace(tzinfo=schedule.zone).astimezone(timezone.utc) != at:
