@@ -141,3 +141,19 @@ def test_no_answer_within_service_timeout_fails_the_resource_in_simulated_time(a
     [failed] = [e for e in cfn.describe_stack_events(StackName=name)["StackEvents"] if e["LogicalResourceId"] == "Probe"]
     assert "did not receive a response" in failed["ResourceStatusReason"]
     requests_received(aws, provider)
+
+
+def test_a_failed_update_is_sent_once_and_fails_the_stack_update(aws, provider):
+    cfn, name = aws.client("cloudformation"), unique("CustomResourceUpdateFailed")
+    cfn.create_stack(StackName=name, TemplateBody=template(provider))
+    requests_received(aws, provider)
+
+    # When: the provider answers the update FAILED
+    cfn.update_stack(StackName=name, TemplateBody=template(provider, Value="two", Answer="FAILED", Reason="quota"))
+
+    # Then: one Update request, and the update fails with the reason
+    assert [r["RequestType"] for r in requests_received(aws, provider)] == ["Update"]
+    assert stack(aws, name)["StackStatus"] == "UPDATE_FAILED"
+    reasons = [e.get("ResourceStatusReason", "") for e in cfn.describe_stack_events(StackName=name)["StackEvents"]
+               if e["LogicalResourceId"] == "Probe"]
+    assert any("quota" in reason for reason in reasons)

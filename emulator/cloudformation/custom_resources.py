@@ -93,6 +93,8 @@ class _Requests:
 
 
 requests = _Requests()
+# Updates that failed during the stack operation under way (see update_from_cloudformation_json).
+_failed_updates: dict[tuple[int, str], CustomResourceFailed] = {}
 
 
 class LambdaBackedCustomResource(CloudFormationModel):
@@ -169,8 +171,16 @@ class LambdaBackedCustomResource(CloudFormationModel):
         old = original_resource
         properties = cloudformation_json["Properties"]
         args = (old.logical_id, old.stack_id, old.resource_type, properties)
+        # moto tries a failed update of a resource again, up to four times: CloudFormation sends one request.
+        attempt = (id(old), json.dumps(properties, sort_keys=True, default=str))
+        if attempt in _failed_updates:
+            raise _failed_updates[attempt]
         request = cls._request("Update", *args, OldResourceProperties=old.properties, PhysicalResourceId=old.physical_id)
-        answer = cls._send(account_id, region_name, request)
+        try:
+            answer = cls._send(account_id, region_name, request)
+        except CustomResourceFailed as failed:
+            _failed_updates[attempt] = failed
+            raise
         updated = cls(*args, answer.get("PhysicalResourceId") or old.physical_id, answer.get("Data") or {})
         if updated.physical_id != old.physical_id:  # a replacement: the old resource goes (its failure fails nothing)
             try:
@@ -208,6 +218,7 @@ def install_custom_resources(clock: SimClock) -> None:
             try:
                 return operation(self, *args, **kwargs)
             except CustomResourceFailed as failed:
+                _failed_updates.clear()
                 if isinstance(self, Stack):
                     _fail(self, failed, status)
                 else:
