@@ -1,4 +1,5 @@
-"""On-call schedules of the alert pattern: their table and the function that finds who is on call for a round.
+"""On-call schedules of the alert pattern: their table, the function that finds who is on call for a round,
+the custom resource that writes the declared schedules at deploy, and the handoff notices.
 
 Schedules declared with the app (``AlertNotification(schedules=[...])``) are validated at synth by
 the module the functions use at runtime (``patterns_common.oncall``), so a schedule the app
