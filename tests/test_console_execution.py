@@ -120,7 +120,8 @@ def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it_from
     # Given: the sample alert and what its item says (users per round, seconds between rounds)
     sfn = deployment.client("stepfunctions")
     definition = json.loads(sfn.describe_state_machine(stateMachineArn=deployment.machine_arn("alert"))["definition"])
-    [wait_state] = [name for name, state in _states(definition) if state["Type"] == "Wait"]
+    # the wait between rounds (the one at the top level: a notification waiting for its slot waits inside the Map)
+    [wait_state] = [name for name, state in definition["States"].items() if state["Type"] == "Wait"]
     acknowledged = _acknowledged_branch(definition)
     sample = samples.sample("alert", "disk-full-web-1")
     item = samples.read_alert_item(samples.alert_item_for(sample.input))
