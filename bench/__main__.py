@@ -10,17 +10,17 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import dispatch, docs_pages, emulator_speed, functions, hotswap, report, scenarios, storm
+from bench import dispatch, docs_pages, emulator_speed, functions, hotswap, oncall, report, scenarios, storm
 from bench.deploy import deploy_bench
 from bench.measure import Run
 from emulator.session import deployed
 
 BENCH_DIR = Path(__file__).resolve().parent
-SECTIONS = ("alert", "poller", "map-retry", "emulator", "lambda", "dispatch", "storm", "click", "hotswap")
+SECTIONS = ("alert", "oncall", "poller", "map-retry", "emulator", "lambda", "dispatch", "storm", "click", "hotswap")
 RUN_SECTIONS = {"alert": scenarios.alert_runs, "poller": scenarios.poller_runs, "map-retry": scenarios.map_runs}
 # What the other sections write into results.json (the run sections write runs, by machine).
 SECTION_KEYS = {"emulator": ("emulator", "deploy_seconds"), "lambda": ("functions",), "dispatch": ("dispatch",),
-                "storm": ("storm",), "click": ("click",), "hotswap": ("hotswap",)}
+                "oncall": ("oncall",), "storm": ("storm",), "click": ("click",), "hotswap": ("hotswap",)}
 
 
 def _print_runs(runs: list[Run], machine: str) -> None:
@@ -73,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
             _print_runs(runs, machine)
             print(f"({time.monotonic() - section_started:.0f} s)", flush=True)
             data["runs"] += [r.to_json() for r in runs]
+        if "oncall" in sections:
+            print("\n## On-call schedules: the cost of resolving one per round", flush=True)
+            data["oncall"] = oncall.schedule_resolution_cost(deployment)
+            print("\n".join(oncall.cost_lines(data["oncall"])), flush=True)
         if "emulator" in sections:
             print("\n## The emulator", flush=True)
             data["emulator"] += [t.__dict__ for t in emulator_speed.throughput(deployment)]

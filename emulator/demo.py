@@ -35,6 +35,14 @@ def alert_scenario(deployment: Deployment, out: TextIO) -> None:
     _title(out, "Alert notification: 3 users x 3 rounds, 5 minutes apart (seeds 000/001, repaired)")
     before = len(deployment.slack.posts)
     _run(deployment, out, "alert", "Notify every user each round until the count is reached", "disk-full-web-1")
+    _print_posts(deployment, out, before)
+    before = len(deployment.slack.posts)
+    _run(deployment, out, "alert", "Page whoever the on-call schedule 'primary' has on call now, round by round",
+         "paging-on-call")
+    _print_posts(deployment, out, before)
+
+
+def _print_posts(deployment: Deployment, out: TextIO, before: int) -> None:
     print("  Slack webhook POSTs received by the stand-in:", file=out)
     for post in deployment.slack.posts[before:]:
         print(f"    #{post.seq} {post.status}  {post.body.get('text') if isinstance(post.body, dict) else post.body}", file=out)

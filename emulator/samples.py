@@ -2,7 +2,8 @@
 
 ``samples/<machine>/<scenario>.json`` is an execution input as it is passed to StartExecution;
 ``samples/alert-items/<alert_id>.json`` is an alert item in DynamoDB's typed form, as
-``aws dynamodb put-item --item file://...`` takes it.
+``aws dynamodb put-item --item file://...`` takes it; ``samples/oncall-schedules/<id>.json`` an
+on-call schedule item in the same form.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 ALERT_ITEMS = SAMPLES / "alert-items"
+ON_CALL_SCHEDULES = SAMPLES / "oncall-schedules"
 _TYPE_DESCRIPTORS = {"S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"}
 
 
@@ -82,3 +84,12 @@ def alert_item_for(payload: Any) -> Path | None:
         return None
     path = ALERT_ITEMS / f"{alert_id}.json"
     return path if path.is_file() else None
+
+
+def schedules_named_by(item: dict) -> list[Path]:
+    """The sample on-call schedules a typed alert item's levels name (``schedule:<id>``), each once."""
+    levels = item.get("escalation", {}).get("L", [])
+    targets = [target.get("S", "") for level in levels for target in level.get("L", [])]
+    targets += [target.get("S", "") for target in item.get("user_accounts", {}).get("L", [])]
+    ids = dict.fromkeys(target.removeprefix("schedule:") for target in targets if target.startswith("schedule:"))
+    return [path for schedule_id in ids if (path := ON_CALL_SCHEDULES / f"{schedule_id}.json").is_file()]

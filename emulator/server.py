@@ -22,6 +22,7 @@ from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
 from emulator.cloudcontrol import TARGET_PREFIX as CLOUDCONTROL_TARGET
 from emulator.cloudcontrol import CloudControl
+from emulator.cloudformation import custom_resources
 from emulator.cloudwatch.service import CloudWatch
 from emulator.events import EventRouter
 from emulator.faults import Faults
@@ -29,6 +30,7 @@ from emulator.iam import deliveries as iam_deliveries
 from emulator.iam import enforced_by_default as iam_enforced_by_default
 from emulator.iam import enforcement as iam_enforcement
 from emulator.iam.enforcement import Iam
+from emulator.scheduler import Scheduler
 from emulator.stepfunctions.mocks import MockConfig
 
 ACCOUNT_ID = "123456789012"
@@ -148,6 +150,7 @@ class LocalAws:
         self.clock: SimClock
         self.runtime: LambdaRuntime
         self.router: EventRouter
+        self.scheduler: Scheduler
         self.cloudcontrol: CloudControl
         self.function_urls: FunctionUrls
         self._server: Any = None
@@ -182,6 +185,9 @@ class LocalAws:
         def app(environ: dict, start_response: Any) -> list[bytes]:
             if environ.get("PATH_INFO", "").startswith(CLOCK_PATH):
                 return self.clock_endpoint(environ, start_response, environ["PATH_INFO"][len(CLOCK_PATH):].strip("/"))
+            if environ.get("PATH_INFO", "").startswith(custom_resources.RESPONSE_PATH):  # a presigned S3 URL on AWS
+                with clock.busy():
+                    return custom_resources.requests.wsgi(environ, start_response)
             self.api_calls.record(environ)
             # A request being served is work: the simulated clock does not jump meanwhile. A ticket
             # the caller handed over with the request keeps it still until the response is read,
@@ -215,6 +221,10 @@ class LocalAws:
         self.function_urls = FunctionUrls(self.clock, lambda fn, payload: self.runtime.invoke(fn, payload, False),
                                           _find_function)
         _current.runtime, _current.router = self.runtime, self.router
+        self.scheduler = Scheduler(self.clock, ACCOUNT_ID, REGION, lambda fn, payload: self.runtime.invoke(fn, payload, True),
+                                   auto_schedules=self.auto_schedules)
+        custom_resources.requests.endpoint_url = self.endpoint_url
+        custom_resources.requests.invoke = lambda fn, payload: self.runtime.invoke(fn, payload, True)
         _current.function_urls, _current.cloudwatch = self.function_urls, self.cloudwatch
         _current.mock_config, _current.concurrency = self.mock_config, self.concurrency
         _current.iam = self.iam
@@ -246,6 +256,8 @@ class LocalAws:
             self._server.server_close()
         if hasattr(self, "router"):
             self.router.stop()
+        if hasattr(self, "scheduler"):
+            self.scheduler.stop()
         if hasattr(self, "cloudwatch"):
             self.cloudwatch.stop()
         if hasattr(self, "runtime"):

@@ -97,7 +97,13 @@ class Deployment:
         table = self.output("AlertNotificationStack", "AlertTableName")
         self.client("dynamodb").put_item(TableName=table, Item=item)
         shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
-        return [f"Put alert item {item['alert_id']['S']} ({shown}) into {table}"]
+        lines = [f"Put alert item {item['alert_id']['S']} ({shown}) into {table}"]
+        # The sample schedules the item's escalation names, so its rounds have someone on call to page.
+        on_call = self.output("AlertNotificationStack", "OnCallTableName")
+        for schedule in samples.schedules_named_by(item):
+            self.client("dynamodb").put_item(TableName=on_call, Item=samples.read_json(schedule))
+            lines.append(f"Put on-call schedule {schedule.stem} ({schedule.relative_to(ROOT)}) into {on_call}")
+        return lines
 
     def run(self, machine: str, payload: Any, *, out: TextIO | None = None, **kwargs: Any) -> ExecutionResult:
         return run(self.aws, self.machine_arn(machine), payload, out=out, **kwargs)

@@ -20,6 +20,12 @@ from stacks.job_poller.construct import JobPoller
 from stacks.map_retry.construct import MapRetry
 
 FUNCTIONS = Path(__file__).resolve().parent / "functions"
+# The team's weekly rotation, handing off on Mondays at 09:00 in Lisbon (docs/on-call-schedules.md).
+TEAM_ON_CALL = {
+    "schedule_id": "team-weekly",
+    "time_zone": "Europe/Lisbon",
+    "layers": [{"members": ["U0TEAM0001", "U0TEAM0002"], "start": "2026-11-02T09:00", "shift": "P1W"}],
+}
 
 
 class TeamFunction(Construct):
@@ -94,10 +100,18 @@ class TeamPatternsStack(Stack):
             environment={"NOTIFICATION_QUEUE_URL": notifications.queue_url},
         )
         notifications.grant_send_messages(notifier.function)
-        alerts = AlertNotification(self, "Alerts", schedule="rate(1 hour)", notifier=notifier.function)
+        alerts = AlertNotification(
+            self,
+            "Alerts",
+            schedule="rate(1 hour)",
+            notifier=notifier.function,
+            # Written into the on-call table at deploy; an alert's escalation names it schedule:team-weekly.
+            schedules=[TEAM_ON_CALL],
+        )
 
         CfnOutput(self, "AlertStateMachineArn", value=alerts.state_machine.state_machine_arn)
         CfnOutput(self, "AlertTableName", value=alerts.table.table_name)
+        CfnOutput(self, "OnCallTableName", value=alerts.on_call.table.table_name)
         CfnOutput(self, "NotificationQueueUrl", value=notifications.queue_url)
         CfnOutput(self, "MapRetryStateMachineArn", value=map_retry.state_machine.state_machine_arn)
         CfnOutput(self, "ItemsBucketName", value=map_retry.bucket.bucket_name)

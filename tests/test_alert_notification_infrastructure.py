@@ -53,10 +53,13 @@ def policy_statements(template: Template, role_contains: str) -> list[dict]:
     return template.to_json()["Resources"][policy_id]["Properties"]["PolicyDocument"]["Statement"]
 
 
-def statements_for(template: Template, role_contains: str) -> dict[str, object]:
-    """action -> resource, for every statement of a role except its log and X-Ray writes."""
+def statements_for(template: Template, role_contains: str, *, table: str | None = None) -> dict[str, object]:
+    """action -> resource, for every statement of a role except its log and X-Ray writes (only those
+    on ``table``'s items, or none of the on-call table's, when ``table`` is given)."""
     granted = {}
     for statement in policy_statements(template, role_contains):
+        if table is not None and (table == "OnCallTable") != ("OnCallTable" in json.dumps(statement["Resource"])):
+            continue
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         for action in actions:
             if action.split(":")[0] not in ("logs", "xray"):
@@ -156,7 +159,7 @@ def test_a_round_notifies_its_users_in_one_inline_map_a_few_at_a_time():
 
 def test_every_lambda_task_has_a_timeout_and_retries_lambda_service_errors():
     lambda_tasks = {n: s for n, s in all_states().items() if s.get("Resource") == "arn:aws:states:::lambda:invoke"}
-    assert set(lambda_tasks) == {"Fetch Alert Config", "Notify User"}
+    assert set(lambda_tasks) == {"Fetch Alert Config", "Find Who Is On Call", "Notify User"}
     for name, task in lambda_tasks.items():
         assert isinstance(task.get("TimeoutSeconds"), int), name
         retried = {error for retrier in task["Retry"] for error in retrier["ErrorEquals"]}
@@ -166,12 +169,13 @@ def test_every_lambda_task_has_a_timeout_and_retries_lambda_service_errors():
 # -- functions and grants --------------------------------------------------------------------------
 
 
-def test_machine_invokes_exactly_its_two_functions_and_reads_and_releases_only_the_alert_table(template):
+def test_machine_invokes_exactly_its_three_functions_and_reads_and_releases_only_the_alert_table(template):
     granted = statements_for(template, "MachineStateMachineRole")
     assert granted == {
         "lambda:InvokeFunction": [
             {"Fn::GetAtt": [function_id(template, "FetchAlertConfig"), "Arn"]},
             {"Fn::GetAtt": [function_id(template, "NotifyUser"), "Arn"]},
+            {"Fn::GetAtt": [function_id(template, "FindWhoIsOnCall"), "Arn"]},
         ],
         "dynamodb:GetItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
         "dynamodb:UpdateItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
@@ -385,15 +389,19 @@ def test_with_the_reservation_key_only_the_action_endpoint_reserves_that_many():
 def test_the_action_endpoint_reads_its_key_updates_only_alert_items_and_hands_the_follow_up_on(template):
     secret = logical_id(template, "AWS::SecretsManager::Secret", "SigningKey")
     follow_up = function_id(template, "ActionsFollowUp")
-    granted = statements_for(template, "ActionsEndpointRole")
+    granted = statements_for(template, "ActionsEndpointRole", table="AlertTable")
     assert granted.pop("secretsmanager:GetSecretValue") == {"Ref": secret}
-    del granted["secretsmanager:DescribeSecret"]
+    del granted["secretsmanager:DescribeSecret"], granted["lambda:InvokeFunction"]
     assert granted == {
         "dynamodb:GetItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
         "dynamodb:UpdateItem": [{"Fn::GetAtt": ["AlertTable", "Arn"]}],
-        # the follow-up, not its versions; the endpoint no longer posts to Slack itself
-        "lambda:InvokeFunction": {"Fn::GetAtt": [follow_up, "Arn"]},
     }
+    invoked = [s["Resource"] for s in policy_statements(template, "ActionsEndpointRole") if s["Action"] == "lambda:InvokeFunction"]
+    # the follow-up, not its versions (the endpoint no longer posts to Slack itself), and Handoff Notice,
+    # which /oncall cover asks to re-arm (docs/on-call-schedules.md)
+    assert sorted(invoked, key=json.dumps) == sorted(
+        [{"Fn::GetAtt": [follow_up, "Arn"]}, {"Fn::GetAtt": [function_id(template, "HandoffNotice"), "Arn"]}], key=json.dumps
+    )
     endpoint = template.to_json()["Resources"][function_id(template, "ActionsEndpoint")]["Properties"]
     variables = endpoint["Environment"]["Variables"]
     assert variables["SIGNING_KEY_SECRET_ARN"] == {"Ref": secret}

@@ -102,6 +102,8 @@ def test_config_of_a_complete_item_is_what_the_machine_loops_on(config_logic):
         "interval_seconds": 300,
         "start_delay_seconds": 0,
         "links": {},
+        "schedules": [],
+        "occurrence": None,  # no alarm raised it (no raised_at)
     }
     assert all(type(value) is int for value in (config.rounds, config.interval_seconds))
 
@@ -301,6 +303,58 @@ def test_the_worst_case_state_estimate_bounds_the_state_the_machine_builds(confi
     assert actual <= config_logic.worst_case_state_bytes(config) <= config_logic.MAX_PAYLOAD_BYTES
 
 
+def test_the_worst_case_state_estimate_counts_the_people_a_schedule_round_pages(config_logic):
+    # Given: an accepted config at its limit whose first level names a schedule (a gap there pages the
+    # next level too), links signed for an occurrence, the longest message
+    from patterns_common.alert_action_links import links_for
+
+    def occurrence_links(user: str, notifying_for: int) -> dict[str, str]:
+        return links_for(LINK_KEY, ACTIONS_URL, alert_id="disk-full-web-1", user=user,
+                         expires_at=2_000_000_000 + notifying_for, occurrence="2026-03-04T18:55:00.000Z")
+
+    users = [f"{i:03d}-\u00e9\"<{'u' * 200}" for i in range(40)]
+    item = alert_item(
+        user_accounts=None, escalation=[["schedule:primary", *users[:9]], users], interval_seconds=Decimal(0),
+        notification_count=Decimal(1000), message="m" * config_logic.MAX_MESSAGE_LENGTH,
+    )
+    config = _largest_accepted(config_logic, item, links_for=occurrence_links)
+    most = config.rounds
+    failures = [
+        {"round": r, "user": u, "error": "E" * config_logic.MAX_ERROR_NAME_LENGTH}
+        for r in range(1, most + 1)
+        for u in config.levels[min(r, 2) - 1]
+    ]
+    # When: Find Who Is On Call's answer for a round that pages an on-call member with the longest
+    # account, everyone else in the first level and the whole second one, with a note on the schedule
+    member = "m" * config_logic.MAX_USER_LENGTH
+    paged = [member, *users]
+    paging = {
+        "users": paged,
+        "links": {user: occurrence_links(user, 0) for user in paged},
+        "message": f"{config.message}\nSchedule primary could not be read (the on-call table has no such schedule). "
+        "The next escalation level is paged in its place.",
+        "failed": [],
+    }
+    state = {
+        "variables": {
+            "config": {**config.to_state(), "status": "active", "acknowledged_by": None, "resolved_by": None},
+            "status": "active",
+            "acted_by": {},
+            "outcome": {"stopped_reason": "count_reached"},
+            "rounds_done": most,
+            "due": False,
+            "sent": 0,
+            "failed": failures,
+            "paging": paging,
+        },
+        "result": failures[-len(users):],
+        "errorOutput": {"Error": "E" * 64, "Cause": "c" * 32_000},
+    }
+    # Then
+    actual = len(json.dumps(state, ensure_ascii=False).encode())
+    assert actual <= config_logic.worst_case_state_bytes(config) <= config_logic.MAX_PAYLOAD_BYTES
+
+
 def _largest_accepted(config_logic, item, **kwargs):
     """Lower notification_count to what each rejection names as the most, until the config is accepted."""
     while True:
@@ -319,6 +373,7 @@ def _largest_accepted(config_logic, item, **kwargs):
         ("READ_STATUS_MAX_ATTEMPTS", "Read Alert Status"),
         ("NOTIFY_MAX_ATTEMPTS", "Notify User"),
         ("RELEASE_MAX_ATTEMPTS", "End Escalation"),
+        ("FIND_ON_CALL_MAX_ATTEMPTS", "Find Who Is On Call"),
     ],
 )
 def test_history_budget_uses_the_retry_budgets_the_asl_declares(config_logic, constant, state):
@@ -390,6 +445,8 @@ def test_fetch_handler_returns_the_config_of_a_map_form_item_with_signed_links(a
         "rounds": 2,
         "interval_seconds": 300,
         "start_delay_seconds": 0,
+        "schedules": [],
+        "occurrence": None,  # no alarm raised it (no raised_at)
         "status": "active",
         "acknowledged_by": None,
         "resolved_by": None,

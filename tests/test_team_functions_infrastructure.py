@@ -270,6 +270,8 @@ def test_two_alert_setups_build_in_one_stack_and_the_first_keeps_its_table_id():
     # id makes CloudFormation replace the table), the second under one of its own
     alert_tables = [k for k, t in _resources(template, "AWS::DynamoDB::Table").items() if "alarm_name" in json.dumps(t)]
     assert sorted(alert_tables) == ["AlertTable", "PaymentsAlertsAlertTable"]
+    on_call_tables = [k for k, t in _resources(template, "AWS::DynamoDB::Table").items() if "schedule_id" in json.dumps(t)]
+    assert sorted(on_call_tables) == ["OnCallTable", "PaymentsAlertsOnCallTable"]
     assert len(_resources(template, "AWS::StepFunctions::StateMachine")) == 2
     assert len(_resources(template, "AWS::Lambda::Url")) == 2
 
@@ -315,7 +317,9 @@ def test_the_alert_construct_exposes_its_machine_log_group_and_the_functions_it_
     alerts = AlertNotification(stack, "Alerts", schedule="rate(1 hour)", slack_webhook_secret_name="team/slack")
     # Then: Slack stays the default
     assert alerts.notifier is alerts.functions["NotifyUser"]
-    assert set(alerts.functions) == {"FetchAlertConfig", "ActionsEndpoint", "ActionsFollowUp", "NotifyUser", "DispatchAlerts"}
+    assert set(alerts.functions) == {
+        "FetchAlertConfig", "ActionsEndpoint", "ActionsFollowUp", "FindWhoIsOnCall", "DeclaredOnCallSchedules",
+        "HandoffNotice", "NotifyUser", "DispatchAlerts"}
     assert alerts.log_group is not None and alerts.state_machine.node.path == "Team/Alerts/Machine/StateMachine"
 
 

@@ -1,7 +1,8 @@
 """The local console: a web page like the Step Functions console, served beside `python -m emulator serve`.
 
 A small JSON API over the deployed app (machines and their definitions, executions, histories,
-the clock, the Slack stand-in's posts, alarms and what the app's topics received) and static pages that draw it with plain JavaScript and
+the clock, the Slack stand-in's posts, alarms, what the app's topics received and each on-call
+schedule's next two weeks) and static pages that draw it with plain JavaScript and
 the graph layout library pinned in package.json, all served from this machine (no CDN).
 """
 
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from boto3.dynamodb.types import TypeDeserializer
 from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.serving import make_server
@@ -30,6 +32,7 @@ VENDOR = {"dagre.min.js": ROOT / "node_modules" / "@dagrejs" / "dagre" / "dist" 
 _LISTED_EXECUTIONS = 100
 _LISTED_CHANGES = 50
 _LISTED_MESSAGES = 50
+ONCALL_DAYS = timedelta(days=14)
 _COMPARISONS = {"GreaterThanOrEqualToThreshold": ">=", "GreaterThanThreshold": ">", "LessThanThreshold": "<",
                 "LessThanOrEqualToThreshold": "<="}
 
@@ -56,6 +59,7 @@ class Console:
             Rule("/api/slack/click", endpoint="click", methods=["POST"]),
             Rule("/api/alarms", endpoint="alarms"),
             Rule("/api/topics", endpoint="topics"),
+            Rule("/api/oncall", endpoint="oncall"),
         ])
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -258,6 +262,32 @@ class Console:
         changes = list(reversed(self.aws.cloudwatch.changes[-_LISTED_CHANGES:]))
         return _json({"alarms": alarms, "changes": changes})
 
+    def _oncall(self, request: Request) -> Response:
+        """Each on-call schedule's shifts from now (simulated) for two weeks, in its zone; or why it cannot be read."""
+        # The functions' own module (standard library only), loaded as the stack loads it to check schedules.
+        from stacks.alert_notification.on_call import oncall_module
+
+        oncall = oncall_module()
+        table = self.deployment.output("AlertNotificationStack", "OnCallTableName")
+        now = datetime.fromtimestamp(self.aws.clock.now(), timezone.utc)
+        schedules = []
+        for page in self.aws.client("dynamodb").get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+            for raw in page["Items"]:
+                item = {name: _deserialize(value) for name, value in raw.items()}
+                try:
+                    schedule = oncall.parse_schedule(item)
+                except oncall.InvalidSchedule as invalid:
+                    schedules.append({"schedule_id": str(item.get("schedule_id")), "error": str(invalid)})
+                    continue
+                shifts = schedule.shifts(now, now + ONCALL_DAYS)
+                schedules.append({
+                    "schedule_id": schedule.schedule_id,
+                    "time_zone": schedule.zone.key,
+                    "shifts": [{"member": shift.member, "start": oncall.local_text(shift.start, schedule.zone),
+                                "end": oncall.local_text(shift.end, schedule.zone)} for shift in shifts],
+                })
+        return _json({"schedules": sorted(schedules, key=lambda s: s["schedule_id"])})
+
     def _topics(self, request: Request) -> Response:
         """What each topic the app's stacks output received, newest first (moto keeps every publish)."""
         from moto.sns.models import sns_backends
@@ -308,6 +338,9 @@ def _epoch(value: datetime | None) -> float | None:
 
 def _relative(path: Path | None) -> str | None:
     return path.relative_to(ROOT).as_posix() if path is not None else None
+
+
+_deserialize = TypeDeserializer().deserialize
 
 
 def _json(body: Any, status: int = 200) -> Response:

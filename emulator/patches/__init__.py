@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from emulator.awslambda import patches as awslambda
 from emulator.clock import SimClock
+from emulator.cloudformation import custom_resources
 from emulator.cloudformation import patches as cloudformation
 from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
@@ -93,6 +94,7 @@ def install_all(
     cloudformation.install_change_sets_by_stack()
     cloudformation.install_previous_ssm_parameter_values()
     cloudformation.install_resource_failures()
+    custom_resources.install_custom_resources(clock)  # after install_cloudformation_fidelity: it wraps its change sets
     # CloudWatch.
     cloudwatch.install_initial_alarm_state()
     cloudwatch.install_alarm_state_changes(on_alarm_change)

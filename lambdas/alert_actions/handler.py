@@ -1,4 +1,4 @@
-"""Alert action endpoint (public function URL): Acknowledge/Resolve links and Slack button clicks.
+"""Alert action endpoint (public function URL): Acknowledge/Resolve links, Slack button clicks and /oncall.
 
 GET shows, POST acts: one conditional UpdateItem per action, then the answer. What the channel is
 told (the follow-up, and for a Slack click the clicked message updated) is handed to the follow-up
@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
+import oncall_slash
 from alert_actions_logic import (
     Refused,
     Request,
@@ -36,6 +37,7 @@ from alert_actions_logic import (
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from boto3.dynamodb.types import TypeDeserializer
+from oncall_command import COMMAND
 
 from patterns_common.alert_action_links import TOKEN_PARAMETER, ActionClaim, ActionLinkKeys
 from patterns_common.alert_status import (
@@ -136,11 +138,14 @@ def show_link(request: Request, now: float) -> dict[str, Any]:
 
 
 def slack_interaction(request: Request, fields: dict[str, str], now: float) -> dict[str, Any]:
-    """A verified Slack request. A button click acts at once for the Slack member who clicked."""
+    """A verified Slack request: /oncall is answered from the on-call table; a button click acts at once
+    for the Slack member who clicked."""
     secret_name = os.environ.get("SLACK_SIGNING_SECRET_NAME")
     if not secret_name:
         raise Refused(403, "Slack requests are not accepted", "No Slack app signing secret is configured.")
     check_slack_signature(_secret(secret_name).encode(), request, now)
+    if fields.get("command") == COMMAND:
+        return oncall_slash.answer(fields, now)
     click = slack_click(fields)
     claim = claim_of(signing_keys, click.token, now)
     outcome = act(claim, by=click.user_id, now=now, clicked=click.message, response_url=click.response_url)

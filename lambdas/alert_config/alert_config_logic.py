@@ -19,6 +19,7 @@ from typing import Any
 
 from patterns_common.alert_action_links import LINK_LIFETIME_SECONDS, links_for
 from patterns_common.alert_executions import CLAIM_ATTRIBUTE, CLAIM_EXPIRY_ATTRIBUTE
+from patterns_common.oncall import SCHEDULE_ID, SCHEDULE_PREFIX, schedule_id_of
 
 DEFAULT_INTERVAL_SECONDS = 300
 MAX_TOTAL_WAIT_SECONDS = 86_400  # the machine's TimeoutSeconds (2 days) keeps a day for the work itself
@@ -36,6 +37,7 @@ MAX_HISTORY_EVENTS = 25_000
 # Attempts per task: 1 + the sum of MaxAttempts over the task's retriers in the ASL.
 FETCH_MAX_ATTEMPTS = 6
 READ_STATUS_MAX_ATTEMPTS = 4
+FIND_ON_CALL_MAX_ATTEMPTS = 6
 NOTIFY_MAX_ATTEMPTS = 10
 RELEASE_MAX_ATTEMPTS = 4
 # History events: a state is entered and exited (2); a task attempt is scheduled, started and ends
@@ -54,6 +56,8 @@ def _task(attempts: int) -> int:
 # can be 32 KiB.
 STATE_OVERHEAD_BYTES = 4_096
 CAUGHT_CAUSE_BYTES = 32_768
+# A round's note on one schedule (its id and why it had nobody to page; a reason names a field).
+PAGING_NOTE_BYTES = 512
 MAX_ERROR_NAME_LENGTH = 64  # error names a notification can fail with (ours, Lambda.*, States.*)
 
 
@@ -89,15 +93,25 @@ class AlertConfig:
     start_delay_seconds: int = 0
     # Per account, its signed action links {"acknowledge": url, "resolve": url}.
     links: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The on-call schedules the levels name (schedule:<id>): each round that has one finds who is
+    # on call when it notifies.
+    schedules: list[str] = field(default_factory=list)
+    # The occurrence the links are for (the item's raised_at): Find Who Is On Call signs its links for it too.
+    occurrence: str | None = None
 
     @property
     def users(self) -> list[str]:
-        """Every account the alert can notify, each once, in the order first notified."""
-        return list(dict.fromkeys(user for level in self.levels for user in level))
+        """Every account the alert can notify, each once, in the order first notified (schedules not included)."""
+        return list(dict.fromkeys(user for level in self.levels for user in level if schedule_id_of(user) is None))
 
     def level_sizes(self) -> list[int]:
-        """How many accounts each round notifies."""
-        return [len(self.levels[min(r, len(self.levels) - 1)]) for r in range(self.rounds)]
+        """Most accounts each round can notify: a schedule with nobody on call adds the next level's."""
+        return [self._level_size(min(r, len(self.levels) - 1)) for r in range(self.rounds)]
+
+    def _level_size(self, index: int) -> int:
+        level = self.levels[index]
+        falls_through = index + 1 < len(self.levels) and any(schedule_id_of(user) for user in level)
+        return len(level) + (self._level_size(index + 1) if falls_through else 0)
 
     def to_state(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,7 +153,8 @@ def parse_alert_config(
     message = item.get("message", f"Alert {alert_id} is active")
     if not isinstance(message, str) or not message.strip() or len(message) > MAX_MESSAGE_LENGTH:
         raise InvalidAlertConfig("message", f"must be a non-empty string of at most {MAX_MESSAGE_LENGTH} characters")
-    config = AlertConfig(alert_id, message, levels, rounds, interval, start_delay_seconds)
+    schedules = list(dict.fromkeys(s for level in levels for user in level if (s := schedule_id_of(user))))
+    config = AlertConfig(alert_id, message, levels, rounds, interval, start_delay_seconds, schedules=schedules)
     if links_for is not None:
         notifying_for = start_delay_seconds + (rounds - 1) * interval
         config = replace(config, links={user: links_for(user, notifying_for) for user in config.users})
@@ -160,7 +175,7 @@ def fetched_config(
     alert_id = item["alert_id"]
     # The occurrence the links are for, so the endpoint refuses them once the alarm raises the alert again
     occurrence = item.get("raised_at") if isinstance(item.get("raised_at"), str) else None
-    return parse_alert_config(
+    config = parse_alert_config(
         item,
         start_delay_seconds=start_delay_seconds,
         # A link stays valid for a day after the last round that can send it.
@@ -173,6 +188,7 @@ def fetched_config(
             occurrence=occurrence,
         ),
     )
+    return replace(config, occurrence=occurrence)
 
 
 def status_of(item: Mapping[str, Any]) -> str:
@@ -249,6 +265,11 @@ def _accounts(labelled: list[tuple[str, Any]]) -> list[str]:
         if user in users:
             # Named by position, not by account: the error lands in logs, traces and execution history.
             raise InvalidAlertConfig(label, f"is listed twice (also {users[user]})")
+        schedule_id = schedule_id_of(user)
+        if schedule_id is not None and not SCHEDULE_ID.fullmatch(schedule_id):
+            raise InvalidAlertConfig(
+                label, f"{SCHEDULE_PREFIX}<id> names an on-call schedule: 1 to 64 letters, digits, '.', '_' or '-'"
+            )
         users[user] = label
     return list(users)
 
@@ -269,12 +290,14 @@ def history_events(
     notifications_failed: bool,
     released: bool,
     deferred: bool = False,
+    find_on_call_attempts: int = 0,
 ) -> int:
     """Events of an execution that notified ``level_sizes[k]`` users in round k, each with
     ``notify_attempts`` attempts (the other tasks likewise) that all ended in failure when
-    ``notifications_failed``; that waited before its first round when ``delayed``; that ended
-    by releasing its claim (``released``) or in a Fail state; and whose every notification first
-    waited for its slot on the webhook's pace (``deferred``: one more attempt and one Wait state)."""
+    ``notifications_failed``; that waited before its first round when ``delayed``; that looked up
+    who is on call before every round (``find_on_call_attempts``, 0 for an alert naming no schedule);
+    that ended by releasing its claim (``released``) or in a Fail state; and whose every notification
+    first waited for its slot on the webhook's pace (``deferred``: one more attempt and one Wait state)."""
     rounds = len(level_sizes)
     # The Map iteration, the notification's attempts, and the Catch's Pass state for a failure.
     notify_user = 2 + _task(notify_attempts) + (_STATE if notifications_failed else 0)
@@ -284,10 +307,12 @@ def history_events(
     events += rounds * (_MAP + _STATE)  # each round's Map and the Choice after it
     events += (rounds - 1 + delayed) * (_STATE + _task(read_attempts) + _STATE)  # wait, status read, Choice
     events += sum(level_sizes) * notify_user
+    if find_on_call_attempts:
+        events += rounds * _task(find_on_call_attempts)
     return events + (_task(release_attempts) if released else 1)
 
 
-def worst_case_history_events(level_sizes: list[int]) -> int:
+def worst_case_history_events(level_sizes: list[int], *, schedules: bool = False) -> int:
     """Events of an execution whose every notification failed after every retry (one entry per round)."""
     return (
         history_events(
@@ -300,6 +325,7 @@ def worst_case_history_events(level_sizes: list[int]) -> int:
             notifications_failed=True,
             released=True,
             deferred=True,
+            find_on_call_attempts=FIND_ON_CALL_MAX_ATTEMPTS if schedules else 0,
         )
         + _STATE  # the release's Catch ends in a Succeed state when the claim was taken over
     )
@@ -318,7 +344,20 @@ def worst_case_state_bytes(config: AlertConfig) -> int:
         + _json_bytes(config.alert_id)
         + sum(failures)
         + largest_round
+        + _paging_bytes(config)
     )
+
+
+def _paging_bytes(config: AlertConfig) -> int:
+    """$paging, for an alert naming schedules: a round's people (on-call members of up to
+    MAX_USER_LENGTH characters) with their links, and its message with a note per schedule."""
+    if not config.schedules:
+        return 0
+    # A link carries its user's account (base64url: 4 bytes per 3) once per action.
+    link_bytes = max((_json_bytes(links) for links in config.links.values()), default=0) + 2 * (MAX_USER_LENGTH * 4 // 3 + 1)
+    people = max(config.level_sizes()) * (2 * (MAX_USER_LENGTH + 3) + link_bytes + 1)
+    notes = len(config.schedules) * PAGING_NOTE_BYTES
+    return _json_bytes(config.message) + notes + people
 
 
 def _level(config: AlertConfig, round_: int) -> list[str]:
@@ -339,7 +378,7 @@ def _check_limits(config: AlertConfig, field_name: str) -> None:
     limits: list[tuple[str, Callable[[AlertConfig], bool]]] = [
         (
             f"{MAX_HISTORY_EVENTS:,} history events",
-            lambda c: worst_case_history_events(c.level_sizes()) <= MAX_HISTORY_EVENTS,
+            lambda c: worst_case_history_events(c.level_sizes(), schedules=bool(c.schedules)) <= MAX_HISTORY_EVENTS,
         ),
         (f"the {MAX_PAYLOAD_BYTES // 1024} KiB payload limit", lambda c: worst_case_state_bytes(c) <= MAX_PAYLOAD_BYTES),
     ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -18,6 +20,7 @@ from constructs import Construct
 
 from stacks.alert_notification.actions import AlertActions
 from stacks.alert_notification.alarms import AlarmRaisedAlerts
+from stacks.alert_notification.on_call import OnCallSchedules
 from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
@@ -47,12 +50,14 @@ class AlertNotification(Construct):
     "attempt"}`` (``links``: the user's signed ``acknowledge`` and ``resolve`` URLs), returns when it
     delivered it and raises to report a failure (the error's name is what ``notifications_failed``
     records). ``actions_reserved_concurrency``: concurrency reserved for the public action endpoint
-    (None: none, see ``actions.py``). Exposes ``state_machine``, ``log_group``, ``notifier`` (the
-    function used), ``table``, ``functions``, the functions this construct made, by name, and
-    ``failure_queues`` and ``watched_metrics``, what a monitoring construct should alarm on.
+    (None: none, see ``actions.py``). ``schedules``: on-call schedule items (docs/on-call-schedules.md)
+    an escalation names as ``schedule:<id>``, validated at synth. Exposes ``on_call`` (its ``table``),
+    ``state_machine``, ``log_group``, ``notifier`` (the function used), ``table``, ``functions``, the
+    functions this construct made, by name, and ``failure_queues`` and ``watched_metrics``, what a
+    monitoring construct should alarm on.
 
-    Several may share a stack: the first keeps its table's logical id ``AlertTable``, each later
-    one's is its construct id followed by ``AlertTable``.
+    Several may share a stack: the first keeps its tables' logical ids ``AlertTable`` and
+    ``OnCallTable``, each later one's are its construct id followed by those.
     """
 
     def __init__(
@@ -65,6 +70,7 @@ class AlertNotification(Construct):
         slack_signing_secret_name: str | None = None,
         notifier: lambda_.IFunction | None = None,
         actions_reserved_concurrency: int | None = None,
+        schedules: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         super().__init__(scope, id_)
         if (notifier is None) == (slack_webhook_secret_name is None):
@@ -84,7 +90,7 @@ class AlertNotification(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
         # Stateful: the logical id must never change, or CloudFormation replaces the table.
-        self.table.node.default_child.override_logical_id(self._table_logical_id())
+        self.table.node.default_child.override_logical_id(self._table_logical_id("AlertTable"))
         # Alerts by the alarm that raises them (KEYS_ONLY: the alarm handler updates each item by key).
         # Written on the CloudFormation resource: an index CDK knows of widens every Table.grant to
         # <table>/index/*, and only the alarm handler may query it.
@@ -119,6 +125,17 @@ class AlertNotification(Construct):
         )
         self.watched_metrics = self.actions.watched_metrics
 
+        self.on_call = OnCallSchedules(
+            self,
+            "OnCall",
+            schedules=schedules,
+            signing_key=self.actions.signing_key,
+            webhook_secret=webhook_secret,
+            table_logical_id=self._table_logical_id("OnCallTable"),
+        )
+        # /oncall: the endpoint lists the schedules (Scan) and writes a person's cover (UpdateItem).
+        self.on_call.table.grant(self.actions.function, "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
+        self.actions.function.add_environment("ON_CALL_TABLE_NAME", self.on_call.table.table_name)
         fetch_config = PythonFunction(
             self,
             "FetchAlertConfig",
@@ -139,7 +156,16 @@ class AlertNotification(Construct):
             "FetchAlertConfig": fetch_config.function,
             "ActionsEndpoint": self.actions.function,
             "ActionsFollowUp": self.actions.follow_up,
+            "FindWhoIsOnCall": self.on_call.function,
+            "DeclaredOnCallSchedules": self.on_call.writer,
         }
+        if self.on_call.handoff is not None:
+            self.functions["HandoffNotice"] = self.on_call.handoff
+            # /oncall cover asks Handoff Notice to re-arm: the cover may move the next handoff.
+            self.actions.function.add_environment("HANDOFF_FUNCTION_NAME", self.on_call.handoff.function_name)
+            self.actions.function.add_to_role_policy(
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.on_call.handoff.function_arn])
+            )
 
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
             notifier = self._slack_notifier(webhook_secret)
@@ -159,12 +185,13 @@ class AlertNotification(Construct):
             substitutions={
                 "FetchAlertConfigFunctionArn": fetch_config.function.function_arn,
                 "NotifyUserFunctionArn": notifier.function_arn,
+                "FindWhoIsOnCallFunctionArn": self.on_call.function.function_arn,
                 "AlertTableName": self.table.table_name,
                 "AlertActionsUrl": self.actions.url,
             },
             comment="Notifies an alert's users on Slack, round after round, while the alert is active",
         )
-        machine.allow_invoke(fetch_config.function, notifier)
+        machine.allow_invoke(fetch_config.function, notifier, self.on_call.function)
         # GetItem: the status before each round; UpdateItem: releasing the alert's claim at the end.
         self.table.grant(machine.state_machine, "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.state_machine = machine.state_machine
@@ -285,15 +312,16 @@ class AlertNotification(Construct):
             self.alarms.failure_queue,
         ]
 
-    def _table_logical_id(self) -> str:
-        """``AlertTable`` for the stack's first alert setup (the id every deployed table has); a later
-        one's is derived from its own construct id, so adding one never renames another's table."""
+    def _table_logical_id(self, name: str) -> str:
+        """``name`` (``AlertTable``, ``OnCallTable``) for the stack's first alert setup (the id every
+        deployed table has); a later one's is derived from its own construct id, so adding one never
+        renames another's table."""
         stack = Stack.of(self)
         earlier = [c for c in stack.node.find_all() if isinstance(c, AlertNotification) and c is not self]
         if not earlier:
-            return "AlertTable"
+            return name
         within_stack = self.node.path[len(stack.node.path) + 1 :]
-        return re.sub(r"[^A-Za-z0-9]", "", within_stack) + "AlertTable"
+        return re.sub(r"[^A-Za-z0-9]", "", within_stack) + name
 
     def _slack_notifier(self, webhook_secret: secretsmanager.ISecret) -> lambda_.Function:
         """The default notifier: one Slack post per notification, idempotent on (execution, round, user)."""

@@ -29,6 +29,12 @@ class AlertNotificationStack(Stack):
         CfnOutput(self, "AlertTableName", value=pattern.table.table_name)
         CfnOutput(
             self,
+            "OnCallTableName",
+            value=pattern.on_call.table.table_name,
+            description="On-call schedules, one item per schedule (key schedule_id); escalation names them schedule:<id>",
+        )
+        CfnOutput(
+            self,
             "AlertActionsUrl",
             value=pattern.actions.url,
             description="Endpoint of the Acknowledge/Resolve links; a Slack app's interactivity Request URL",

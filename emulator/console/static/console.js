@@ -1,4 +1,4 @@
-// The local console's pages: state machines, executions, one execution, alarms; and the clock in the header.
+// The local console's pages: state machines, executions, one execution, alarms, on-call schedules; and the clock in the header.
 // Plain JavaScript over the JSON API in emulator/console/__init__.py; every page polls once a second.
 "use strict";
 
@@ -297,6 +297,28 @@ function firstLine(text) {
   }
 }
 
+// ---- on-call schedules --------------------------------------------------------------------------
+
+async function oncallPage() {
+  const list = el("div", { id: "oncall" });
+  view.replaceChildren(el("h1", {}, "On call"),
+    el("p", { class: "muted" }, "Each schedule of the on-call table for the next two weeks of simulated time: " +
+      "who is on call from when to when, in the schedule's time zone (layers, restrictions and overrides applied)."),
+    list);
+  const refresh = async () => {
+    const { schedules } = await api("/api/oncall");
+    list.replaceChildren(...(schedules.length ? schedules.map((s) => el("section", { class: "card", "data-schedule": s.schedule_id },
+      el("h2", {}, s.error ? s.schedule_id : `${s.schedule_id} (${s.time_zone})`),
+      s.error ? el("p", { class: "error" }, s.error) :
+        el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "On call"), el("th", {}, "From"), el("th", {}, "Until"))),
+          el("tbody", {}, ...s.shifts.map((shift) => el("tr", { "data-member": shift.member || "" },
+            el("td", {}, shift.member || "nobody (a gap: the next level is paged)"), el("td", {}, shift.start), el("td", {}, shift.end)))))))
+      : [el("p", { class: "muted" }, "No schedules yet: put one into the table of OnCallTableName (docs/on-call-schedules.md).")]));
+  };
+  await refresh();
+  pageTimer = setInterval(refresh, 5000);
+}
+
 // ---- routing -----------------------------------------------------------------------------------
 
 async function route() {
@@ -308,6 +330,7 @@ async function route() {
     else if (hash === "#/executions") await executionsPage();
     else if (hash === "#/slack") await slackPage();
     else if (hash === "#/alarms") await alarmsPage();
+    else if (hash === "#/oncall") await oncallPage();
     else await machinesPage();
   } catch (failure) {
     view.replaceChildren(el("p", { class: "error" }, failure.message));

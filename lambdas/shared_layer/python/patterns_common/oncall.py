@@ -1,0 +1,304 @@
+"""On-call schedules: the item form validated, who is on call at an instant, and the shifts between two instants.
+
+A schedule is one item of the on-call table (docs/on-call-schedules.md): an IANA ``time_zone``,
+``layers`` (a rotation of ``members`` from a local ``start``, ``shift`` long, optionally limited by
+``restrictions``) and ``overrides``. A later layer wins wherever it has someone; an override wins over
+every layer. The same code validates a schedule at synth (``AlertNotification(schedules=...)``) and
+at runtime, so nothing the app deploys can be refused later.
+
+Day and week shifts hand off at the same local wall-clock time, so a day is 23 or 25 hours across a
+daylight-saving change; hour shifts are elapsed hours. A wall-clock time is read with fold 0: a time
+skipped in spring is taken at the offset before the change (02:30 on a night that skips 02:00-03:00
+is 03:30), a time repeated in autumn is its first occurrence.
+
+Zones come from the operating system's time zone database through the standard library's zoneinfo.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta, timezone
+from typing import Any
+
+SCHEDULE_PREFIX = "schedule:"
+SCHEDULE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+DAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
+FIELDS = ("schedule_id", "time_zone", "layers", "overrides")
+LAYER_FIELDS = ("members", "start", "shift", "restrictions")
+RESTRICTION_FIELDS = ("days", "start", "end")
+OVERRIDE_FIELDS = ("member", "start", "end")
+MAX_MEMBER_LENGTH = 254  # as an alert's accounts
+_LOCAL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+_CLOCK_TIME = re.compile(r"\d{2}:\d{2}")
+# Hours, days or weeks, one unit: a mix would be part elapsed, part wall-clock time.
+_SHIFT = re.compile(r"P(?:(?P<weeks>\d+)W|(?P<days>\d+)D|T(?P<hours>\d+)H)")
+
+
+class InvalidSchedule(Exception):
+    """A schedule that cannot be used; the message names the schedule and the field."""
+
+    def __init__(self, schedule_id: str, field: str, problem: str) -> None:
+        super().__init__(f"schedule {schedule_id!r}, {field}: {problem}")
+        self.schedule_id = schedule_id
+
+
+@dataclass(frozen=True)
+class Restriction:
+    days: frozenset[int]  # 0 is Monday, as date.weekday()
+    start: time
+    end: time  # before start: the window runs past midnight into the next day
+
+    def covers(self, local: datetime) -> bool:
+        clock, day = local.time(), local.weekday()
+        if self.start < self.end:
+            return day in self.days and self.start <= clock < self.end
+        return (day in self.days and clock >= self.start) or ((day - 1) % 7 in self.days and clock < self.end)
+
+
+@dataclass(frozen=True)
+class Layer:
+    members: tuple[str, ...]
+    start: datetime  # local wall-clock time of the first handoff (naive)
+    shift: timedelta
+    wall_clock: bool  # day and week shifts: handoffs at the same local time; hour shifts: elapsed
+    restrictions: tuple[Restriction, ...]
+
+
+@dataclass(frozen=True)
+class Override:
+    member: str
+    start: datetime  # aware instants
+    end: datetime
+
+
+@dataclass(frozen=True)
+class Shift:
+    """Who is on call from ``start`` to ``end`` (aware, in the schedule's zone); ``member`` None is a gap."""
+
+    member: str | None
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True)
+class Schedule:
+    schedule_id: str
+    zone: zoneinfo.ZoneInfo
+    layers: tuple[Layer, ...]
+    overrides: tuple[Override, ...]
+
+    def instant(self, local: datetime) -> datetime:
+        """The instant a local wall-clock time names (fold 0, see the module's docstring)."""
+        return local.replace(tzinfo=self.zone).astimezone(timezone.utc)
+
+    def handoff(self, layer: Layer, n: int) -> datetime:
+        if layer.wall_clock:
+            return self.instant(layer.start + n * layer.shift)
+        return self.instant(layer.start) + n * layer.shift
+
+    def shift_index(self, layer: Layer, at: datetime) -> int:
+        """The shift of ``layer`` running at ``at`` (negative before the layer's start)."""
+        if layer.wall_clock:
+            local = at.astimezone(self.zone).replace(tzinfo=None)
+            n = (local - layer.start) // layer.shift  # at most one off, around a daylight-saving change
+        else:
+            n = (at - self.instant(layer.start)) // layer.shift
+        while self.handoff(layer, n + 1) <= at:
+            n += 1
+        while self.handoff(layer, n) > at:
+            n -= 1
+        return n
+
+    def layer_member(self, layer: Layer, at: datetime) -> str | None:
+        n = self.shift_index(layer, at)
+        if n < 0:
+            return None
+        if layer.restrictions and not any(r.covers(at.astimezone(self.zone)) for r in layer.restrictions):
+            return None
+        return layer.members[n % len(layer.members)]
+
+    def on_call(self, at: datetime) -> str | None:
+        """Who is on call at the aware instant ``at``; None when nobody is (a gap)."""
+        for override in self.overrides:
+            if override.start <= at < override.end:
+                return override.member
+        for layer in reversed(self.layers):
+            member = self.layer_member(layer, at)
+            if member is not None:
+                return member
+        return None
+
+    def shifts(self, start: datetime, end: datetime) -> list[Shift]:
+        """The final schedule from ``start`` to ``end``: consecutive shifts, gaps included, times in the zone."""
+        edges = {start, end, *self._edges(start, end)}
+        instants = sorted(edge for edge in edges if start <= edge <= end)
+        shifts: list[Shift] = []
+        for begin, finish in zip(instants, instants[1:]):
+            member = self.on_call(begin)
+            if shifts and shifts[-1].member == member:
+                shifts[-1] = Shift(member, shifts[-1].start, finish.astimezone(self.zone))
+            else:
+                shifts.append(Shift(member, begin.astimezone(self.zone), finish.astimezone(self.zone)))
+        return shifts
+
+    def _edges(self, start: datetime, end: datetime) -> Iterable[datetime]:
+        """Every instant at which the person on call may change between ``start`` and ``end``."""
+        for override in self.overrides:
+            yield from (override.start, override.end)
+        first_day = start.astimezone(self.zone).date() - timedelta(days=1)
+        days = (end.astimezone(self.zone).date() - first_day).days + 1
+        for layer in self.layers:
+            yield from (self.handoff(layer, n) for n in range(self.shift_index(layer, start), self.shift_index(layer, end) + 2))
+            for restriction in layer.restrictions:
+                for offset in range(days):
+                    day = first_day + timedelta(days=offset)
+                    yield self.instant(datetime.combine(day, restriction.start))
+                    yield self.instant(datetime.combine(day, restriction.end))
+
+
+def schedule_id_of(target: str) -> str | None:
+    """The schedule an escalation target names (``schedule:<id>``), or None for a person's account."""
+    return target[len(SCHEDULE_PREFIX):] if target.startswith(SCHEDULE_PREFIX) else None
+
+
+def parse_schedule(item: Any) -> Schedule:
+    """The validated schedule of an item as written (or read from DynamoDB); InvalidSchedule if unusable."""
+    raw_id = item.get("schedule_id") if isinstance(item, Mapping) else None
+    if not isinstance(raw_id, str) or not SCHEDULE_ID.fullmatch(raw_id):
+        raise InvalidSchedule(
+            str(raw_id), "schedule_id", "must be 1 to 64 letters, digits, '.', '_' or '-' (escalation names it as schedule:<id>)"
+        )
+    fail = _failing(raw_id)
+    _known_fields(item, FIELDS, "", fail)
+    zone = _zone(item.get("time_zone"), fail)
+    layers = item.get("layers")
+    if not isinstance(layers, list) or not layers:
+        fail("layers", "must be a non-empty list of layers, each {members, start, shift}")
+    schedule = Schedule(raw_id, zone, tuple(_layer(layer, f"layers[{i}]", fail) for i, layer in enumerate(layers)), ())
+    overrides = item.get("overrides", [])
+    if not isinstance(overrides, list):
+        fail("overrides", "must be a list of {member, start, end}")
+    parsed = [_override(schedule, override, f"overrides[{i}]", fail) for i, override in enumerate(overrides)]
+    for i, later in enumerate(parsed):
+        for j, earlier in enumerate(parsed[:i]):
+            if later.start < earlier.end and earlier.start < later.end:
+                fail(f"overrides[{i}]", f"overlaps overrides[{j}]: two overrides cannot cover the same time")
+    return Schedule(raw_id, zone, schedule.layers, tuple(parsed))
+
+
+def _failing(schedule_id: str) -> Callable[[str, str], None]:
+    def fail(field: str, problem: str) -> None:
+        raise InvalidSchedule(schedule_id, field, problem)
+
+    return fail
+
+
+def _known_fields(value: Mapping[str, Any], known: tuple[str, ...], label: str, fail: Callable[[str, str], None]) -> None:
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        fail(f"{label}{'.' if label else ''}{unknown[0]}", f"is not a field here (the fields are {', '.join(known)})")
+
+
+def _zone(name: Any, fail: Callable[[str, str], None]) -> zoneinfo.ZoneInfo:
+    if not isinstance(name, str) or not name:
+        fail("time_zone", "is required: an IANA zone such as Europe/Berlin")
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        if not zoneinfo.available_timezones():
+            fail("time_zone", f"{name!r} cannot be looked up: this machine has no time zone database (tzdata)")
+        fail("time_zone", f"{name!r} is not an IANA time zone (such as Europe/Berlin or America/New_York)")
+    raise AssertionError("unreachable")  # fail() always raises
+
+
+def _local_time(value: Any, field: str, fail: Callable[[str, str], None]) -> datetime:
+    parsed = None
+    if isinstance(value, str) and _LOCAL_TIME.fullmatch(value):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+    if parsed is None:
+        fail(field, f"must be a local time YYYY-MM-DDTHH:MM in the schedule's zone (no offset), got {value!r}")
+    return parsed
+
+
+def _clock_time(value: Any, field: str, fail: Callable[[str, str], None]) -> time:
+    parsed = None
+    if isinstance(value, str) and _CLOCK_TIME.fullmatch(value):
+        try:
+            parsed = time.fromisoformat(value)
+        except ValueError:
+            pass
+    if parsed is None:
+        fail(field, f"must be a local time of day HH:MM, got {value!r}")
+    return parsed
+
+
+def _member(value: Any, field: str, fail: Callable[[str, str], None]) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_MEMBER_LENGTH or value.startswith(SCHEDULE_PREFIX):
+        fail(field, f"must be a person's account (a non-empty string of at most {MAX_MEMBER_LENGTH} characters, not a schedule)")
+    return value
+
+
+def _layer(value: Any, label: str, fail: Callable[[str, str], None]) -> Layer:
+    if not isinstance(value, Mapping):
+        fail(label, "must be a layer {members, start, shift}")
+    _known_fields(value, LAYER_FIELDS, label, fail)
+    members = value.get("members")
+    if not isinstance(members, list) or not members:
+        fail(f"{label}.members", "must be a non-empty list: a rotation needs someone to rotate")
+    members = tuple(_member(member, f"{label}.members[{i}]", fail) for i, member in enumerate(members))
+    start = _local_time(value.get("start"), f"{label}.start", fail)
+    shift = value.get("shift")
+    match = _SHIFT.fullmatch(shift) if isinstance(shift, str) else None
+    amount = int(next(number for number in match.groupdict().values() if number is not None)) if match else 0
+    if amount <= 0:
+        fail(f"{label}.shift", f"must be an ISO 8601 duration in hours, days or weeks (PT12H, P1D, P1W), got {shift!r}")
+    unit = next(name for name, number in match.groupdict().items() if number is not None)
+    restrictions = value.get("restrictions", [])
+    if not isinstance(restrictions, list):
+        fail(f"{label}.restrictions", "must be a list of {days, start, end}")
+    return Layer(
+        members,
+        start,
+        timedelta(**{unit: amount}),
+        unit != "hours",
+        tuple(_restriction(r, f"{label}.restrictions[{i}]", fail) for i, r in enumerate(restrictions)),
+    )
+
+
+def _restriction(value: Any, label: str, fail: Callable[[str, str], None]) -> Restriction:
+    if not isinstance(value, Mapping):
+        fail(label, "must be a window {days, start, end}")
+    _known_fields(value, RESTRICTION_FIELDS, label, fail)
+    days = value.get("days")
+    if not isinstance(days, list) or not days or any(day not in DAYS for day in days):
+        fail(f"{label}.days", f"must be a non-empty list of {', '.join(DAYS)}")
+    start = _clock_time(value.get("start"), f"{label}.start", fail)
+    end = _clock_time(value.get("end"), f"{label}.end", fail)
+    if start == end:
+        fail(f"{label}.end", "must differ from start (an end before start runs past midnight)")
+    return Restriction(frozenset(DAYS.index(day) for day in days), start, end)
+
+
+def _override(schedule: Schedule, value: Any, label: str, fail: Callable[[str, str], None]) -> Override:
+    if not isinstance(value, Mapping):
+        fail(label, "must be an override {member, start, end}")
+    _known_fields(value, OVERRIDE_FIELDS, label, fail)
+    member = _member(value.get("member"), f"{label}.member", fail)
+    start = schedule.instant(_local_time(value.get("start"), f"{label}.start", fail))
+    end = schedule.instant(_local_time(value.get("end"), f"{label}.end", fail))
+    if end <= start:
+        fail(f"{label}.end", "must be after start")
+    return Override(member, start, end)
+
+
+def local_text(instant: datetime, zone: zoneinfo.ZoneInfo) -> str:
+    """An instant as people of the schedule read it: ``Mon 2026-11-02 09:00 CET``."""
+    local = instant.astimezone(zone)
+    return f"{DAYS[local.weekday()].title()} {local:%Y-%m-%d %H:%M} {local.tzname()}"
+

@@ -1,0 +1,246 @@
+"""On-call schedules end to end: alerts whose escalation names schedule:<id>, run in the local emulator.
+
+Who is on call is worked out by hand from the schedule each test writes (issue 31: member k holds
+shift n, k = n mod len(members); hour shifts are elapsed hours; before its start a layer has no one),
+against the emulator's simulated clock, which the app's handlers read as the time.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
+
+import pytest
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from selenium.webdriver.common.by import By
+
+from tests.browser import until
+from tests.emulator_helpers import unique, wait_for
+from tests.test_alert_notification_execution import MACHINE, STACK, AlertTable, _users, notifications
+
+FIND = "Find Who Is On Call"
+NEW_YORK = ZoneInfo("America/New_York")
+A = "U0HANDOFF1"  # the incoming person of the handoff notice test
+
+
+class OnCallTable:
+    """Writes schedule items as a person would (`aws dynamodb put-item` on OnCallTableName), removed after the test."""
+
+    def __init__(self, deployment) -> None:
+        self.name = deployment.output(STACK, "OnCallTableName")
+        self.client = deployment.client("dynamodb")
+        self.written: list[str] = []
+
+    def put(self, **item: Any) -> str:
+        serialize = TypeSerializer().serialize
+        self.client.put_item(TableName=self.name, Item={key: serialize(value) for key, value in item.items()})
+        self.written.append(item["schedule_id"])
+        return item["schedule_id"]
+
+    def delete_all(self) -> None:
+        for schedule_id in self.written:
+            self.client.delete_item(TableName=self.name, Key={"schedule_id": {"S": schedule_id}})
+
+
+@pytest.fixture
+def slack(deployment):
+    deployment.slack.reset()
+    yield deployment.slack
+    deployment.slack.reset()
+
+
+@pytest.fixture
+def alerts(deployment) -> Iterator[AlertTable]:
+    table = AlertTable(deployment)
+    yield table
+    table.delete_all()
+
+
+@pytest.fixture
+def on_call(deployment) -> Iterator[OnCallTable]:
+    table = OnCallTable(deployment)
+    yield table
+    table.delete_all()
+
+
+def _local_minute(instant: datetime) -> str:
+    return instant.astimezone(NEW_YORK).strftime("%Y-%m-%dT%H:%M")
+
+
+def test_a_handoff_during_an_escalation_reaches_the_new_person_in_the_next_round(deployment, slack, alerts, on_call):
+    # Given: hourly shifts, A then B, whose handoff falls 2 to 3 simulated minutes from now: the layer
+    # started an hour before it, so A holds shift 0 now and B (shift 1) from the handoff on
+    first, second = _users("first", "second")
+    now = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc)
+    handoff = now.replace(second=0, microsecond=0) + timedelta(minutes=3)
+    # (in UTC: a New York start an hour before could fall in the hour its clocks repeat once a year)
+    schedule_id = on_call.put(
+        schedule_id=unique("hourly"), time_zone="UTC",
+        layers=[{"members": [first, second], "start": f"{handoff - timedelta(hours=1):%Y-%m-%dT%H:%M}", "shift": "PT1H"}],
+    )
+    # And: an alert paging the schedule in two rounds 300 s apart (round 2 comes after the handoff)
+    alert_id = alerts.put(alert_id=unique("paging-schedule"), notification_count=2, interval_seconds=300,
+                          escalation=[[f"schedule:{schedule_id}"]], message="Queue depth above 1000")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: round 1 paged A, round 2 paged B; each round looked the schedule up when it notified
+    assert result.status == "SUCCEEDED", result.cause
+    assert sorted((n.round, n.user) for n in notifications(slack, alert_id)) == [(1, first), (2, second)]
+    assert result.entered(FIND) == 2
+    assert result.output["notifications_sent"] == 2
+
+
+def test_a_gap_falls_to_the_next_level_and_the_message_names_the_schedule(deployment, slack, alerts, on_call):
+    # Given: a rotation that starts tomorrow (before its start a layer has no one), then a lead
+    (member,), (lead,) = _users("member"), _users("lead")
+    tomorrow = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc) + timedelta(days=1)
+    schedule_id = on_call.put(schedule_id=unique("later"), time_zone="America/New_York",
+                              layers=[{"members": [member], "start": _local_minute(tomorrow), "shift": "P1D"}])
+    alert_id = alerts.put(alert_id=unique("gap"), notification_count=1,
+                          escalation=[[f"schedule:{schedule_id}"], [lead]], message="Error rate above 5%")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the lead was paged in round 1, told which schedule had nobody on call
+    assert result.status == "SUCCEEDED", result.cause
+    [sent] = notifications(slack, alert_id)
+    assert (sent.round, sent.user) == (1, lead)
+    assert sent.message.startswith("Error rate above 5%\n")
+    assert f"Schedule {schedule_id} has nobody on call." in sent.message
+
+
+def test_an_unreadable_schedule_with_no_later_level_fails_the_alert_naming_it(deployment, slack, alerts, on_call):
+    # Given: an alert paging a schedule the table does not have
+    alert_id = alerts.put(alert_id=unique("unreadable"), notification_count=1,
+                          escalation=[["schedule:no-such-schedule"]], message="Disk full")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the execution fails under the error's name, naming the schedule; nobody was notified
+    assert result.status == "FAILED"
+    assert result.error == "ScheduleUnreadable"
+    assert result.cause == "schedule:no-such-schedule: the on-call table has no such schedule"
+    assert notifications(slack, alert_id) == []
+
+
+def _slash(deployment, text: str, *, user: str, age_seconds: float = 0) -> tuple[int, str]:
+    """/oncall as Slack sends a slash command: a form POST to the Request URL (AlertActionsUrl), signed by
+    the stand-in with the app's signing secret (https://api.slack.com/interactivity/slash-commands)."""
+    body = urlencode({"token": "stand-in-verification-token", "team_id": "T0001", "channel_id": "C0001",
+                      "user_id": user, "command": "/oncall", "text": text,
+                      "response_url": "https://hooks.slack.com/commands/T0001/1/abc", "trigger_id": "1.2.3"})
+    stamp = str(int(deployment.aws.clock.now() - age_seconds))
+    request = urllib.request.Request(
+        deployment.output(STACK, "AlertActionsUrl"), data=body.encode(), method="POST",
+        headers={"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": stamp,
+                 "X-Slack-Signature": deployment.slack.sign(stamp, body)})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read().decode()
+
+
+def _local_text(instant: datetime) -> str:
+    local = instant.astimezone(NEW_YORK)
+    return f"{local:%a %Y-%m-%d %H:%M} {local.tzname()}"
+
+
+def test_oncall_signed_by_slack_lists_the_schedule_and_a_stale_one_is_refused(deployment, on_call):
+    # Given: two-hour shifts, A then B, the first started an hour ago (to the minute)
+    first, second = "U0FIRST01", "U0SECOND2"
+    started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=1)
+    schedule_id = on_call.put(schedule_id=unique("two-hourly"), time_zone="America/New_York",
+                              layers=[{"members": [first, second], "start": _local_minute(started), "shift": "PT2H"}])
+    # When: /oncall, signed now
+    status, body = _slash(deployment, "", user="U0ASKING1")
+    # Then: 200 and, for this schedule, A until the handoff and B for the shift after, in New York time
+    assert status == 200, body
+    answer = json.loads(body)
+    assert answer["response_type"] == "ephemeral"
+    handoff = started + timedelta(hours=2)
+    assert (
+        f"*{schedule_id}* (America/New_York)\n"
+        f"• now: <@{first}> until {_local_text(handoff)}\n"
+        f"• next: <@{second}> from {_local_text(handoff)} until {_local_text(handoff + timedelta(hours=2))}"
+    ) in answer["text"]
+    # When: the same command signed six minutes ago (Slack: refuse more than five minutes)
+    status, _ = _slash(deployment, f"cover {schedule_id}", user="U0ASKING1", age_seconds=360)
+    # Then: refused, and nobody covers anything
+    assert status == 401
+    item = deployment.client("dynamodb").get_item(TableName=on_call.name, Key={"schedule_id": {"S": schedule_id}})["Item"]
+    assert "overrides" not in item
+
+
+def test_the_console_shows_each_schedules_next_two_weeks_in_its_zone(deployment, on_call, console, browser):
+    # Given: a weekly rotation, A then B, whose first week began a day ago (to the minute), in UTC
+    first, second = "U0WEEK0A1", "U0WEEK0B2"
+    started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(days=1)
+    schedule_id = on_call.put(schedule_id=unique("weekly"), time_zone="UTC",
+                              layers=[{"members": [first, second], "start": started.strftime("%Y-%m-%dT%H:%M"), "shift": "P1W"}])
+    # When: the console's on-call page is opened
+    browser.get(console.url + "#/oncall")
+    section = f'section[data-schedule="{schedule_id}"]'
+    until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f"{section} tbody tr"), "the schedule's shifts")
+    rows = [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+            for row in browser.find_elements(By.CSS_SELECTOR, f"{section} tbody tr")]
+    # Then: A until the handoff 6 days from now, B for the week after, A again to the end of the two weeks
+    handoff = started + timedelta(weeks=1)
+    assert [row[0] for row in rows] == [first, second, first]
+    assert rows[0][2] == rows[1][1] == f"{handoff:%a %Y-%m-%d %H:%M} UTC"
+    assert rows[1][2] == rows[2][1] == f"{handoff + timedelta(weeks=1):%a %Y-%m-%d %H:%M} UTC"
+
+
+def test_schedules_declared_with_the_app_are_in_its_on_call_table_after_deployment(deployment):
+    # Given: the example team app declares one schedule (examples/team_stack.py), deployed with the app
+    from examples.team_stack import TEAM_ON_CALL
+
+    table = deployment.output("TeamPatternsStack", "OnCallTableName")
+
+    # When: its on-call table is read
+    item = deployment.client("dynamodb").get_item(TableName=table, Key={"schedule_id": {"S": "team-weekly"}})["Item"]
+
+    # Then: the item is the schedule as declared (issue 31: "writes the items at deploy")
+    assert {key: TypeDeserializer().deserialize(value) for key, value in item.items()} == TEAM_ON_CALL
+
+
+def test_the_incoming_person_is_told_in_slack_at_the_handoff_minute(deployment, slack):
+    # Given: a schedule in Kolkata (UTC+05:30, no daylight saving) whose only layer starts ten minutes
+    # from now: nobody before, A from then on, so A is handed the shift at that instant (issue 31:
+    # "before its start, a layer has no one")
+    kolkata = ZoneInfo("Asia/Kolkata")
+    aws = deployment.aws
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
+    table = OnCallTable(deployment)
+    table.put(schedule_id=unique("handoff"), time_zone="Asia/Kolkata",
+              layers=[{"members": [A], "start": f"{handoff.astimezone(kolkata):%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    lam = deployment.client("lambda")
+    [function] = [f for f in lam.list_functions()["Functions"]
+                  if f["FunctionName"].startswith(STACK) and "HandoffNotice" in f["FunctionName"]]
+    name = function["FunctionName"]  # its schedule is named as the function (docs/on-call-schedules.md)
+    aws.scheduler.fire_on_clock({name})
+    try:
+        # When: Handoff Notice is asked to arm (as the deployment and /oncall cover ask it)
+        lam.invoke(FunctionName=function["FunctionName"], Payload=b"{}")
+        # Then: its one-time schedule names the handoff in the schedule's own zone (EventBridge Scheduler
+        # User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss) evaluated in ScheduleExpressionTimezone)
+        armed = deployment.client("scheduler").get_schedule(Name=name)
+        assert armed["ScheduleExpression"] == f"at({handoff.astimezone(kolkata):%Y-%m-%dT%H:%M:%S})"
+        assert armed["ScheduleExpressionTimezone"] == "Asia/Kolkata"
+
+        # When: simulated time reaches the handoff
+        aws.clock.advance(max(0.0, handoff.timestamp() - aws.clock.now()))
+        wait_for(lambda: any(A in str(post.body) for post in slack.posts), "the handoff notice in Slack")
+
+        # Then: one notice, mentioning A, posted within the handoff's minute (Scheduler's precision)
+        [notice] = [post for post in slack.posts if A in str(post.body)]
+        assert f"<@{A}>" in notice.body["text"] and "starts now" in notice.body["text"]
+        assert handoff.timestamp() <= float(notice.ts) < handoff.timestamp() + 60
+    finally:
+        aws.scheduler.fire_on_clock(set())
+        table.delete_all()

@@ -1,0 +1,97 @@
+"""On-call schedules in the template: the table, its output, what Find Who Is On Call may do, and schedules checked at synth."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Match, Template
+
+from stacks.alert_notification.construct import AlertNotification
+from stacks.common.team_function import InvalidProp
+from tests.app_config import app_config
+from tests.test_alert_notification_infrastructure import function_id, statements_for, synthesize
+
+PRIMARY = {"schedule_id": "primary", "time_zone": "Europe/Berlin",
+           "layers": [{"members": ["U0AAAAAA1", "U0BBBBBB2"], "start": "2026-11-02T09:00", "shift": "P7D"}]}
+
+
+@pytest.fixture(scope="module")
+def template() -> Template:
+    return synthesize(app_config())
+
+
+def test_the_stack_publishes_the_on_call_table_keyed_by_schedule_id_and_retained(template):
+    template.has_output("OnCallTableName", {"Value": {"Ref": "OnCallTable"}})
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "Properties": Match.object_like({"KeySchema": [{"AttributeName": "schedule_id", "KeyType": "HASH"}]}),
+            "DeletionPolicy": "Retain",
+        },
+    )
+
+
+def test_find_who_is_on_call_only_reads_schedules_and_the_link_key(template):
+    granted = statements_for(template, "FindWhoIsOnCall")
+    assert granted["dynamodb:GetItem"] == [{"Fn::GetAtt": ["OnCallTable", "Arn"]}]
+    assert set(granted) == {"dynamodb:GetItem", "secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"}
+    function = template.to_json()["Resources"][function_id(template, "FindWhoIsOnCall")]
+    assert function["Properties"]["Environment"]["Variables"]["ON_CALL_TABLE_NAME"] == {"Ref": "OnCallTable"}
+
+
+def _alerts(schedules):
+    stack = Stack(App(), "Team")
+    return AlertNotification(stack, "Alerts", schedule="rate(1 hour)", slack_webhook_secret_name="team/slack",
+                             schedules=schedules)
+
+
+def test_declared_schedules_are_checked_at_synth_by_the_runtimes_code():
+    _alerts([PRIMARY])  # accepted
+    broken = {**PRIMARY, "layers": [{**PRIMARY["layers"][0], "shift": "P1M"}]}
+    with pytest.raises(InvalidProp, match=r"^schedules\[1\]: schedule 'primary', layers\[0\]\.shift: must be an ISO 8601"):
+        _alerts([{**PRIMARY, "schedule_id": "secondary"}, broken])
+    with pytest.raises(InvalidProp, match=r"^schedules\[1\]: schedule 'primary' is declared twice"):
+        _alerts([PRIMARY, PRIMARY])
+
+
+def test_the_action_endpoint_lists_schedules_and_writes_covers_on_the_on_call_table_only(template):
+    # /oncall: Scan lists the schedules, GetItem and UpdateItem add a person's cover
+    assert statements_for(template, "ActionsEndpointRole", table="OnCallTable") == {
+        action: [{"Fn::GetAtt": ["OnCallTable", "Arn"]}] for action in ("dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
+    }
+
+
+def test_declared_schedules_are_a_custom_resource_whose_function_only_puts_and_deletes_on_call_items():
+    app = App()
+    stack = Stack(app, "S")
+    AlertNotification(stack, "A", schedule="rate(1 hour)", slack_webhook_secret_name="w", schedules=[PRIMARY])
+    template = Template.from_stack(stack)
+    [resource] = template.find_resources("Custom::DeclaredOnCallSchedules").values()
+    assert json.loads(resource["Properties"]["Schedules"]) == [PRIMARY]
+    assert resource["Properties"]["ServiceTimeout"] == "300"  # seconds, as CDK writes the Duration
+    service_token = resource["Properties"]["ServiceToken"]["Fn::GetAtt"][0]
+    assert template.to_json()["Resources"][service_token]["Properties"]["Runtime"].startswith("python")
+    granted = statements_for(template, "DeclaredSchedules")
+    # Its items and nothing else; and it asks Handoff Notice to arm the first notice.
+    assert set(granted) == {"dynamodb:PutItem", "dynamodb:DeleteItem", "lambda:InvokeFunction"}
+    assert granted["dynamodb:PutItem"] == granted["dynamodb:DeleteItem"] == [{"Fn::GetAtt": ["OnCallTable", "Arn"]}]
+    assert granted["lambda:InvokeFunction"] == {"Fn::GetAtt": [function_id(template, "HandoffNotice"), "Arn"]}
+
+
+def test_handoff_notice_arms_only_its_own_schedule_which_may_only_invoke_it():
+    app = App()
+    stack = Stack(app, "S", env={"account": "123456789012", "region": "us-east-1"})
+    AlertNotification(stack, "A", schedule="rate(1 hour)", slack_webhook_secret_name="w")
+    template = Template.from_stack(stack)
+    handoff = function_id(template, "HandoffNotice")
+    granted = {**statements_for(template, "HandoffNotice"), **statements_for(template, "ArmHandoffSchedule")}
+    # The one schedule, named as the function
+    assert granted["scheduler:CreateSchedule"] == granted["scheduler:UpdateSchedule"] == {"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, ":scheduler:us-east-1:123456789012:schedule/default/", {"Ref": handoff}]]}
+    assert granted["dynamodb:Scan"] == [{"Fn::GetAtt": ["OnCallTable", "Arn"]}]
+    assert set(granted) == {"scheduler:CreateSchedule", "scheduler:UpdateSchedule", "iam:PassRole", "dynamodb:Scan",
+                            "secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"}
+    # The role Scheduler assumes (EventBridge Scheduler User Guide, "Set up the execution role") invokes it only.
+    assert statements_for(template, "HandoffSchedulerRole") == {"lambda:InvokeFunction": {"Fn::GetAtt": [handoff, "Arn"]}}

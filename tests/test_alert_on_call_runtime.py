@@ -1,0 +1,293 @@
+"""Find Who Is On Call: a round's schedule targets resolved at the moment it notifies, gaps and unreadable schedules.
+
+Expected people are worked out by hand from issue 31: ``schedule:<id>`` is whoever the schedule has on
+call when the round notifies; a schedule with nobody on call hands the round to the next level and the
+message says which schedule had the gap; an unreadable schedule fails the alert naming it, unless a
+later level can be paged (then it is paged and told).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from moto import mock_aws
+
+from patterns_common.oncall import parse_schedule
+from tests.lambda_loader import load_lambda_module
+from tests.test_alert_notification_runtime import ACTIONS_URL, LINK_KEY, FakeLambdaContext, alert_item
+
+A, B, C, LEAD = "U0AAAAAA1", "U0BBBBBB2", "U0CCCCCC3", "U0LEAD001"
+# Business hours in Berlin (CET in November): C from 09:00 to 17:00, Monday to Friday; nobody otherwise.
+BUSINESS_HOURS = {
+    "schedule_id": "business", "time_zone": "Europe/Berlin",
+    "layers": [{"members": [C], "start": "2026-11-02T09:00", "shift": "P1D",
+                "restrictions": [{"days": ["MON", "TUE", "WED", "THU", "FRI"], "start": "09:00", "end": "17:00"}]}],
+}
+# Daily at 09:00 Berlin from Mon 2026-11-02: A, then B.
+DAILY = {"schedule_id": "primary", "time_zone": "Europe/Berlin",
+         "layers": [{"members": [A, B], "start": "2026-11-02T09:00", "shift": "P1D"}]}
+WED_10H = datetime(2026, 11, 4, 9, 0, tzinfo=timezone.utc)  # Wed 10:00 CET
+WED_20H = datetime(2026, 11, 4, 19, 0, tzinfo=timezone.utc)  # Wed 20:00 CET
+
+
+@pytest.fixture
+def logic():
+    return load_lambda_module("alert_on_call", "alert_on_call_logic")
+
+
+def reader(logic, *items, broken=()):
+    schedules = {item["schedule_id"]: parse_schedule(item) for item in items}
+
+    def read(schedule_id):
+        if schedule_id in broken or schedule_id not in schedules:
+            raise logic.ScheduleUnreadable(schedule_id, "the on-call table has no such schedule")
+        return schedules[schedule_id]
+
+    return read
+
+
+def test_a_schedule_target_is_whoever_is_on_call_when_the_round_notifies(logic):
+    levels = [["schedule:primary", LEAD]]
+    read = reader(logic, DAILY)
+    # Wed 2026-11-04 10:00 CET is shift 2 (A); Thu 2026-11-05 10:00 CET shift 3 (B)
+    assert logic.find_round_targets(levels, 0, WED_10H, read).users == [A, LEAD]
+    assert logic.find_round_targets(levels, 0, datetime(2026, 11, 5, 9, tzinfo=timezone.utc), read).users == [B, LEAD]
+
+
+def test_a_gap_pages_the_next_level_and_the_message_names_the_schedule(logic):
+    # Given: level 1 is business hours, level 2 the lead; at 20:00 nobody is on business hours
+    levels = [["schedule:business"], [LEAD]]
+    found = logic.find_round_targets(levels, 0, WED_20H, reader(logic, BUSINESS_HOURS))
+    # Then
+    assert found.users == [LEAD]
+    assert found.failed == []
+    message = logic.round_message("Disk full on web-1", found.notes)
+    assert message.startswith("Disk full on web-1\n")
+    assert "Schedule business has nobody on call." in message
+    # And in business hours C is paged, not the lead
+    assert logic.find_round_targets(levels, 0, WED_10H, reader(logic, BUSINESS_HOURS)).users == [C]
+
+
+def test_a_gap_at_the_last_level_is_a_failure_of_the_round_never_silence(logic):
+    found = logic.find_round_targets([[LEAD], ["schedule:business"]], 1, WED_20H, reader(logic, BUSINESS_HOURS))
+    assert found.users == []
+    assert found.failed == [{"user": "schedule:business", "error": "NobodyOnCall"}]
+
+
+def test_an_unreadable_schedule_fails_the_alert_naming_it_when_no_later_level_pages(logic):
+    with pytest.raises(logic.ScheduleUnreadable, match=r"^schedule:gone: the on-call table has no such schedule$"):
+        logic.find_round_targets([[LEAD], ["schedule:gone"]], 1, WED_10H, reader(logic))
+    # A later level whose own schedule has a gap pages nobody either: still a failure naming the unreadable one
+    with pytest.raises(logic.ScheduleUnreadable, match=r"^schedule:gone: "):
+        logic.find_round_targets([["schedule:gone"], ["schedule:business"]], 0, WED_20H, reader(logic, BUSINESS_HOURS))
+
+
+def test_an_unreadable_schedule_with_a_later_level_pages_it_and_tells_it(logic):
+    found = logic.find_round_targets([["schedule:gone"], [LEAD]], 0, WED_10H, reader(logic))
+    assert found.users == [LEAD]
+    assert "Schedule gone could not be read (the on-call table has no such schedule)." in found.notes
+
+
+@pytest.mark.parametrize(("round_", "level"), [(1, 0), (2, 1), (3, 1), (9, 1)])
+def test_round_k_resolves_level_k_and_the_last_level_after(logic, round_, level):
+    assert logic.level_of_round([["a"], ["b"]], round_) == level
+
+
+@pytest.fixture
+def on_call_table(monkeypatch):
+    with mock_aws():
+        monkeypatch.setenv("ON_CALL_TABLE_NAME", "on-call")
+        secret = boto3.client("secretsmanager").create_secret(Name="action-link-key", SecretString=LINK_KEY.decode())
+        monkeypatch.setenv("ACTION_LINK_KEY_SECRET_ARN", secret["ARN"])
+        parameters.clear_caches()
+        table = boto3.resource("dynamodb").create_table(
+            TableName="on-call",
+            KeySchema=[{"AttributeName": "schedule_id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "schedule_id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield table
+    parameters.clear_caches()
+
+
+def test_the_handler_reads_the_schedule_signs_the_links_of_who_it_found_and_names_the_gap(on_call_table, monkeypatch):
+    # Given: the business-hours schedule in the table, at Wed 20:00 CET
+    from patterns_common.alert_action_links import verify
+
+    on_call_table.put_item(Item=BUSINESS_HOURS)
+    handler = load_lambda_module("alert_on_call", "handler")
+    monkeypatch.setattr(handler.time, "time", lambda: WED_20H.timestamp())
+    event = {"alert_id": "disk-full", "message": "Disk full", "levels": [["schedule:business"], [LEAD]],
+             "round": 1, "rounds": 3, "interval_seconds": 300, "occurrence": "2026-03-04T18:55:00Z",
+             "actions_url": ACTIONS_URL}
+    # When
+    result = json.loads(json.dumps(handler.lambda_handler(event, FakeLambdaContext())))
+    # Then: the lead is paged with links of their own, told which schedule had nobody
+    assert result["users"] == [LEAD]
+    assert result["failed"] == []
+    assert result["message"].startswith("Disk full\nSchedule business has nobody on call.")
+    claim = verify(LINK_KEY, result["links"][LEAD]["acknowledge"].split("?t=", 1)[1], now=int(WED_20H.timestamp()))
+    assert (claim.user, claim.action) == (LEAD, "acknowledge")
+    # for the occurrence Fetch Alert Config read (issue 30): the endpoint refuses it once the alert is raised again
+    assert claim.occurrence == "2026-03-04T18:55:00Z"
+    # valid a day after the last round that can send it: rounds 2 and 3 are 300 s apart
+    assert claim.expires_at == int(WED_20H.timestamp()) + 2 * 300 + 24 * 3600
+
+
+def test_the_handler_turns_an_invalid_item_into_schedule_unreadable_naming_it(on_call_table):
+    on_call_table.put_item(Item={**DAILY, "time_zone": "Europe/Berln"})
+    handler = load_lambda_module("alert_on_call", "handler")
+    event = {"alert_id": "disk-full", "message": "Disk full", "levels": [["schedule:primary"]],
+             "round": 1, "rounds": 1, "interval_seconds": 300, "occurrence": None, "actions_url": ACTIONS_URL}
+    with pytest.raises(Exception) as raised:
+        handler.lambda_handler(event, FakeLambdaContext())
+    # The class name is the error name the execution fails with
+    assert type(raised.value).__name__ == "ScheduleUnreadable"
+    assert str(raised.value).startswith("schedule:primary: schedule 'primary', time_zone: 'Europe/Berln' is not an IANA")
+
+
+def test_an_alert_naming_schedules_lists_them_and_signs_links_for_its_accounts_only():
+    config_logic = load_lambda_module("alert_config", "alert_config_logic")
+    item = alert_item(user_accounts=None, escalation=[["schedule:primary", LEAD], ["schedule:business"]],
+                      notification_count=Decimal(3))
+    config = config_logic.parse_alert_config(item, links_for=lambda user, span: {"acknowledge": user})
+    assert config.schedules == ["primary", "business"]
+    assert sorted(config.links) == [LEAD]
+    # A gap at level 1 can add level 2's target to round 1: the limits count it
+    assert config.level_sizes() == [3, 1, 1]
+
+
+def test_a_malformed_schedule_target_is_refused_naming_the_field():
+    config_logic = load_lambda_module("alert_config", "alert_config_logic")
+    with pytest.raises(config_logic.InvalidAlertConfig, match=r"^escalation\[0\]\[0\]: schedule:<id> names"):
+        config_logic.parse_alert_config(alert_item(user_accounts=None, escalation=[["schedule:no such"]]))
+
+
+def test_every_schedule_a_sample_alert_names_is_a_sample_schedule_the_runtime_accepts():
+    from boto3.dynamodb.types import TypeDeserializer
+
+    from emulator import samples
+
+    deserialize = TypeDeserializer().deserialize
+    named = []
+    for sample in samples.for_machine("alert"):
+        item = samples.read_alert_item(samples.alert_item_for(sample.input))
+        levels = [[target["S"] for target in level["L"]] for level in item.get("escalation", {}).get("L", [])]
+        wanted = {target.removeprefix("schedule:") for level in levels for target in level if target.startswith("schedule:")}
+        found = samples.schedules_named_by(item)
+        assert {path.stem for path in found} == wanted, sample.name
+        for path in found:
+            schedule = parse_schedule({k: deserialize(v) for k, v in samples.read_json(path).items()})
+            assert schedule.schedule_id == path.stem
+            named.append(schedule.schedule_id)
+    assert named, "a sample alert pages an on-call schedule (make demo shows it)"
+
+
+# -- the schedules declared with the app, written by a custom resource ------------------------------
+def declared_request(kind: str, schedules: list, old: list | None = None) -> dict:
+    request = {"RequestType": kind, "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/S/1",
+               "RequestId": "r-1", "LogicalResourceId": "Declared",
+               "ResourceProperties": {"ServiceToken": "arn:fn", "Schedules": json.dumps(schedules)}}
+    if old is not None:
+        request["OldResourceProperties"] = {"ServiceToken": "arn:fn", "Schedules": json.dumps(old)}
+    return request
+
+
+def test_create_puts_every_declared_schedule():
+    declared = load_lambda_module("alert_oncall_declared", "alert_oncall_declared_logic")
+    writes = declared.plan(declared_request("Create", [DAILY, BUSINESS_HOURS]))
+    assert writes.puts == [DAILY, BUSINESS_HOURS] and writes.deletes == []
+
+
+def test_update_puts_the_changed_deletes_the_undeclared_and_leaves_the_unchanged_with_their_overrides():
+    # Given: DAILY and BUSINESS_HOURS were declared; now DAILY changed and BUSINESS_HOURS is gone
+    declared = load_lambda_module("alert_oncall_declared", "alert_oncall_declared_logic")
+    weekly = {**DAILY, "layers": [{**DAILY["layers"][0], "shift": "P7D"}]}
+    unchanged = {**BUSINESS_HOURS, "schedule_id": "kept"}
+    writes = declared.plan(declared_request("Update", [weekly, unchanged], old=[DAILY, BUSINESS_HOURS, unchanged]))
+    # Then: only the changed one is written (a put would drop /oncall cover's overrides of "kept")
+    assert writes.puts == [weekly] and writes.deletes == ["business"]
+
+
+def test_delete_deletes_the_schedules_the_resource_wrote():
+    declared = load_lambda_module("alert_oncall_declared", "alert_oncall_declared_logic")
+    writes = declared.plan(declared_request("Delete", [DAILY, BUSINESS_HOURS]))
+    assert writes.puts == [] and writes.deletes == ["business", "primary"]
+
+
+def test_the_response_is_the_documented_object_and_a_failure_carries_its_reason():
+    # "Custom resource response objects": Status SUCCESS|FAILED, Reason required when FAILED,
+    # PhysicalResourceId, StackId, RequestId, LogicalResourceId copied from the request.
+    declared = load_lambda_module("alert_oncall_declared", "alert_oncall_declared_logic")
+    request = declared_request("Create", [DAILY])
+    assert declared.response(request, "t/declared") == {
+        "Status": "SUCCESS", "PhysicalResourceId": "t/declared", "StackId": request["StackId"],
+        "RequestId": "r-1", "LogicalResourceId": "Declared"}
+    failed = declared.response(request, "t/declared", "AccessDeniedException: no")
+    assert failed["Status"] == "FAILED" and failed["Reason"] == "AccessDeniedException: no"
+
+
+# -- handoff notices: who starts at an instant, and the one at() schedule for the next handoff ------
+# Expected instants worked out by hand; the at() form and its zone are EventBridge Scheduler's
+# (User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss), evaluated in ScheduleExpressionTimezone).
+@pytest.fixture
+def handoff():
+    return load_lambda_module("alert_oncall_handoff", "alert_oncall_handoff_logic")
+
+
+def test_the_next_handoff_is_armed_at_its_local_time_in_the_schedules_zone(handoff):
+    # DAILY: A Mon 2026-11-02, B Tue, A Wed, B Thu, each from 09:00 CET (08:00 UTC)
+    arming = handoff.next_handoff([parse_schedule(DAILY)], WED_10H)
+    assert arming.handoff_at == datetime(2026, 11, 5, 8, 0, tzinfo=timezone.utc)
+    assert (arming.expression, arming.time_zone) == ("at(2026-11-05T09:00:00)", "Europe/Berlin")
+    [notice] = handoff.notices([parse_schedule(DAILY)], arming.handoff_at)
+    assert notice.member == B
+    assert notice.text == (f"<@{B}> your on-call shift for *primary* starts now, Thu 2026-11-05 09:00 CET "
+                           "until Fri 2026-11-06 09:00 CET.")
+
+
+def test_across_the_spring_change_the_handoff_stays_at_nine_local_one_hour_earlier_in_utc(handoff):
+    daily = {**DAILY, "layers": [{**DAILY["layers"][0], "start": "2026-03-23T09:00"}]}
+    # Sat 2026-03-28 10:00 CET is 09:00 UTC; Sunday 09:00 is CEST, 07:00 UTC
+    arming = handoff.next_handoff([parse_schedule(daily)], datetime(2026, 3, 28, 9, 0, tzinfo=timezone.utc))
+    assert arming.handoff_at == datetime(2026, 3, 29, 7, 0, tzinfo=timezone.utc)
+    assert arming.expression == "at(2026-03-29T09:00:00)"
+
+
+def test_the_soonest_handoff_of_all_schedules_is_armed_in_that_schedules_zone(handoff):
+    new_york = {**DAILY, "schedule_id": "ny", "time_zone": "America/New_York"}
+    # Wed 2026-11-04 12:00 UTC: New York's 09:00 EST is 14:00 UTC today; Berlin's next is Thu 08:00 UTC
+    arming = handoff.next_handoff([parse_schedule(DAILY), parse_schedule(new_york)],
+                                  datetime(2026, 11, 4, 12, 0, tzinfo=timezone.utc))
+    assert (arming.expression, arming.time_zone) == ("at(2026-11-04T09:00:00)", "America/New_York")
+
+
+def test_a_handoff_in_the_repeated_autumn_hour_is_armed_in_utc(handoff):
+    # Hourly A/B in New York from 00:30 EDT on 2026-11-01: handoffs at 04:30, 05:30 (01:30 EDT) and
+    # 06:30 UTC (01:30 EST, the second 01:30 of that night), which no New York wall-clock time names alone
+    hourly = {"schedule_id": "hourly", "time_zone": "America/New_York",
+              "layers": [{"members": [A, B], "start": "2026-11-01T00:30", "shift": "PT1H"}]}
+    arming = handoff.next_handoff([parse_schedule(hourly)], datetime(2026, 11, 1, 5, 45, tzinfo=timezone.utc))
+    assert (arming.expression, arming.time_zone) == ("at(2026-11-01T06:30:00)", "UTC")
+
+
+def test_no_notice_when_nobody_new_comes_on_call(handoff):
+    # Business hours end at 17:00 CET (16:00 UTC): a gap begins, nobody is handed a shift
+    assert handoff.notices([parse_schedule(BUSINESS_HOURS)], datetime(2026, 11, 4, 16, 0, tzinfo=timezone.utc)) == []
+    # Mid-shift: nothing changes
+    assert handoff.notices([parse_schedule(DAILY)], WED_10H) == []
+
+
+def test_with_no_handoff_within_four_weeks_it_looks_again_in_four_weeks_and_with_no_schedule_arms_nothing(handoff):
+    # A single member on call since 2026-11-02 never hands off again
+    alone = {**DAILY, "layers": [{**DAILY["layers"][0], "members": [A]}]}
+    arming = handoff.next_handoff([parse_schedule(alone)], WED_10H)
+    assert arming.handoff_at == datetime(2026, 12, 2, 9, 0, tzinfo=timezone.utc)  # 28 days after Wed 09:00 UTC
+    assert (arming.expression, arming.time_zone) == ("at(2026-12-02T09:00:00)", "UTC")
+    assert handoff.notices([parse_schedule(alone)], arming.handoff_at) == []
+    assert handoff.next_handoff([], WED_10H) is None

@@ -1,0 +1,219 @@
+"""On-call schedules (patterns_common.oncall): who is on call, the shifts, and the schedules refused.
+
+Every expected member was worked out by hand from the rules of issue 31 ("member k holds shift n where
+k = n mod len(members)"; day and week shifts hand off at the same local time, hour shifts after elapsed
+hours; a later layer wins where it has someone; an override wins over every layer) and the zones'
+daylight-saving dates:
+- Europe/Berlin (EU Directive 2000/84/EC: summer time from 01:00 UTC on the last Sunday of March to
+  01:00 UTC on the last Sunday of October): 2026-03-29 02:00 CET -> 03:00 CEST, 2026-10-25 03:00 CEST
+  -> 02:00 CET.
+- America/New_York (US Energy Policy Act of 2005: 02:00 local on the second Sunday of March to 02:00
+  on the first Sunday of November): 2026-03-08 02:00 EST -> 03:00 EDT, 2026-11-01 02:00 EDT -> 01:00 EST.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from patterns_common.oncall import InvalidSchedule, parse_schedule, schedule_id_of
+
+A, B, C, D, E = "U0AAAAAA1", "U0BBBBBB2", "U0CCCCCC3", "U0DDDDDD4", "U0EEEEEE5"
+
+
+def utc(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+
+
+def schedule(zone: str, *layers: dict, overrides: list | None = None, schedule_id: str = "primary"):
+    item = {"schedule_id": schedule_id, "time_zone": zone, "layers": list(layers)}
+    if overrides is not None:
+        item["overrides"] = overrides
+    return parse_schedule(item)
+
+
+def test_the_issues_example_schedule_pages_the_override_on_christmas_day():
+    # Given the schedule exactly as issue 31 writes it
+    primary = parse_schedule(
+        {"schedule_id": "primary", "time_zone": "Europe/Berlin",
+         "layers": [
+             {"members": [A, B], "start": "2026-11-02T09:00", "shift": "P7D"},
+             {"members": [C], "start": "2026-11-02T09:00", "shift": "P1D",
+              "restrictions": [{"days": ["MON", "TUE", "WED", "THU", "FRI"], "start": "09:00", "end": "17:00"}]}],
+         "overrides": [{"member": D, "start": "2026-12-24T18:00", "end": "2026-12-27T09:00"}]}
+    )
+    # Then: Fri 2026-12-25 12:00 CET is inside the override; Mon 2026-11-02 08:00 CET is before every layer;
+    # Tue 2026-11-03 10:00 CET is C's business hours; Tue 18:00 CET is layer 0's week 0, A.
+    assert primary.on_call(utc("2026-12-25T11:00")) == D
+    assert primary.on_call(utc("2026-11-02T07:00")) is None
+    assert primary.on_call(utc("2026-11-03T09:00")) == C
+    assert primary.on_call(utc("2026-11-03T17:00")) == A
+    # Mon 2026-11-09 18:00 CET: week 1, B.
+    assert primary.on_call(utc("2026-11-09T17:00")) == B
+
+
+def test_a_day_shift_across_berlins_spring_change_lasts_23_hours():
+    # Given daily handoffs at 09:00 Berlin from Fri 2026-03-27 (A, B, A, ...)
+    rota = schedule("Europe/Berlin", {"members": [A, B], "start": "2026-03-27T09:00", "shift": "P1D"})
+    # Then B's shift runs Sat 09:00 CET (08:00 UTC) to Sun 09:00 CEST (07:00 UTC): 23 hours
+    assert rota.on_call(utc("2026-03-28T08:00")) == B
+    assert rota.on_call(utc("2026-03-29T06:59")) == B
+    assert rota.on_call(utc("2026-03-29T07:00")) == A  # 24 elapsed hours would still be B's
+    shifts = rota.shifts(utc("2026-03-28T08:00"), utc("2026-03-30T07:00"))
+    assert [(s.member, s.start.isoformat(), s.end.isoformat()) for s in shifts] == [
+        (B, "2026-03-28T09:00:00+01:00", "2026-03-29T09:00:00+02:00"),
+        (A, "2026-03-29T09:00:00+02:00", "2026-03-30T09:00:00+02:00"),
+    ]
+
+
+def test_a_day_shift_across_berlins_autumn_change_lasts_25_hours():
+    # Given daily handoffs at 09:00 Berlin from Fri 2026-10-23: B holds Sat 2026-10-24
+    rota = schedule("Europe/Berlin", {"members": [A, B], "start": "2026-10-23T09:00", "shift": "P1D"})
+    # Then B hands over on Sun at 09:00 CET, 08:00 UTC: 25 hours after Sat 09:00 CEST (07:00 UTC)
+    assert rota.on_call(utc("2026-10-24T07:00")) == B
+    assert rota.on_call(utc("2026-10-25T07:59")) == B
+    assert rota.on_call(utc("2026-10-25T08:00")) == A
+
+
+def test_hour_shifts_across_new_yorks_spring_change_are_elapsed_hours():
+    # Given 12-hour shifts from Sat 2026-03-07 20:00 EST (01:00 UTC on the 8th)
+    rota = schedule("America/New_York", {"members": [A, B], "start": "2026-03-07T20:00", "shift": "PT12H"})
+    # Then A hands over 12 elapsed hours later, 13:00 UTC, which is 09:00 EDT (not 08:00 wall clock)
+    assert rota.on_call(utc("2026-03-08T12:30")) == A  # 08:30 EDT
+    assert rota.on_call(utc("2026-03-08T13:00")) == B
+    assert rota.on_call(utc("2026-03-09T01:00")) == A  # 24 elapsed hours
+
+
+def test_a_week_shift_across_new_yorks_autumn_change_hands_off_at_the_same_local_time():
+    # Given weekly handoffs on Mondays 09:00 New York from 2026-10-26 (EDT, 13:00 UTC)
+    rota = schedule("America/New_York", {"members": [A, B, C], "start": "2026-10-26T09:00", "shift": "P1W"})
+    # Then the next handoff is Mon 2026-11-02 09:00 EST, 14:00 UTC: a week and an hour later
+    assert rota.on_call(utc("2026-11-02T13:30")) == A
+    assert rota.on_call(utc("2026-11-02T14:00")) == B
+    assert rota.on_call(utc("2026-11-09T14:00")) == C
+    assert rota.on_call(utc("2026-11-16T14:00")) == A  # shift 3, 3 mod 3 = 0
+    assert rota.on_call(utc("2026-10-26T12:59")) is None  # before its start a layer has no one
+
+
+THREE_LAYERS = (
+    # Layer 0: a weekly rotation, Mondays 09:00.
+    {"members": [A, B], "start": "2026-11-02T09:00", "shift": "P1W"},
+    # Layer 1: C in business hours.
+    {"members": [C], "start": "2026-11-02T09:00", "shift": "P1D",
+     "restrictions": [{"days": ["MON", "TUE", "WED", "THU", "FRI"], "start": "09:00", "end": "17:00"}]},
+    # Layer 2: D and E, daily at midnight, only on the night from Friday 22:00 to Saturday 06:00.
+    {"members": [D, E], "start": "2026-11-02T00:00", "shift": "P1D",
+     "restrictions": [{"days": ["FRI"], "start": "22:00", "end": "06:00"}]},
+)
+
+
+@pytest.mark.parametrize(
+    ("instant", "member", "why"),
+    [
+        ("2026-11-04T09:00", C, "Wed 10:00 CET: business hours, layer 1 wins over layer 0"),
+        ("2026-11-04T17:00", A, "Wed 18:00 CET: layer 1 restricted, layer 0 week 0"),
+        ("2026-11-05T22:00", A, "Thu 23:00 CET: the overnight window is Friday's only"),
+        ("2026-11-06T21:00", D, "Fri 22:00 CET: layer 2's window opens; day 4 since Nov 2, 4 mod 2 = 0"),
+        ("2026-11-07T04:00", E, "Sat 05:00 CET: Friday's window past midnight; day 5, 5 mod 2 = 1"),
+        ("2026-11-07T05:00", A, "Sat 06:00 CET: the window has closed; no business hours on Saturday"),
+        ("2026-11-09T07:00", A, "Mon 08:00 CET: week 0 until 09:00"),
+        ("2026-11-09T08:30", C, "Mon 09:30 CET: business hours"),
+        ("2026-11-09T16:30", B, "Mon 17:30 CET: week 1"),
+    ],
+)
+def test_three_layers_with_business_hours_and_an_overnight_window(instant, member, why):
+    assert schedule("Europe/Berlin", *THREE_LAYERS).on_call(utc(instant)) == member, why
+
+
+def test_the_shifts_of_three_layers_from_friday_afternoon_to_saturday_morning():
+    # When the final schedule of Fri 16:00 to Sat 08:00 CET is listed
+    shifts = schedule("Europe/Berlin", *THREE_LAYERS).shifts(utc("2026-11-06T15:00"), utc("2026-11-07T07:00"))
+    # Then each person's time, in the schedule's zone
+    assert [(s.member, s.start.strftime("%a %H:%M"), s.end.strftime("%a %H:%M")) for s in shifts] == [
+        (C, "Fri 16:00", "Fri 17:00"),
+        (A, "Fri 17:00", "Fri 22:00"),
+        (D, "Fri 22:00", "Sat 00:00"),
+        (E, "Sat 00:00", "Sat 06:00"),
+        (A, "Sat 06:00", "Sat 08:00"),
+    ]
+
+
+def test_a_gap_is_a_shift_with_nobody():
+    # Given business hours only: nobody from 17:00 to 09:00
+    hours = schedule("Europe/Berlin", THREE_LAYERS[1])
+    shifts = hours.shifts(utc("2026-11-04T15:00"), utc("2026-11-05T09:00"))
+    assert [(s.member, s.start.strftime("%H:%M"), s.end.strftime("%H:%M")) for s in shifts] == [
+        (C, "16:00", "17:00"),
+        (None, "17:00", "09:00"),
+        (C, "09:00", "10:00"),
+    ]
+    assert hours.on_call(utc("2026-11-04T20:00")) is None
+
+
+def test_an_override_wins_over_every_layer_from_its_start_to_its_end():
+    # Given D covers 2026-12-24 18:00 to 2026-12-27 09:00 Berlin, and E the day after (adjacent is no overlap)
+    covered = schedule(
+        "Europe/Berlin", *THREE_LAYERS,
+        overrides=[{"member": D, "start": "2026-12-24T18:00", "end": "2026-12-27T09:00"},
+                   {"member": E, "start": "2026-12-27T09:00", "end": "2026-12-28T09:00"}],
+    )
+    # Thu 17:59 CET: after business hours; Mon 2026-12-21 began week 7 of layer 0, 7 mod 2 = 1
+    assert covered.on_call(utc("2026-12-24T16:59")) == B
+    assert covered.on_call(utc("2026-12-24T17:00")) == D  # 18:00 CET
+    assert covered.on_call(utc("2026-12-25T10:00")) == D  # Friday business hours: the override still wins
+    assert covered.on_call(utc("2026-12-27T08:00")) == E  # 09:00 CET, the second override
+    assert covered.on_call(utc("2026-12-28T08:00")) == C  # Mon 09:00 CET: business hours again
+
+
+def test_overlapping_overrides_are_refused_naming_the_schedule_and_the_override():
+    with pytest.raises(InvalidSchedule, match=r"^schedule 'primary', overrides\[1\]: overlaps overrides\[0\]"):
+        schedule(
+            "Europe/Berlin", THREE_LAYERS[0],
+            overrides=[{"member": D, "start": "2026-12-24T18:00", "end": "2026-12-27T09:00"},
+                       {"member": E, "start": "2026-12-26T09:00", "end": "2026-12-28T09:00"}],
+        )
+
+
+GOOD = {"schedule_id": "primary", "time_zone": "Europe/Berlin",
+        "layers": [{"members": [A], "start": "2026-11-02T09:00", "shift": "P1D"}]}
+
+
+def _with(**changes):
+    layer = {**GOOD["layers"][0], **changes.pop("layer", {})}
+    return {**GOOD, "layers": [layer], **changes}
+
+
+@pytest.mark.parametrize(
+    ("item", "field"),
+    [
+        (_with(time_zone="Europe/Berln"), "time_zone"),
+        (_with(time_zone="+01:00"), "time_zone"),
+        (_with(layers=[]), "layers"),
+        (_with(layer={"members": []}), r"layers\[0\]\.members"),
+        (_with(layer={"members": ["schedule:other"]}), r"layers\[0\]\.members\[0\]"),
+        (_with(layer={"start": "2026-11-02 09:00"}), r"layers\[0\]\.start"),
+        (_with(layer={"start": "2026-11-02T09:00+01:00"}), r"layers\[0\]\.start"),
+        (_with(layer={"start": "2026-02-30T09:00"}), r"layers\[0\]\.start"),
+        (_with(layer={"shift": "P1M"}), r"layers\[0\]\.shift"),
+        (_with(layer={"shift": "PT30M"}), r"layers\[0\]\.shift"),
+        (_with(layer={"shift": "P1DT12H"}), r"layers\[0\]\.shift"),
+        (_with(layer={"shift": "P0D"}), r"layers\[0\]\.shift"),
+        (_with(layer={"shfit": "P1D"}), r"layers\[0\]\.shfit"),
+        (_with(layer={"restrictions": [{"days": ["MONDAY"], "start": "09:00", "end": "17:00"}]}),
+         r"layers\[0\]\.restrictions\[0\]\.days"),
+        (_with(layer={"restrictions": [{"days": ["MON"], "start": "9:00", "end": "17:00"}]}),
+         r"layers\[0\]\.restrictions\[0\]\.start"),
+        (_with(layer={"restrictions": [{"days": ["MON"], "start": "09:00", "end": "09:00"}]}),
+         r"layers\[0\]\.restrictions\[0\]\.end"),
+        (_with(overrides=[{"member": A, "start": "2026-12-27T09:00", "end": "2026-12-24T18:00"}]), r"overrides\[0\]\.end"),
+    ],
+)
+def test_an_unusable_schedule_is_refused_naming_the_schedule_and_the_field(item, field):
+    with pytest.raises(InvalidSchedule, match=rf"^schedule 'primary', {field}: "):
+        parse_schedule(item)
+
+
+def test_a_schedule_target_names_its_schedule_and_an_account_names_none():
+    assert schedule_id_of("schedule:primary") == "primary"
+    assert schedule_id_of("U0AAAAAA1") is None
