@@ -26,6 +26,7 @@ from patterns_common.job_protocol import (
     failure_message,
     parse_status,
     result_json,
+    result_status,
 )
 from tests.emf import emf_metrics
 from tests.lambda_loader import load_lambda_module
@@ -66,7 +67,7 @@ def test_different_executions_get_different_keys():
 
 
 def test_execution_md5_refuses_an_empty_arn():
-    with pytest.raises(ValueError, match="execution ARN"):
+    with pytest.raises(ValueError, match="^execution ARN must be a non-empty string$"):
         execution_md5("")
 
 
@@ -113,6 +114,26 @@ def test_result_record_carries_the_failure_message_and_only_final_statuses():
     assert succeeded == {"status": "succeeded", "finished_at": 6.0}
     with pytest.raises(ValueError, match="final status"):
         result_json(JobStatus.RUNNING, finished_at=1.0)
+
+
+@pytest.mark.parametrize(
+    "text, status",
+    [
+        ('{"status": "succeeded", "finished_at": 6.0}', JobStatus.SUCCEEDED),
+        ('{"status": "failed", "finished_at": 5.0, "error_message": "disk full"}', JobStatus.FAILED),
+        ('{"status": "timed_out", "finished_at": 30.0}', JobStatus.TIMED_OUT),
+        # result.json is the final record (module docstring): a status that is not final decides nothing.
+        ('{"status": "running"}', None),
+        ('{"status": "not_started"}', None),
+        (None, None),
+        ("", None),
+        ("not json", None),
+        ('["succeeded"]', None),
+        ('{"status": "SUCCEEDED"}', None),
+    ],
+)
+def test_result_status_reads_only_a_final_status(text, status):
+    assert result_status(text) is status
 
 
 @pytest.mark.parametrize(

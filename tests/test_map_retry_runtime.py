@@ -96,6 +96,70 @@ def test_items_must_be_a_non_empty_array_of_objects_with_unique_string_ids(value
     assert problem in str(raised.value)
 
 
+@pytest.mark.parametrize("max_attempts", [1, 10])
+def test_max_attempts_accepts_both_ends_of_one_to_ten(max_attempts):
+    # The documented range is 1 to 10 passes, both included (docs/map-retry.md).
+    assert mr.parse_options({"items": [], "max_attempts": max_attempts}).max_attempts == max_attempts
+
+
+@pytest.mark.parametrize(
+    "event, cause",
+    [
+        (["A"], "input must be a JSON object, got array"),
+        (None, "input must be a JSON object, got null"),
+        (
+            {"items": [], "max_attempt": 3, "retry": 1},
+            "unknown input field(s) max_attempt, retry; expected fail_on_remaining, items, items_s3_uri, max_attempts",
+        ),
+        ({}, "give exactly one of items (a JSON array) or items_s3_uri (s3://bucket/key.json)"),
+        (
+            {"items": [], "max_attempts": 0},
+            "max_attempts must be an integer from 1 to 10 (passes, the first included), got 0",
+        ),
+        ({"items": [], "max_attempts": 11}, "max_attempts must be an integer from 1 to 10 (passes, the first included), got 11"),
+        ({"items": [], "fail_on_remaining": None}, "fail_on_remaining must be true or false, got null"),
+    ],
+)
+def test_a_rejected_input_is_the_executions_cause_word_for_word(event, cause):
+    # The cause is what a person reads in the console and searches for.
+    with pytest.raises(InvalidItems) as raised:
+        mr.parse_options(event)
+    assert str(raised.value) == cause
+
+
+@pytest.mark.parametrize(
+    "value, cause",
+    [
+        (1.5, "items must be a JSON array of objects, got number"),
+        (True, "items must be a JSON array of objects, got boolean"),
+        ([], "items is empty: give at least one item"),
+        ([{"id": "A"}, ["B"]], "items[1] must be an object with a string id, got array"),
+        ([{"id": {"n": 1}}], 'items[0].id must be a non-empty string, got {"n": 1}'),
+        ([{"id": "x" * 70}], None),
+        (items(*(f"D{n:02d}" for n in range(25))) * 2, "ids must be unique; repeated: "
+         + ", ".join(f"D{n:02d}" for n in range(20)) + " and 5 more"),
+    ],
+)
+def test_a_rejected_items_array_is_named_word_for_word(value, cause):
+    if cause is None:
+        assert mr.validate_items(value) == value
+        return
+    with pytest.raises(InvalidItems) as raised:
+        mr.validate_items(value)
+    assert str(raised.value) == cause
+
+
+def test_a_long_id_is_shown_cut_to_64_characters():
+    # Given: a 70-character id repeated
+    long_id = "x" * 70
+    # When
+    with pytest.raises(InvalidItems) as raised:
+        mr.validate_items([{"id": long_id}, {"id": long_id}])
+    # Then: 63 characters and an ellipsis
+    assert str(raised.value) == "ids must be unique; repeated: " + "x" * 63 + "…"
+    assert mr.summarize(["y" * 64]) == "y" * 64
+
+
 def test_items_over_the_limit_are_refused_and_at_the_limit_accepted():
     # Given
     three = items("A", "B", "C")
