@@ -223,6 +223,105 @@ def test_validation_rejects_bad_input_naming_the_field(validation, event, field)
     assert str(raised.value).startswith(f"{field} ")
 
 
+@pytest.mark.parametrize(
+    "event, cause",
+    [
+        ([], "input must be a JSON object, got list"),
+        ({"job": {}, "timeout": 30}, "timeout is not an input field (expected job, timeout_seconds, initial_wait_seconds, poll_interval_seconds)"),
+        ({}, "job is required: the parameters handed to the job runner"),
+        ({"job": "run it"}, "job must be a JSON object, got str"),
+        ({"job": {}, "timeout_seconds": "30"}, "timeout_seconds must be a whole number of seconds, got '30'"),
+        ({"job": {}, "timeout_seconds": 86_401}, "timeout_seconds must be from 1 to 86400 (at most one day), got 86401"),
+        (
+            {"job": {}, "timeout_seconds": 30, "initial_wait_seconds": 31},
+            "initial_wait_seconds must be from 0 to 30 (no longer than timeout_seconds), got 31",
+        ),
+        (
+            {"job": {}, "timeout_seconds": 7200, "poll_interval_seconds": 3601},
+            "poll_interval_seconds must be from 1 to 3600 (at most 3600 and no longer than timeout_seconds), got 3601",
+        ),
+    ],
+)
+def test_a_rejected_job_input_is_the_executions_cause_word_for_word(validation, event, cause):
+    with pytest.raises(validation.InvalidJobInput) as raised:
+        validation.normalize_job_input(event)
+    assert str(raised.value) == cause
+
+
+@pytest.mark.parametrize(
+    "event, accepted",
+    [
+        ({"timeout_seconds": 1}, {"timeout_seconds": 1, "initial_wait_seconds": 0, "poll_interval_seconds": 1}),
+        ({"timeout_seconds": 86_400}, {"timeout_seconds": 86_400, "initial_wait_seconds": 0, "poll_interval_seconds": 30}),
+        ({"timeout_seconds": 29}, {"timeout_seconds": 29, "initial_wait_seconds": 0, "poll_interval_seconds": 29}),
+        ({"timeout_seconds": 31}, {"timeout_seconds": 31, "initial_wait_seconds": 0, "poll_interval_seconds": 30}),
+        ({"initial_wait_seconds": 900}, {"timeout_seconds": 900, "initial_wait_seconds": 900, "poll_interval_seconds": 30}),
+        ({"poll_interval_seconds": 1}, {"timeout_seconds": 900, "initial_wait_seconds": 0, "poll_interval_seconds": 1}),
+        ({"poll_interval_seconds": 900}, {"timeout_seconds": 900, "initial_wait_seconds": 0, "poll_interval_seconds": 900}),
+        (
+            {"timeout_seconds": 7200, "poll_interval_seconds": 3600},
+            {"timeout_seconds": 7200, "initial_wait_seconds": 0, "poll_interval_seconds": 3600},
+        ),
+    ],
+)
+def test_every_job_input_range_includes_its_bounds(validation, event, accepted):
+    assert validation.normalize_job_input({"job": {"n": 1}, **event}) == {"job": {"n": 1}, **accepted}
+
+
+def _polls_of_a_job_that_never_finishes(timeout: int, initial_wait: int, poll_interval: int) -> int:
+    """Get Job Status calls, walked in simulated seconds: the first after the initial wait, then one per
+    interval, until one sees the job running at or past its timeout."""
+    now, polls = initial_wait, 1
+    while now < timeout:
+        now += poll_interval
+        polls += 1
+    return polls
+
+
+def _s3_poller_history(polls: int) -> list[str]:
+    """The events of an S3-poller execution whose job never finishes (API_HistoryEvent names)."""
+    def task(outcome):
+        return ["TaskStateEntered", "LambdaFunctionScheduled", "LambdaFunctionStarted", outcome, "TaskStateExited"]
+
+    events = ["ExecutionStarted", *task("LambdaFunctionSucceeded"), *task("LambdaFunctionSucceeded")]
+    events += ["WaitStateEntered", "WaitStateExited"]  # Wait For Job To Start
+    for _ in range(polls - 1):
+        events += task("LambdaFunctionSucceeded") + ["ChoiceStateEntered", "ChoiceStateExited"]
+        events += ["WaitStateEntered", "WaitStateExited"]  # Wait Before Next Poll
+    events += task("LambdaFunctionFailed")  # JobTimeout, caught
+    return events + ["FailStateEntered", "ExecutionFailed"]
+
+
+@pytest.mark.parametrize(
+    "timeout, initial_wait, poll_interval",
+    [(1, 0, 1), (30, 0, 30), (31, 0, 30), (60, 0, 30), (59, 0, 30), (900, 15, 30), (86_400, 0, 35), (100, 100, 7)],
+)
+def test_the_history_estimate_counts_every_event_of_a_job_that_never_finishes(validation, timeout, initial_wait, poll_interval):
+    polls = _polls_of_a_job_that_never_finishes(timeout, initial_wait, poll_interval)
+    assert validation.polls_until_timeout(timeout, initial_wait, poll_interval) == polls
+    assert validation.worst_case_history_events(timeout, initial_wait, poll_interval) == len(_s3_poller_history(polls))
+
+
+@pytest.mark.parametrize(
+    "timeout, refused",
+    # Every 10 s: 2,498 polls make 22,493 events, inside 25,000 less the 2,500 kept for retries; 2,499 do not.
+    [(24_970, False), (24_971, True), (24_980, True)],
+)
+def test_the_history_budget_accepts_up_to_its_last_event(validation, timeout, refused):
+    settings = {"job": {}, "timeout_seconds": timeout, "initial_wait_seconds": 0, "poll_interval_seconds": 10}
+    assert len(_s3_poller_history(_polls_of_a_job_that_never_finishes(timeout, 0, 10))) == (22_502 if refused else 22_493)
+    if not refused:
+        assert validation.check_history_budget(settings) == settings
+        return
+    with pytest.raises(validation.InvalidJobInput) as raised:
+        validation.check_history_budget(settings)
+    assert str(raised.value) == (
+        f"poll_interval_seconds must be at least 11 with timeout_seconds {timeout} and initial_wait_seconds 0: "
+        "polling every 10 s would make 2,499 polls of 9 history events, "
+        "past the 25,000-event history limit of Step Functions, got 10"
+    )
+
+
 def test_invalid_job_input_is_the_step_functions_error_name(validation):
     # Then: Lambda reports the exception class name as the error the ASL catches
     assert validation.InvalidJobInput.__name__ == "InvalidJobInput"
@@ -687,8 +786,8 @@ def test_callback_runner_stops_quietly_when_nobody_waits_for_the_token():
 @pytest.mark.parametrize(
     ("timeout", "initial_wait", "poll_interval", "refused"),
     [
-        (86_400, 0, 35, False),  # 2,469 polls: 22,231 events, inside 25,000 less the 2,500 kept for retries
-        (86_400, 0, 34, True),  # 2,542 polls: 22,888 events
+        (86_400, 0, 35, False),  # 2,470 polls: 22,241 events, inside 25,000 less the 2,500 kept for retries
+        (86_400, 0, 34, True),  # 2,543 polls: 22,898 events
         (86_400, 86_000, 1, False),  # the initial wait costs two events however long it is
         (3_600, 0, 1, True),  # the seed's one-hour job polled every second
         (900, 0, 1, False),
