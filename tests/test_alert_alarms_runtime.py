@@ -231,3 +231,68 @@ def test_an_event_that_is_not_a_readable_alarm_change_is_ignored(module_aws, tab
     put_alert(table, alarm_name=SAMPLE["detail"]["alarmName"])
     assert "ignored" in deliver(module_aws, event)
     assert executions(module_aws) == []
+
+
+# -- reading the event (pure) ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def alarms_logic():
+    return load_lambda_module("alert_alarms", "alert_alarms_logic")
+
+
+def test_the_documented_event_reads_as_the_alarm_its_state_and_when_it_entered_it(alarms_logic):
+    # The sample is the "CloudWatch Alarm State Change" event of the CloudWatch documentation
+    # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html).
+    change = alarms_logic.read_alarm_change(SAMPLE)
+    assert change == alarms_logic.AlarmChange(
+        "ServerCpuTooHigh",
+        "ALARM",
+        "2019-10-02T17:04:40.989+0000",
+        datetime(2019, 10, 2, 17, 4, 40, 989_000, tzinfo=timezone.utc),
+    )
+
+
+@pytest.mark.parametrize("state, effect", [("ALARM", "raise"), ("OK", "resolve"), ("INSUFFICIENT_DATA", None)])
+def test_alarm_raises_ok_resolves_and_insufficient_data_does_nothing(alarms_logic, state, effect):
+    assert alarms_logic.read_alarm_change(alarm_event(state)).effect == effect
+
+
+def test_a_state_timestamp_in_iso_form_with_an_offset_is_read_too(alarms_logic):
+    event = alarm_event(at="2026-11-24T12:00:05+01:00")
+    assert alarms_logic.read_alarm_change(event).changed_at == datetime(2026, 11, 24, 11, 0, 5, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        # Another CloudWatch event about the same alarm, with the same detail: not a state change.
+        ({"detail-type": "CloudWatch Alarm Configuration Change"}, "not a CloudWatch Alarm State Change event"),
+        ({"detail": ["not", "a", "mapping"]}, "not a CloudWatch Alarm State Change event"),
+        ({"detail": {**SAMPLE["detail"], "alarmName": ""}}, "the event names no alarm or state"),
+        ({"detail": {**SAMPLE["detail"], "alarmName": 7}}, "the event names no alarm or state"),
+        ({"detail": {**SAMPLE["detail"], "state": "ALARM"}}, "the event names no alarm or state"),
+        ({"detail": {**SAMPLE["detail"], "state": {"value": "ALARM"}}}, "the event's state has no value or timestamp"),
+        ({"detail": {**SAMPLE["detail"], "state": {"timestamp": "2026-11-24T12:00:05.000+0000"}}}, "the event's state has no value or timestamp"),
+        (
+            {"detail": {**SAMPLE["detail"], "state": {"value": "OK", "timestamp": "yesterday"}}},
+            "the state timestamp 'yesterday' is not a time",
+        ),
+        (
+            {"detail": {**SAMPLE["detail"], "state": {"value": "OK", "timestamp": "2026-11-24T12:00:05"}}},
+            "the state timestamp '2026-11-24T12:00:05' has no time zone",
+        ),
+    ],
+)
+def test_an_event_that_is_not_a_readable_state_change_is_refused_saying_why(alarms_logic, change, message):
+    with pytest.raises(alarms_logic.InvalidAlarmEvent) as raised:
+        alarms_logic.read_alarm_change({**SAMPLE, **change})
+    assert str(raised.value) == message
+
+
+def test_only_an_item_holding_this_very_change_makes_a_refusal_a_redelivery(alarms_logic):
+    change = alarms_logic.read_alarm_change(SAMPLE)
+    assert alarms_logic.is_redelivery({"alarm_state_at": "2019-10-02T17:04:40.989+0000"}, change)
+    assert not alarms_logic.is_redelivery({"alarm_state_at": "2019-10-02T17:04:41.000+0000"}, change)
+    assert not alarms_logic.is_redelivery({}, change)
+    assert not alarms_logic.is_redelivery(None, change)
