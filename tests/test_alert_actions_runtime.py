@@ -34,6 +34,9 @@ from patterns_common.alert_status import (
     outcome_for_page,
     outcome_of_refusal,
     raised_after,
+    slack_escape,
+    status_of,
+    timestamp,
 )
 from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import FakeLambdaContext
@@ -253,6 +256,97 @@ def test_an_expired_token_and_one_signed_with_another_key_are_refused():
         links.verify(KEY, token(key=b"another key" * 6), now=time.time())
 
 
+def _forged(body, key: bytes = KEY) -> str:
+    """A token for any claim body, signed as the token format says: base64url JSON, a dot, and the
+    base64url HMAC-SHA256 of the prefixed claim under the key."""
+    def b64(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    encoded = b64(json.dumps(body).encode())
+    return f"{encoded}.{b64(hmac.new(key, b'alert-action.v1.' + encoded.encode(), hashlib.sha256).digest())}"
+
+
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+GOOD = {"a": ALERT, "u": USER, "x": "resolve", "e": 2_000_000_000, "i": 1_999_990_000}
+
+
+def test_a_forged_token_of_a_good_claim_verifies_so_the_format_is_the_documented_one():
+    assert links.verify(KEY, _forged(GOOD), now=0) == links.ActionClaim(ALERT, USER, "resolve", 2_000_000_000, 1_999_990_000)
+
+
+@pytest.mark.parametrize(
+    "token_, reason",
+    [
+        (None, "malformed token"),
+        (7, "malformed token"),
+        ("", "malformed token"),
+        (_forged(GOOD).replace("a", "\u00e1", 1), "malformed token"),
+        (_forged(GOOD) + ".x", "malformed token"),
+        (_forged(GOOD).split(".")[0] + ".*", "malformed signature"),
+        # The same signature bytes spelled another way (the last character's two unused bits set)
+        (_forged(GOOD)[:-1] + _B64[_B64.index(_forged(GOOD)[-1]) ^ 1], "malformed signature"),
+        (_forged(GOOD, key=b"another key" * 6), "bad signature"),
+        (_forged({**GOOD, "x": "delete"}), "malformed claim"),
+        (_forged({k: v for k, v in GOOD.items() if k != "a"}), "malformed claim"),
+        (_forged([1, 2]), "malformed claim"),
+        (_forged({**GOOD, "a": 7}), "malformed claim"),
+        (_forged({**GOOD, "u": None}), "malformed claim"),
+        (_forged({**GOOD, "e": True}), "malformed claim"),
+        (_forged({**GOOD, "e": "2000000000"}), "malformed claim"),
+        (_forged({**GOOD, "i": False}), "malformed claim"),
+        (_forged({**GOOD, "i": 1.5}), "malformed claim"),
+        (_forged({**GOOD, "i": 2_000_000_001}), "malformed claim"),  # issued after it expires
+    ],
+)
+def test_each_check_of_a_token_refuses_what_it_is_for(token_, reason):
+    with pytest.raises(links.InvalidActionToken) as refused:
+        links.verify(KEY, token_, now=0)
+    assert type(refused.value) is links.InvalidActionToken and str(refused.value) == reason
+
+
+def test_a_claim_without_an_issue_time_or_issued_at_expiry_verifies():
+    assert links.verify(KEY, _forged({**GOOD, "i": 2_000_000_000}), now=0).issued_at == 2_000_000_000
+    assert links.verify(KEY, _forged({k: v for k, v in GOOD.items() if k != "i"}), now=0).issued_at is None
+
+
+@pytest.mark.parametrize("now, expired", [(1_999_999_999, False), (1_999_999_999.999, False), (2_000_000_000, True)])
+def test_a_token_expires_at_its_expiry_second(now, expired):
+    if not expired:
+        assert links.verify(KEY, _forged(GOOD), now=now).expires_at == 2_000_000_000
+        return
+    with pytest.raises(links.ExpiredActionToken, match="^expired$"):
+        links.verify(KEY, _forged(GOOD), now=now)
+
+
+def test_a_token_of_the_longest_accepted_length_verifies_and_one_longer_does_not():
+    # Given: alert ids that make tokens of exactly 2,048 characters and of more
+    def token_of(length):
+        return links.sign(KEY, links.ActionClaim("a" * length, USER, "acknowledge", 2_000_000_000, 1_999_990_000))
+
+    longest = next(token_of(n) for n in range(1400, 1600) if len(token_of(n)) == links.MAX_TOKEN_LENGTH)
+    longer = next(token_of(n) for n in range(1400, 1600) if len(token_of(n)) > links.MAX_TOKEN_LENGTH)
+    # Then
+    assert links.MAX_TOKEN_LENGTH == 2048
+    assert links.verify(KEY, longest, now=0).action == "acknowledge"
+    with pytest.raises(links.InvalidActionToken, match="^malformed token$"):
+        links.verify(KEY, longer, now=0)
+
+
+@pytest.mark.parametrize("issued_at", [1_999_990_000, None])
+def test_links_carry_the_issue_time_they_were_made_with(issued_at):
+    # A link made before a re-raise must say so, or it could act on the new occurrence
+    urls = links.links_for(KEY, BASE_URL, alert_id=ALERT, user=USER, expires_at=2_000_000_000, issued_at=issued_at)
+    for action, url in urls.items():
+        claim = links.verify(KEY, url.split("?t=", 1)[1], now=0)
+        assert claim == links.ActionClaim(ALERT, USER, action, 2_000_000_000, issued_at)
+    assert links.action_url(BASE_URL, "a.b") == f"{BASE_URL}?t=a.b"
+
+
+def test_only_the_two_actions_can_be_signed():
+    with pytest.raises(ValueError, match=r"^action must be one of \('acknowledge', 'resolve'\), got 'delete'$"):
+        links.sign(KEY, links.ActionClaim(ALERT, USER, "delete", 2_000_000_000))
+
+
 # -- the status rules (pure) -----------------------------------------------------------------------
 
 
@@ -287,6 +381,87 @@ def test_the_follow_up_mentions_a_slack_member_and_names_anyone_else():
     assert followup_text("db-1", "resolved", by="CloudWatch alarm db-cpu", at="T") == (
         "Alert db-1 was resolved by CloudWatch alarm db-cpu at T."
     )
+
+
+# -- the conditional writes, evaluated by DynamoDB (moto) -----------------------------------------
+
+ISSUED = "2026-11-24T10:00:00Z"
+
+
+@pytest.mark.parametrize(
+    "fields, action, current_since, acts",
+    [
+        # The alarm raised this alert before the link was issued (the click's own occurrence): it acts.
+        ({"raised_at": "2026-11-24T09:59:59Z"}, "acknowledge", ISSUED, True),
+        ({"raised_at": ISSUED}, "acknowledge", ISSUED, True),
+        ({"raised_at": "2026-11-24T10:00:01Z"}, "acknowledge", ISSUED, False),  # raised again after it
+        ({}, "acknowledge", ISSUED, True),  # never raised by an alarm
+        ({"raised_at": "2026-11-24T10:00:01Z"}, "acknowledge", None, True),  # a confirmed page acts on the alert as it is
+        ({"status": None}, "acknowledge", None, True),  # no status is active
+        ({"status": "acknowledged"}, "acknowledge", None, False),
+        ({"status": "resolved"}, "acknowledge", None, False),
+        ({"status": "acknowledged", "raised_at": "2026-11-24T09:00:00Z"}, "resolve", ISSUED, True),
+        ({"status": "resolved"}, "resolve", None, False),
+        ({"status": "snoozed"}, "resolve", None, False),
+    ],
+)
+def test_a_person_s_action_is_written_only_where_the_lifecycle_allows_it(aws, fields, action, current_since, acts):
+    # docs/alert-lifecycle.md: Acknowledge acts on active (or none), Resolve on active or acknowledged;
+    # a Slack click (current_since) only on the occurrence its message was about.
+    before = put_alert(aws, **fields)
+    update = act_update(ALERT, action, by="U0123ABCD", at="2026-11-24T10:30:00Z", current_since=current_since)
+    try:
+        aws.update_item(**update)
+    except aws.meta.client.exceptions.ConditionalCheckFailedException:
+        assert not acts
+        assert item(aws) == before
+        return
+    assert acts
+    field = {"acknowledge": "acknowledged", "resolve": "resolved"}[action]
+    assert item(aws) == {**before, "status": field, f"{field}_by": "U0123ABCD", f"{field}_at": "2026-11-24T10:30:00Z"}
+
+
+def test_an_action_on_a_deleted_alert_writes_nothing(aws):
+    with pytest.raises(aws.meta.client.exceptions.ConditionalCheckFailedException):
+        aws.update_item(**act_update("no-such-alert", "resolve", by="U1", at=ISSUED))
+    assert aws.get_item(Key={"alert_id": "no-such-alert"}).get("Item") is None
+
+
+@pytest.mark.parametrize(
+    "item_, action, current_since, outcome",
+    [
+        (None, "acknowledge", None, Outcome("not_found")),
+        ({"status": "acknowledged", "acknowledged_by": "U9", "acknowledged_at": ISSUED}, "acknowledge", None,
+         Outcome("already", "acknowledged", "U9", ISSUED)),
+        ({"status": "resolved", "resolved_by": "CloudWatch alarm db", "resolved_at": ISSUED}, "resolve", None,
+         Outcome("already", "resolved", "CloudWatch alarm db", ISSUED)),
+        ({"status": "resolved", "resolved_by": 7, "resolved_at": None}, "resolve", None, Outcome("already", "resolved")),
+        ({"status": "snoozed"}, "resolve", None, Outcome("not_actionable", "snoozed")),
+        ({"raised_at": "2026-11-24T10:00:01Z"}, "acknowledge", ISSUED, Outcome("earlier_occurrence", "active", at="2026-11-24T10:00:01Z")),
+        # Raised before the link: the refusal is the status's, not the occurrence's
+        ({"status": "resolved", "raised_at": ISSUED}, "acknowledge", ISSUED, Outcome("already", "resolved")),
+        ({"status": "resolved", "raised_at": "2026-11-24T10:00:01Z"}, "acknowledge", None, Outcome("already", "resolved")),
+    ],
+)
+def test_a_refusal_is_explained_from_the_item_as_it_was(item_, action, current_since, outcome):
+    assert outcome_of_refusal(item_, action, current_since) == outcome
+
+
+def test_the_items_time_format_is_iso_8601_utc_to_the_second():
+    assert timestamp(0) == "1970-01-01T00:00:00Z"
+    assert timestamp(1_764_000_005.999) == "2025-11-24T16:00:05Z"
+    assert status_of({}) == "active" and status_of({"status": "resolved"}) == "resolved"
+
+
+def test_slack_control_characters_are_escaped_in_the_follow_up():
+    # Slack: &, < and > are control characters in message text (https://api.slack.com/reference/surfaces/formatting)
+    assert slack_escape("a & <b> c") == "a &amp; &lt;b&gt; c"
+    assert followup_text("a<1>", "resolved", by="x&y@example.com", at="T") == (
+        "Alert a&lt;1&gt; was resolved by x&amp;y@example.com at T."
+    )
+    assert followup_text("a", "resolved", by="CloudWatch alarm <db>", at="T") == "Alert a was resolved by CloudWatch alarm &lt;db&gt; at T."
+    assert mention("U12") == "<@U12>" and mention("U1") == "U1" and mention("u0123abcd") == "u0123abcd"
+    assert mention("XU0123") == "XU0123" and mention("U0123ABCD ") == "U0123ABCD "
 
 
 # -- GET shows, changes nothing --------------------------------------------------------------------
