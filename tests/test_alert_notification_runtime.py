@@ -217,7 +217,10 @@ def test_a_start_delay_in_the_input_is_bounded(config_logic, delay, accepted):
             config_logic.read_input(event)
 
 
-@pytest.mark.parametrize(("value", "shown"), [(Decimal(0), "got 0"), (Decimal("-3"), "got -3"), (Decimal("2.50"), "got 2.5"), ("3", "got '3'")])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(Decimal(0), "got 0"), (Decimal("-3"), "got -3"), (Decimal("2.50"), "got 2.5"), ("3", "got '3'"), (Decimal("-1E+5"), "got -100000")],
+)
 def test_a_bad_count_is_quoted_as_written_in_the_item(config_logic, value, shown):
     # DynamoDB hands numbers over as Decimal; the message shows 0, not Decimal('0').
     with pytest.raises(config_logic.InvalidAlertConfig, match=rf"^notification_count: must be an integer of at least 1, {shown}$"):
