@@ -567,6 +567,55 @@ def test_the_payload_estimate_holds_every_failure_of_every_round(config_logic, r
     assert config_logic.STATE_OVERHEAD_BYTES == 4096 and config_logic.CAUGHT_CAUSE_BYTES == 32 * 1024
 
 
+def test_a_config_whose_worst_history_is_exactly_25000_events_is_accepted(config_logic):
+    # Given: 43 users for 19 rounds; the worst path counted event by event
+    events = _execution_history([43] * 19, fetch=4, read=4, notify=8, release=4, delayed=True, notifications_failed=True, released=True)
+    assert len(events) + 2 == 25_000  # and the Succeed state after the release's Catch
+    item = alert_item(user_accounts=[f"u{i:02d}@example.com" for i in range(43)], interval_seconds=Decimal(0))
+    # Then
+    assert config_logic.parse_alert_config({**item, "notification_count": Decimal(19)}).rounds == 19
+    with pytest.raises(config_logic.InvalidAlertConfig, match="^notification_count: at most 19 rounds of 43 users fit within 25,000"):
+        config_logic.parse_alert_config({**item, "notification_count": Decimal(20)})
+
+
+def test_a_config_whose_worst_state_is_exactly_256_kib_is_accepted(config_logic):
+    # Given: as many long names as fit, and a message whose length brings the estimate to exactly 256 KiB
+    def item_of(count):
+        return alert_item(user_accounts=[f"{i:03d}" + "u" * 251 for i in range(count)], notification_count=Decimal(1), message="m")
+
+    def estimate(item):
+        return config_logic.worst_case_state_bytes(config_logic.AlertConfig("disk-full-web-1", item["message"], [item["user_accounts"]], 1, 300))
+
+    count = next(n for n in range(225, 300) if estimate(item_of(n + 1)) > 256 * 1024)
+    item = item_of(count)
+    short = estimate(item)
+    exact = {**item, "message": "m" * (1 + 256 * 1024 - short)}
+    # Then
+    assert config_logic.worst_case_state_bytes(config_logic.parse_alert_config(exact)) == 256 * 1024
+    with pytest.raises(config_logic.InvalidAlertConfig, match=rf"^user_accounts: {count} users cannot be notified within the 256 KiB payload limit even in one round$"):
+        config_logic.parse_alert_config({**exact, "message": exact["message"] + "m"})
+
+
+@pytest.mark.parametrize("largest", [9, 10])
+def test_the_payload_estimate_numbers_each_level_s_round_from_one(config_logic, largest):
+    # Given: ten levels, the largest being the ninth (round 9, one digit) or the tenth (round 10, two)
+    levels = [[f"l{level}u{u}@example.com" for u in range(5 if level == largest else 1)] for level in range(1, 11)]
+    config = config_logic.parse_alert_config(
+        alert_item(user_accounts=None, escalation=levels, notification_count=Decimal(10), interval_seconds=Decimal(0))
+    )
+    error = "E" * config_logic.MAX_ERROR_NAME_LENGTH
+    failed = [{"round": r, "user": u, "error": error} for r in range(1, 11) for u in levels[r - 1]]
+    largest_round = _state_bytes([{"round": largest, "user": u, "error": error} for u in levels[largest - 1]])
+    assert config_logic.worst_case_state_bytes(config) == (
+        config_logic.STATE_OVERHEAD_BYTES
+        + config_logic.CAUGHT_CAUSE_BYTES
+        + _state_bytes(config.to_state())
+        + _state_bytes(config.alert_id)
+        + _state_bytes(failed) - 1
+        + largest_round - 1
+    )
+
+
 # --------------------------------------------------------------------------------------------------
 # Fetch Alert Config: handler with moto
 # --------------------------------------------------------------------------------------------------
