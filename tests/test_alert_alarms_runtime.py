@@ -296,3 +296,83 @@ def test_only_an_item_holding_this_very_change_makes_a_refusal_a_redelivery(alar
     assert not alarms_logic.is_redelivery({"alarm_state_at": "2019-10-02T17:04:41.000+0000"}, change)
     assert not alarms_logic.is_redelivery({}, change)
     assert not alarms_logic.is_redelivery(None, change)
+
+
+# -- the alarm's conditional writes, evaluated by DynamoDB (moto) ---------------------------------
+
+STAMP = "2026-11-24T12:00:05.123+0000"
+OCCURRENCE = {"acknowledged_by": "U9", "acknowledged_at": "2026-11-24T11:00:00Z", "resolved_by": "U9", "resolved_at": "2026-11-24T11:30:00Z"}
+
+
+def _applied(table, update) -> bool:
+    try:
+        table.update_item(**update)
+    except table.meta.client.exceptions.ConditionalCheckFailedException:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "last_applied, applies",
+    [(None, True), ("2026-11-24T12:00:05.122+0000", True), (STAMP, False), ("2026-11-24T12:00:05.124+0000", False)],
+    ids=["never", "older", "same-change-again", "newer"],
+)
+def test_an_alarm_raises_an_alert_only_for_a_change_newer_than_the_last_applied(table, last_applied, applies):
+    from patterns_common.alert_status import raise_update
+
+    before = {"alert_id": "db-1", "alarm_name": ALARM, "status": "resolved", **OCCURRENCE}
+    if last_applied:
+        before["alarm_state_at"] = last_applied
+    table.put_item(Item=before)
+    # When
+    applied = _applied(table, raise_update("db-1", state_at=STAMP, now="2026-11-24T12:00:06Z"))
+    # Then: a new occurrence: active, raised now, the earlier occurrence's people cleared
+    assert applied == applies
+    if applies:
+        kept = {k: v for k, v in before.items() if k not in OCCURRENCE}
+        assert get(table) == {**kept, "status": "active", "raised_at": "2026-11-24T12:00:06Z", "alarm_state_at": STAMP}
+    else:
+        assert get(table) == before
+
+
+@pytest.mark.parametrize(
+    "status, applies",
+    [(None, True), ("active", True), ("acknowledged", True), ("resolved", False)],
+)
+def test_ok_resolves_only_an_active_or_acknowledged_alert(table, status, applies):
+    from patterns_common.alert_status import resolve_by_alarm_update
+
+    before = {"alert_id": "db-1", "alarm_name": ALARM, "alarm_state_at": "2026-11-24T12:00:00.000+0000"}
+    if status:
+        before["status"] = status
+    table.put_item(Item=before)
+    # When
+    applied = _applied(table, resolve_by_alarm_update("db-1", alarm_name=ALARM, state_at=STAMP, now="2026-11-24T12:00:06Z"))
+    # Then
+    assert applied == applies
+    expected = {
+        **before,
+        "status": "resolved",
+        "resolved_by": f"CloudWatch alarm {ALARM}",
+        "resolved_at": "2026-11-24T12:00:06Z",
+        "alarm_state_at": STAMP,
+    }
+    assert get(table) == (expected if applies else before)
+
+
+@pytest.mark.parametrize("last_applied", [STAMP, "2026-11-24T12:00:05.124+0000"])
+def test_ok_older_than_the_last_applied_change_resolves_nothing(table, last_applied):
+    from patterns_common.alert_status import resolve_by_alarm_update
+
+    before = {"alert_id": "db-1", "status": "active", "alarm_state_at": last_applied}
+    table.put_item(Item=before)
+    assert not _applied(table, resolve_by_alarm_update("db-1", alarm_name=ALARM, state_at=STAMP, now="T"))
+    assert get(table) == before
+
+
+def test_an_alarm_change_for_a_deleted_alert_writes_nothing(table):
+    from patterns_common.alert_status import raise_update, resolve_by_alarm_update
+
+    assert not _applied(table, raise_update("gone", state_at=STAMP, now="T"))
+    assert not _applied(table, resolve_by_alarm_update("gone", alarm_name=ALARM, state_at=STAMP, now="T"))
+    assert table.get_item(Key={"alert_id": "gone"}).get("Item") is None
