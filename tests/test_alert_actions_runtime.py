@@ -887,6 +887,21 @@ def test_a_slack_payload_without_a_click_on_a_link_is_refused_saying_why(actions
     assert (refused.value.status, refused.value.title, refused.value.detail) == (400, "Unsupported Slack request", detail)
 
 
+def test_a_slack_form_without_a_payload_is_not_a_click(actions_logic):
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.slack_click({})
+    assert (refused.value.status, refused.value.detail) == (400, "Only block_actions (button clicks) are handled here.")
+
+
+def test_a_signature_header_python_cannot_encode_is_refused_not_a_crash(actions_logic):
+    request = slack_request(block_actions("x"), timestamp=1_700_000_000)
+    read = actions_logic.read_request(request)
+    forged = replace(read, headers={**read.headers, "x-slack-signature": "v0=\ud800"})
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.check_slack_signature(SIGNING_SECRET_VALUE.encode(), forged, 1_700_000_000)
+    assert (refused.value.status, refused.value.detail) == (401, "The Slack request signature does not match.")
+
+
 def test_the_token_is_taken_from_the_first_action_with_a_link(actions_logic):
     payload = {"type": "block_actions", "user": {"id": "U1"}, "actions": [{"value": "no url"}, {"url": f"{BASE_URL}?t=abc"}]}
     assert actions_logic.slack_click({"payload": json.dumps(payload)}) == actions_logic.SlackClick("abc", "U1")
