@@ -392,6 +392,24 @@ def test_a_rejected_execution_input_says_what_the_input_may_hold(config_logic, e
         ({"message": ""}, "message: must be a non-empty string of at most 4000 characters"),
         ({"user_accounts": ["a@example.com", "a@example.com"]}, "user_accounts[1]: 'a@example.com' is listed twice"),
         ({"user_accounts": {"a@example.com"}}, "user_accounts: must be a list or a map, not a set"),
+        ({"user_accounts": [""]}, "user_accounts[0]: must be a non-empty string of at most 254 characters"),
+        ({"user_accounts": []}, "user_accounts: must name at least one user"),
+        (
+            {"user_accounts": None},
+            'user_accounts: is required (a list, or a map such as {"1": "foo@example.com"}), unless escalation is given',
+        ),
+        (
+            {"escalation": [["a@example.com"]]},
+            "escalation: give either escalation (a list of levels) or user_accounts (one level), not both",
+        ),
+        (
+            {"user_accounts": None, "escalation": []},
+            'escalation: must be a non-empty list of levels, each a list of accounts such as [["foo@example.com"]]',
+        ),
+        (
+            {"user_accounts": None, "escalation": [["a@example.com"], []]},
+            "escalation[1]: must be a non-empty list of accounts (a level notifies at least one)",
+        ),
         (
             {"notification_count": Decimal(3), "interval_seconds": Decimal(50_000)},
             "interval_seconds: 2 waits of 50000 s add up to more than the 86400 s an alert may wait",
