@@ -342,6 +342,16 @@ def test_links_carry_the_issue_time_they_were_made_with(issued_at):
     assert links.action_url(BASE_URL, "a.b") == f"{BASE_URL}?t=a.b"
 
 
+@pytest.mark.parametrize("letter", ["a", "\u00e9"])
+def test_links_for_the_longest_alert_id_and_account_the_config_accepts_verify(letter):
+    # Alert ids up to 256 characters, accounts up to 254 (alert_config_logic), in any Latin script
+    alert_id, user = letter * 256, letter * 254
+    urls = links.links_for(KEY, BASE_URL, alert_id=alert_id, user=user, expires_at=2_000_000_000, issued_at=1_999_990_000)
+    for action, url in urls.items():
+        claim = links.verify(KEY, url.split("?t=", 1)[1], now=0)
+        assert claim == links.ActionClaim(alert_id, user, action, 2_000_000_000, 1_999_990_000)
+
+
 def test_only_the_two_actions_can_be_signed():
     with pytest.raises(ValueError, match=r"^action must be one of \('acknowledge', 'resolve'\), got 'delete'$"):
         links.sign(KEY, links.ActionClaim(ALERT, USER, "delete", 2_000_000_000))
