@@ -56,7 +56,7 @@ lint: synth
 
 # Mutation testing of the logic modules against the fast runtime tests (tools/mutate.py), after changing
 # one: `make mutate MODULES="alert_status map_retry"` for some of them. Not part of `make test`.
-mutate: setup
+mutate: $(VENV)/.installed
 	$(PYTHON) tools/mutate.py $(MODULES)
 
 # The app in the local emulator, and `cdk watch` on it: save a handler or a definition, run it again.

@@ -46,8 +46,8 @@ FAST_TESTS = "tests/test_*_runtime.py"
 MAX_CHILDREN = 2
 NICENESS = 10
 # Top-level entries of the repository the staged copy does not link: mutmut's own output, the
-# mutated sources (staged separately), tests and pytest.ini (mutmut copies these itself).
-NOT_LINKED = {".git", ".mutmut", "lambdas", "tests", "pytest.ini", "cdk.out"}
+# mutated sources (staged separately), tests and pytest.ini (mutmut copies these itself), caches.
+NOT_LINKED = {".git", ".mutmut", "lambdas", "tests", "pytest.ini", "cdk.out", ".pytest_cache", ".ruff_cache"}
 
 
 def staged_name(module: str) -> Path:
