@@ -897,6 +897,10 @@ def test_a_slack_payload_without_a_click_on_a_link_is_refused_saying_why(actions
     assert (refused.value.status, refused.value.title, refused.value.detail) == (400, "Unsupported Slack request", detail)
 
 
+def test_a_refusal_reads_as_its_title_in_a_log_or_a_traceback(actions_logic):
+    assert str(actions_logic.Refused(410, "This link has expired", "details")) == "This link has expired"
+
+
 def test_a_slack_form_without_a_payload_is_not_a_click(actions_logic):
     with pytest.raises(actions_logic.Refused) as refused:
         actions_logic.slack_click({})
@@ -1044,6 +1048,7 @@ def _refused(status, title, detail):
         (lambda: confirm(token(), action="resolve"), _refused(400, "This request does not match its link", "Open the link again and use its button.")),
         (lambda: form_post({"t": token(), "pad": "x" * 70_000}), _refused(413, "Request too large", "A request body may hold at most 65,536 bytes.")),
         (lambda: url_event("POST", body="t=x", headers={"content-type": "text/plain"}), _refused(415, "Unsupported request", "A POST must be a form (application/x-www-form-urlencoded).")),
+        (lambda: url_event("POST", body="t=x"), _refused(415, "Unsupported request", "A POST must be a form (application/x-www-form-urlencoded).")),
         (lambda: url_event("POST", headers={"content-type": "application/x-www-form-urlencoded"}), _refused(400, "Empty request", "The request has no body.")),
         (lambda: form_post({}, base64_body=True) | {"body": "***"}, _refused(400, "Unreadable request", "The request body is not valid base64.")),
         (lambda: form_post({}) | {"body": "t"}, _refused(400, "Unreadable request", "The request body is not a form.")),
@@ -1052,7 +1057,7 @@ def _refused(status, title, detail):
         (lambda: url_event("PUT", query={"t": token()}), _refused(405, "Method not allowed", "Open the link (GET) and use its button (POST).")),
         (lambda: slack_request(block_actions("x")), _refused(403, "Slack requests are not accepted", "No Slack app signing secret is configured.")),
     ],
-    ids=["invalid", "expired", "mismatch", "too-large", "not-a-form-type", "empty", "bad-base64", "not-a-form", "not-utf8",
+    ids=["invalid", "expired", "mismatch", "too-large", "not-a-form-type", "no-content-type", "empty", "bad-base64", "not-a-form", "not-utf8",
          "repeated", "method", "no-slack-app"],
 )
 def test_every_refusal_page(endpoint, aws, slack, make_event, page):
