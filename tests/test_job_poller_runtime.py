@@ -804,11 +804,19 @@ def test_settings_whose_polls_would_pass_the_history_limit_are_refused(validatio
         assert validation.check_history_budget(settings) == settings
 
 
-def test_the_interval_a_refusal_names_is_the_shortest_accepted(validation):
-    settings = validation.normalize_job_input({"job": {}, "timeout_seconds": 50_000, "poll_interval_seconds": 1})
+@pytest.mark.parametrize(
+    "timeout, initial_wait, named",
+    # 2,497 intervals fit after the initial wait: 49,940 s is exactly 2,497 intervals of 20 s
+    [(50_000, 0, 21), (49_940, 0, 20), (86_400, 36_460, 20)],
+)
+def test_the_interval_a_refusal_names_is_the_shortest_accepted(validation, timeout, initial_wait, named):
+    settings = validation.normalize_job_input(
+        {"job": {}, "timeout_seconds": timeout, "initial_wait_seconds": initial_wait, "poll_interval_seconds": 1}
+    )
     with pytest.raises(validation.InvalidJobInput) as refusal:
         validation.check_history_budget(settings)
     shortest = int(str(refusal.value).split("at least ")[1].split(" ")[0])
+    assert shortest == named
     assert validation.check_history_budget({**settings, "poll_interval_seconds": shortest})
     with pytest.raises(validation.InvalidJobInput):
         validation.check_history_budget({**settings, "poll_interval_seconds": shortest - 1})
