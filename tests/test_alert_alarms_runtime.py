@@ -290,6 +290,12 @@ def test_an_event_that_is_not_a_readable_state_change_is_refused_saying_why(alar
     assert str(raised.value) == message
 
 
+@pytest.mark.parametrize("event", [None, ["CloudWatch Alarm State Change"], "CloudWatch Alarm State Change"])
+def test_an_event_that_is_not_an_object_is_refused_not_a_crash(alarms_logic, event):
+    with pytest.raises(alarms_logic.InvalidAlarmEvent, match="^not a CloudWatch Alarm State Change event$"):
+        alarms_logic.read_alarm_change(event)
+
+
 def test_only_an_item_holding_this_very_change_makes_a_refusal_a_redelivery(alarms_logic):
     change = alarms_logic.read_alarm_change(SAMPLE)
     assert alarms_logic.is_redelivery({"alarm_state_at": "2019-10-02T17:04:40.989+0000"}, change)
