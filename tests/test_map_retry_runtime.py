@@ -135,6 +135,7 @@ def test_a_rejected_input_is_the_executions_cause_word_for_word(event, cause):
         (True, "items must be a JSON array of objects, got boolean"),
         ([], "items is empty: give at least one item"),
         ([{"id": "A"}, ["B"]], "items[1] must be an object with a string id, got array"),
+        ([{"id": "A"}, {"name": "no id"}], "items[1] has no id"),
         ([{"id": {"n": 1}}], 'items[0].id must be a non-empty string, got {"n": 1}'),
         ([{"id": "x" * 70}], None),
         (items(*(f"D{n:02d}" for n in range(25))) * 2, "ids must be unique; repeated: "
@@ -166,7 +167,7 @@ def test_items_over_the_limit_are_refused_and_at_the_limit_accepted():
     three = items("A", "B", "C")
     # Then
     assert mr.validate_items(three, max_items=3) == three
-    with pytest.raises(InvalidItems, match="4 items is more than the 3"):
+    with pytest.raises(InvalidItems, match="^4 items is more than the 3 one execution accepts$"):
         mr.validate_items([*three, {"id": "D"}], max_items=3)
 
 
