@@ -352,13 +352,6 @@ def test_links_for_the_longest_alert_id_and_account_the_config_accepts_verify(le
         assert claim == links.ActionClaim(alert_id, user, action, 2_000_000_000, 1_999_990_000)
 
 
-def test_the_links_of_any_alert_verify_whatever_character_their_encodings_end_with():
-    # base64url ends a claim or a signature with any of its 64 characters, "X" and "=" lookalikes included
-    for n in range(256):
-        tok = links.sign(KEY, links.ActionClaim(f"alert-{n}", USER, "resolve", 2_000_000_000, 1_999_990_000))
-        assert links.verify(KEY, tok, now=0).alert_id == f"alert-{n}"
-
-
 def test_only_the_two_actions_can_be_signed():
     with pytest.raises(ValueError, match=r"^action must be one of \('acknowledge', 'resolve'\), got 'delete'$"):
         links.sign(KEY, links.ActionClaim(ALERT, USER, "delete", 2_000_000_000))

@@ -117,7 +117,9 @@ def _mac(key: bytes, encoded: str) -> bytes:
 
 
 def _b64encode(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    # Equivalent mutants: no encoding of ours ends with "X" (a claim ends with "}", a signature's last
+    # character carries four bits), so stripping more changes nothing; codec names ignore case.
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")  # pragma: no mutate
 
 
 def _b64decode(text: str) -> bytes:
