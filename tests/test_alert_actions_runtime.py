@@ -847,6 +847,7 @@ def test_a_request_is_read_with_lower_case_header_names_and_an_upper_case_method
     [
         ("application/x-www-form-urlencoded", b"t=abc&alert_id=a&action=resolve", {"t": "abc", "alert_id": "a", "action": "resolve"}),
         ("Application/X-WWW-Form-Urlencoded; charset=UTF-8", b"t=abc", {"t": "abc"}),
+        ("application/x-www-form-urlencoded ; charset=utf-8", b"t=abc", {"t": "abc"}),  # RFC 9110: spaces around ;
         ("application/x-www-form-urlencoded", b"t=&action=", {"t": "", "action": ""}),
     ],
 )
