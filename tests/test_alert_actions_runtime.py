@@ -375,6 +375,7 @@ def test_only_an_act_with_no_page_shown_is_refused_for_a_link_sent_before_the_al
     issued, raised = "2026-11-24T10:00:00Z", "2026-11-24T11:00:00Z"
     assert raised_after({"raised_at": raised}, issued) == raised
     assert raised_after({"raised_at": issued}, issued) is None and raised_after({}, issued) is None
+    assert raised_after(None, issued) is None  # no item: nothing raised it
     refused = outcome_of_refusal({"status": "active", "raised_at": raised}, "acknowledge", current_since=issued)
     assert (refused.kind, refused.at) == ("earlier_occurrence", raised)
     assert "raised_at <= :issued" in act_update("a", "acknowledge", by="U1", at=raised, current_since=issued)["ConditionExpression"]
@@ -445,7 +446,7 @@ def test_an_action_on_a_deleted_alert_writes_nothing(aws):
          Outcome("already", "acknowledged", "U9", ISSUED)),
         ({"status": "resolved", "resolved_by": "CloudWatch alarm db", "resolved_at": ISSUED}, "resolve", None,
          Outcome("already", "resolved", "CloudWatch alarm db", ISSUED)),
-        ({"status": "resolved", "resolved_by": 7, "resolved_at": None}, "resolve", None, Outcome("already", "resolved")),
+        ({"status": "resolved", "resolved_by": 7, "resolved_at": 5}, "resolve", None, Outcome("already", "resolved")),
         ({"status": "snoozed"}, "resolve", None, Outcome("not_actionable", "snoozed")),
         ({"raised_at": "2026-11-24T10:00:01Z"}, "acknowledge", ISSUED, Outcome("earlier_occurrence", "active", at="2026-11-24T10:00:01Z")),
         # Raised before the link: the refusal is the status's, not the occurrence's
@@ -457,8 +458,15 @@ def test_a_refusal_is_explained_from_the_item_as_it_was(item_, action, current_s
     assert outcome_of_refusal(item_, action, current_since) == outcome
 
 
-def test_the_items_time_format_is_iso_8601_utc_to_the_second():
-    assert timestamp(0) == "1970-01-01T00:00:00Z"
+def test_the_items_time_format_is_iso_8601_utc_to_the_second(monkeypatch):
+    # UTC whatever the machine's time zone (a developer's laptop, not only Lambda's UTC)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert timestamp(0) == "1970-01-01T00:00:00Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
     assert timestamp(1_764_000_005.999) == "2025-11-24T16:00:05Z"
     assert status_of({}) == "active" and status_of({"status": "resolved"}) == "resolved"
 
