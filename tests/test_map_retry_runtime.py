@@ -1131,6 +1131,22 @@ def test_a_cause_fills_up_to_a_thousand_characters_and_names_how_many_it_left_ou
     assert len(cause) - len(f" and {left_out} more") + part > mr.CAUSE_MAX_CHARS  # one more would not fit
 
 
+@pytest.mark.parametrize("id_length", range(40, 90, 3))
+@pytest.mark.parametrize("uri", [None, "s3://map-retry-items/runs/exec-with-a-long-name-0123456789/result.json"])
+def test_a_cause_with_its_result_uri_stays_within_a_thousand_characters(id_length, uri):
+    # Given: 20 failed items with long ids, and the full result's URI at the end of the cause
+    cause = mr.retry_failed_cause(failing_result(20, id_length=id_length), uri)
+    # Then: besides the count of the ids left out, the cause fits in 1,000 characters, the URI whole
+    left_out = re.search(r" and (\d+) more(; full result in .*)?$", cause)
+    assert len(cause) - len(f" and {left_out.group(1)} more") <= mr.CAUSE_MAX_CHARS
+    assert cause.endswith(f"; full result in {uri}") if uri else "full result" not in cause
+
+
+def test_an_id_that_is_not_a_string_is_shown_as_json():
+    with pytest.raises(LedgerMismatch, match=r"^item 7 has more than one result in this pass$"):
+        mr.outcomes_from_iterations([{"id": 7, "error": "E"}, {"id": 7, "error": "E"}])
+
+
 def test_a_chunk_starts_an_item_while_its_reserve_and_longest_item_still_fit_exactly():
     # Given: 1,000 ms left before each item, a 1,000 ms reserve, items taking no time
     started = []
