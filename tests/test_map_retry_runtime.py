@@ -524,6 +524,15 @@ def test_a_chunk_out_of_time_still_reports_the_outcomes_its_journal_has():
     assert results == ["B"]
 
 
+def test_a_chunk_out_of_time_reports_journal_outcomes_past_the_items_it_skipped():
+    # Given: no time left; the journal has only the third entry
+    entries = [{"item": {"id": i}, "attempt": 1} for i in "ABC"]
+    # When
+    results = mr.process_chunk(entries, process_item, lambda: 1_000, 30_000, {2: "E"}, unrecorded)
+    # Then: A and B are left for the next pass, C's recorded outcome is reported
+    assert results == [{"id": "C", "error": "E"}]
+
+
 def test_a_chunk_that_died_keeps_what_it_recorded_and_fails_only_the_item_it_died_on():
     # Given: the chunk recorded A (succeeded) and B (failed), then died running C
     _, pending = mr.start(items("A", "B", "C", "D", "E"))
