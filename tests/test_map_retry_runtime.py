@@ -119,6 +119,7 @@ def test_max_attempts_accepts_both_ends_of_one_to_ten(max_attempts):
         ),
         ({"items": [], "max_attempts": 11}, "max_attempts must be an integer from 1 to 10 (passes, the first included), got 11"),
         ({"items": [], "fail_on_remaining": None}, "fail_on_remaining must be true or false, got null"),
+        ({"items": [], "fail_on_remaining": "yes"}, 'fail_on_remaining must be true or false, got "yes"'),
     ],
 )
 def test_a_rejected_input_is_the_executions_cause_word_for_word(event, cause):
