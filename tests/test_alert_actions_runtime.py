@@ -882,6 +882,13 @@ def test_a_slack_timestamp_up_to_five_minutes_off_is_accepted(actions_logic, sta
     assert refused.value.status == 401
 
 
+def test_a_slack_request_without_a_signature_header_is_refused(actions_logic):
+    request = actions_logic.Request("POST", {"x-slack-request-timestamp": "1700000000"}, b"payload=%7B%7D", {})
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.check_slack_signature(b"secret", request, 1_700_000_000)
+    assert (refused.value.status, refused.value.detail) == (401, "The Slack request signature does not match.")
+
+
 @pytest.mark.parametrize("stamp", ["", "12a", "-5", "1700000000.5", "１７"])
 def test_a_slack_timestamp_that_is_not_whole_seconds_is_refused(actions_logic, stamp):
     request = actions_logic.Request("POST", {"x-slack-request-timestamp": stamp, "x-slack-signature": "v0=0"}, b"", {})
@@ -897,6 +904,7 @@ def test_a_slack_timestamp_that_is_not_whole_seconds_is_refused(actions_logic, s
         ({"type": "block_actions", "user": "U1", "actions": []}, "The click names no Slack user."),
         ({"type": "block_actions", "user": {"id": ""}, "actions": []}, "The click names no Slack user."),
         ({"type": "block_actions", "user": {"id": "U1"}, "actions": "x"}, "The clicked button carries no action link."),
+        ({"type": "block_actions", "user": {"id": "U1"}, "actions": None}, "The clicked button carries no action link."),
         ({"type": "block_actions", "user": {"id": "U1"}, "actions": ["x", {"url": 5}]}, "The clicked button carries no action link."),
     ],
 )
