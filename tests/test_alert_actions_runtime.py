@@ -967,6 +967,9 @@ def shown(answer: dict) -> tuple[int, str, list[str]]:
         f"<title>{title}</title><style>"
     )
     assert body.endswith("</body></html>") and f"</style></head><body><h1>{title}</h1>" in body
+    # Nothing but paragraphs, and the one form of a confirmation page, between the heading and the end
+    rest = body.split(f"<h1>{title}</h1>", 1)[1].removesuffix("</body></html>")
+    assert re.fullmatch(r'(<p>(?:(?!</p>).)*</p>)+(<form method="post">.*</form>)?', rest)
     paragraphs = [p for p in re.findall(r"<p>(.*?)</p>", body) if not p.startswith("<dl>")]  # the facts: below
     return answer["statusCode"], heading, paragraphs
 
