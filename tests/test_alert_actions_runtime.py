@@ -293,11 +293,12 @@ def _forged(body, key: bytes = KEY) -> str:
 
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-GOOD = {"a": ALERT, "u": USER, "x": "resolve", "e": 2_000_000_000, "i": 1_999_990_000}
+OCCURRENCE = "2026-11-24T10:00:00Z"
+GOOD = {"a": ALERT, "u": USER, "x": "resolve", "e": 2_000_000_000, "o": OCCURRENCE}
 
 
 def test_a_forged_token_of_a_good_claim_verifies_so_the_format_is_the_documented_one():
-    assert links.verify(KEY, _forged(GOOD), now=0) == links.ActionClaim(ALERT, USER, "resolve", 2_000_000_000, 1_999_990_000)
+    assert links.verify(KEY, _forged(GOOD), now=0) == links.ActionClaim(ALERT, USER, "resolve", 2_000_000_000, OCCURRENCE)
 
 
 @pytest.mark.parametrize(
@@ -311,7 +312,7 @@ def test_a_forged_token_of_a_good_claim_verifies_so_the_format_is_the_documented
         (_forged(GOOD).split(".")[0] + ".*", "malformed signature"),
         # The same signature bytes spelled another way (the last character's two unused bits set)
         (_forged(GOOD)[:-1] + _B64[_B64.index(_forged(GOOD)[-1]) ^ 1], "malformed signature"),
-        (_forged(GOOD, key=b"another key" * 6), "bad signature"),
+        (_forged(GOOD, key=b"another key" * 6), "bad signature"),  # ForeignActionToken: another key may hold it
         (_forged({**GOOD, "x": "delete"}), "malformed claim"),
         (_forged({k: v for k, v in GOOD.items() if k != "a"}), "malformed claim"),
         (_forged([1, 2]), "malformed claim"),
@@ -319,20 +320,22 @@ def test_a_forged_token_of_a_good_claim_verifies_so_the_format_is_the_documented
         (_forged({**GOOD, "u": None}), "malformed claim"),
         (_forged({**GOOD, "e": True}), "malformed claim"),
         (_forged({**GOOD, "e": "2000000000"}), "malformed claim"),
-        (_forged({**GOOD, "i": False}), "malformed claim"),
-        (_forged({**GOOD, "i": 1.5}), "malformed claim"),
-        (_forged({**GOOD, "i": 2_000_000_001}), "malformed claim"),  # issued after it expires
+        # The occurrence is the item's raised_at, a string (or absent)
+        (_forged({**GOOD, "o": 1_999_990_000}), "malformed claim"),
+        (_forged({**GOOD, "o": False}), "malformed claim"),
+        (_forged({**GOOD, "o": [OCCURRENCE]}), "malformed claim"),
     ],
 )
 def test_each_check_of_a_token_refuses_what_it_is_for(token_, reason):
     with pytest.raises(links.InvalidActionToken) as refused:
         links.verify(KEY, token_, now=0)
-    assert type(refused.value) is links.InvalidActionToken and str(refused.value) == reason
+    # Only a bad signature may be retried under another key (verify_with_any, ActionLinkKeys)
+    expected = links.ForeignActionToken if reason == "bad signature" else links.InvalidActionToken
+    assert type(refused.value) is expected and str(refused.value) == reason
 
 
-def test_a_claim_without_an_issue_time_or_issued_at_expiry_verifies():
-    assert links.verify(KEY, _forged({**GOOD, "i": 2_000_000_000}), now=0).issued_at == 2_000_000_000
-    assert links.verify(KEY, _forged({k: v for k, v in GOOD.items() if k != "i"}), now=0).issued_at is None
+def test_a_claim_without_an_occurrence_verifies_as_made_before_the_alarm_raised_the_alert():
+    assert links.verify(KEY, _forged({k: v for k, v in GOOD.items() if k != "o"}), now=0).occurrence is None
 
 
 @pytest.mark.parametrize("now, expired", [(1_999_999_999, False), (1_999_999_999.999, False), (2_000_000_000, True)])
@@ -347,7 +350,7 @@ def test_a_token_expires_at_its_expiry_second(now, expired):
 def test_a_token_of_the_longest_accepted_length_verifies_and_one_longer_does_not():
     # Given: alert ids that make tokens of exactly 2,048 characters and of more
     def token_of(length):
-        return links.sign(KEY, links.ActionClaim("a" * length, USER, "acknowledge", 2_000_000_000, 1_999_990_000))
+        return links.sign(KEY, links.ActionClaim("a" * length, USER, "acknowledge", 2_000_000_000, OCCURRENCE))
 
     longest = next(token_of(n) for n in range(1400, 1600) if len(token_of(n)) == links.MAX_TOKEN_LENGTH)
     longer = next(token_of(n) for n in range(1400, 1600) if len(token_of(n)) > links.MAX_TOKEN_LENGTH)
@@ -358,13 +361,13 @@ def test_a_token_of_the_longest_accepted_length_verifies_and_one_longer_does_not
         links.verify(KEY, longer, now=0)
 
 
-@pytest.mark.parametrize("issued_at", [1_999_990_000, None])
-def test_links_carry_the_issue_time_they_were_made_with(issued_at):
-    # A link made before a re-raise must say so, or it could act on the new occurrence
-    urls = links.links_for(KEY, BASE_URL, alert_id=ALERT, user=USER, expires_at=2_000_000_000, issued_at=issued_at)
+@pytest.mark.parametrize("occurrence", [OCCURRENCE, None])
+def test_links_carry_the_occurrence_they_were_made_for(occurrence):
+    # A link of an earlier occurrence must say so, or it could act on the new one
+    urls = links.links_for(KEY, BASE_URL, alert_id=ALERT, user=USER, expires_at=2_000_000_000, occurrence=occurrence)
     for action, url in urls.items():
         claim = links.verify(KEY, url.split("?t=", 1)[1], now=0)
-        assert claim == links.ActionClaim(ALERT, USER, action, 2_000_000_000, issued_at)
+        assert claim == links.ActionClaim(ALERT, USER, action, 2_000_000_000, occurrence)
     assert links.action_url(BASE_URL, "a.b") == f"{BASE_URL}?t=a.b"
 
 
@@ -372,10 +375,10 @@ def test_links_carry_the_issue_time_they_were_made_with(issued_at):
 def test_links_for_the_longest_alert_id_and_account_the_config_accepts_verify(letter):
     # Alert ids up to 256 characters, accounts up to 254 (alert_config_logic), in any Latin script
     alert_id, user = letter * 256, letter * 254
-    urls = links.links_for(KEY, BASE_URL, alert_id=alert_id, user=user, expires_at=2_000_000_000, issued_at=1_999_990_000)
+    urls = links.links_for(KEY, BASE_URL, alert_id=alert_id, user=user, expires_at=2_000_000_000, occurrence=OCCURRENCE)
     for action, url in urls.items():
         claim = links.verify(KEY, url.split("?t=", 1)[1], now=0)
-        assert claim == links.ActionClaim(alert_id, user, action, 2_000_000_000, 1_999_990_000)
+        assert claim == links.ActionClaim(alert_id, user, action, 2_000_000_000, OCCURRENCE)
 
 
 def test_only_the_two_actions_can_be_signed():
@@ -428,31 +431,33 @@ def test_the_follow_up_mentions_a_slack_member_and_names_anyone_else():
 
 # -- the conditional writes, evaluated by DynamoDB (moto) -----------------------------------------
 
-ISSUED = "2026-11-24T10:00:00Z"
+RAISED_AGAIN = "2026-11-24T10:00:01Z"
 
 
 @pytest.mark.parametrize(
-    "fields, action, current_since, acts",
+    "fields, action, occurrence, acts",
     [
-        # The alarm raised this alert before the link was issued (the click's own occurrence): it acts.
-        ({"raised_at": "2026-11-24T09:59:59Z"}, "acknowledge", ISSUED, True),
-        ({"raised_at": ISSUED}, "acknowledge", ISSUED, True),
-        ({"raised_at": "2026-11-24T10:00:01Z"}, "acknowledge", ISSUED, False),  # raised again after it
-        ({}, "acknowledge", ISSUED, True),  # never raised by an alarm
-        ({"raised_at": "2026-11-24T10:00:01Z"}, "acknowledge", None, True),  # a confirmed page acts on the alert as it is
+        # A link acts on the occurrence it was made for: the item's raised_at when it was sent
+        ({"raised_at": OCCURRENCE}, "acknowledge", OCCURRENCE, True),
+        ({"raised_at": RAISED_AGAIN}, "acknowledge", OCCURRENCE, False),  # raised again since
+        # Occurrences are named, not compared as times: any other raised_at is another occurrence
+        ({"raised_at": "2026-11-24T09:59:59Z"}, "acknowledge", OCCURRENCE, False),
+        ({}, "acknowledge", OCCURRENCE, True),  # no occurrence recorded on the item
+        ({}, "acknowledge", None, True),  # never raised by an alarm
+        ({"raised_at": RAISED_AGAIN}, "acknowledge", None, False),  # sent before the alarm first raised it
         ({"status": None}, "acknowledge", None, True),  # no status is active
         ({"status": "acknowledged"}, "acknowledge", None, False),
         ({"status": "resolved"}, "acknowledge", None, False),
-        ({"status": "acknowledged", "raised_at": "2026-11-24T09:00:00Z"}, "resolve", ISSUED, True),
-        ({"status": "resolved"}, "resolve", None, False),
+        ({"status": "acknowledged", "raised_at": OCCURRENCE}, "resolve", OCCURRENCE, True),
+        ({"status": "resolved", "raised_at": OCCURRENCE}, "resolve", OCCURRENCE, False),
         ({"status": "snoozed"}, "resolve", None, False),
     ],
 )
-def test_a_person_s_action_is_written_only_where_the_lifecycle_allows_it(aws, fields, action, current_since, acts):
+def test_a_person_s_action_is_written_only_where_the_lifecycle_allows_it(aws, fields, action, occurrence, acts):
     # docs/alert-lifecycle.md: Acknowledge acts on active (or none), Resolve on active or acknowledged;
-    # a Slack click (current_since) only on the occurrence its message was about.
+    # a link (opened or clicked in Slack) only on the occurrence its message was about.
     before = put_alert(aws, **fields)
-    update = act_update(ALERT, action, by="U0123ABCD", at="2026-11-24T10:30:00Z", current_since=current_since)
+    update = act_update(ALERT, action, by="U0123ABCD", at="2026-11-24T10:30:00Z", occurrence=occurrence)
     try:
         aws.update_item(**update)
     except aws.meta.client.exceptions.ConditionalCheckFailedException:
@@ -464,30 +469,33 @@ def test_a_person_s_action_is_written_only_where_the_lifecycle_allows_it(aws, fi
     assert item(aws) == {**before, "status": field, f"{field}_by": "U0123ABCD", f"{field}_at": "2026-11-24T10:30:00Z"}
 
 
-def test_an_action_on_a_deleted_alert_writes_nothing(aws):
+@pytest.mark.parametrize("occurrence", [None, OCCURRENCE])
+def test_an_action_on_a_deleted_alert_writes_nothing(aws, occurrence):
     with pytest.raises(aws.meta.client.exceptions.ConditionalCheckFailedException):
-        aws.update_item(**act_update("no-such-alert", "resolve", by="U1", at=ISSUED))
+        aws.update_item(**act_update("no-such-alert", "resolve", by="U1", at=OCCURRENCE, occurrence=occurrence))
     assert aws.get_item(Key={"alert_id": "no-such-alert"}).get("Item") is None
 
 
 @pytest.mark.parametrize(
-    "item_, action, current_since, outcome",
+    "item_, action, occurrence, outcome",
     [
         (None, "acknowledge", None, Outcome("not_found")),
-        ({"status": "acknowledged", "acknowledged_by": "U9", "acknowledged_at": ISSUED}, "acknowledge", None,
-         Outcome("already", "acknowledged", "U9", ISSUED)),
-        ({"status": "resolved", "resolved_by": "CloudWatch alarm db", "resolved_at": ISSUED}, "resolve", None,
-         Outcome("already", "resolved", "CloudWatch alarm db", ISSUED)),
+        ({"status": "acknowledged", "acknowledged_by": "U9", "acknowledged_at": OCCURRENCE}, "acknowledge", None,
+         Outcome("already", "acknowledged", "U9", OCCURRENCE)),
+        ({"status": "resolved", "resolved_by": "CloudWatch alarm db", "resolved_at": OCCURRENCE}, "resolve", None,
+         Outcome("already", "resolved", "CloudWatch alarm db", OCCURRENCE)),
         ({"status": "resolved", "resolved_by": 7, "resolved_at": 5}, "resolve", None, Outcome("already", "resolved")),
         ({"status": "snoozed"}, "resolve", None, Outcome("not_actionable", "snoozed")),
-        ({"raised_at": "2026-11-24T10:00:01Z"}, "acknowledge", ISSUED, Outcome("earlier_occurrence", "active", at="2026-11-24T10:00:01Z")),
-        # Raised before the link: the refusal is the status's, not the occurrence's
-        ({"status": "resolved", "raised_at": ISSUED}, "acknowledge", ISSUED, Outcome("already", "resolved")),
-        ({"status": "resolved", "raised_at": "2026-11-24T10:00:01Z"}, "acknowledge", None, Outcome("already", "resolved")),
+        ({"raised_at": RAISED_AGAIN}, "acknowledge", OCCURRENCE, Outcome("earlier_occurrence", "active", at=RAISED_AGAIN)),
+        # The link's own occurrence: the refusal is the status's
+        ({"status": "resolved", "raised_at": OCCURRENCE}, "acknowledge", OCCURRENCE, Outcome("already", "resolved")),
+        # Raised again since: the refusal is the occurrence's, whatever the status (the 409 page)
+        ({"status": "resolved", "raised_at": RAISED_AGAIN}, "acknowledge", None,
+         Outcome("earlier_occurrence", "resolved", at=RAISED_AGAIN)),
     ],
 )
-def test_a_refusal_is_explained_from_the_item_as_it_was(item_, action, current_since, outcome):
-    assert outcome_of_refusal(item_, action, current_since) == outcome
+def test_a_refusal_is_explained_from_the_item_as_it_was(item_, action, occurrence, outcome):
+    assert outcome_of_refusal(item_, action, occurrence) == outcome
 
 
 def test_the_items_time_format_is_iso_8601_utc_to_the_second(monkeypatch):
@@ -1187,13 +1195,18 @@ def test_every_page_a_link_can_open(endpoint, aws, fields, action, page):
     assert shown(call(endpoint, url_event(query={"t": token(action)}))) == page
 
 
-def test_the_page_of_a_link_sent_before_the_alert_was_raised_again_says_when_above_the_button(endpoint, aws):
+def test_the_page_of_a_link_sent_before_the_alert_was_raised_again_says_when_and_which_links_act(endpoint, aws):
+    # docs/alert-lifecycle.md (Occurrences): a 409 page saying the alert was raised again and that its
+    # latest notification has links that act; no button
     put_alert(aws, raised_at="2099-01-01T00:00:00Z")
-    assert shown(call(endpoint, url_event(query={"t": token()})))[2] == [
-        "<strong>This alert was raised again at 2099-01-01T00:00:00Z, after this link was sent:</strong> "
-        "the button acts on the alert as it is now.",
-        "Opening this page changes nothing; the button below does.",
-    ]
+    assert shown(call(endpoint, url_event(query={"t": token(occurrence=OCCURRENCE)}))) == (
+        409,
+        f"Alert {ALERT} was raised again",
+        [
+            "It was raised again at 2099-01-01T00:00:00Z, after this link was sent, so this link no longer acts on it. "
+            "The alert's latest notification has links that do."
+        ],
+    )
 
 
 def test_the_confirmation_page_lists_the_alert_the_person_and_the_action_and_posts_them(endpoint, aws):

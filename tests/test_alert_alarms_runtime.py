@@ -335,7 +335,22 @@ def test_the_documented_event_reads_as_the_alarm_its_state_and_when_it_entered_i
         "ALARM",
         "2019-10-02T17:04:40.989+0000",
         datetime(2019, 10, 2, 17, 4, 40, 989_000, tzinfo=timezone.utc),
+        "OK",  # the sample's previousState
     )
+
+
+@pytest.mark.parametrize(
+    "state, previous, reopens",
+    [("ALARM", "OK", True), ("ALARM", "INSUFFICIENT_DATA", False), ("ALARM", None, False), ("OK", "OK", False)],
+)
+def test_only_alarm_from_ok_reopens_whatever_the_item_says(alarms_logic, state, previous, reopens):
+    # docs/alert-lifecycle.md (Alarm state changes): OK -> ALARM raises a new occurrence even if the OK
+    # between was never applied; from INSUFFICIENT_DATA (or an event without previousState) the item decides
+    event = alarm_event(state, previous=previous or "OK")
+    if previous is None:
+        del event["detail"]["previousState"]
+    change = alarms_logic.read_alarm_change(event)
+    assert (change.previous_state, change.reopens) == (previous, reopens)
 
 
 @pytest.mark.parametrize("state, effect", [("ALARM", "raise"), ("OK", "resolve"), ("INSUFFICIENT_DATA", None)])
@@ -403,25 +418,53 @@ def _applied(table, update) -> bool:
     return True
 
 
-@pytest.mark.parametrize(
-    "last_applied, applies",
-    [(None, True), ("2026-11-24T12:00:05.122+0000", True), (STAMP, False), ("2026-11-24T12:00:05.124+0000", False)],
-    ids=["never", "older", "same-change-again", "newer"],
-)
-def test_an_alarm_raises_an_alert_only_for_a_change_newer_than_the_last_applied(table, last_applied, applies):
+EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:AlertNotification:db-1-20261124T120005123"
+CLAIM_EXPIRES_AT = 1_764_000_000
+
+
+def _raise(alert_id: str = "db-1", *, reopen: bool = True) -> dict:
     from patterns_common.alert_status import raise_update
 
-    before = {"alert_id": "db-1", "alarm_name": ALARM, "status": "resolved", **OCCURRENCE}
+    return raise_update(alert_id, state_at=STAMP, now="2026-11-24T12:00:06Z", execution_arn=EXECUTION,
+                        claim_expires_at=CLAIM_EXPIRES_AT, reopen=reopen)
+
+
+@pytest.mark.parametrize(
+    "last_applied, alarm_state, reopen, applies",
+    [
+        (None, None, True, True),
+        ("2026-11-24T12:00:05.122+0000", "OK", True, True),
+        (STAMP, "OK", True, False),
+        ("2026-11-24T12:00:05.124+0000", "OK", True, False),
+        # From INSUFFICIENT_DATA (no reopen): only if the alarm's last occurrence ended, or it had none
+        ("2026-11-24T12:00:05.122+0000", "OK", False, True),
+        ("2026-11-24T12:00:05.122+0000", None, False, True),
+        ("2026-11-24T12:00:05.122+0000", "ALARM", False, False),
+        ("2026-11-24T12:00:05.122+0000", "ALARM", True, True),  # from OK: the OK between was lost
+    ],
+    ids=["never", "older", "same-change-again", "newer", "ended", "first-alarm", "within-occurrence", "ok-lost"],
+)
+def test_an_alarm_raises_an_alert_only_for_a_change_newer_than_the_last_applied(table, last_applied, alarm_state,
+                                                                                reopen, applies):
+    # docs/alert-lifecycle.md: the lifecycle and the alarm state change tables
+    before = {"alert_id": "db-1", "alarm_name": ALARM, "status": "resolved", **OCCURRENCE,
+              "escalation_execution_arn": "arn:aws:states:us-east-1:123456789012:execution:AlertNotification:earlier",
+              "escalation_claim_expires_at": 1}
     if last_applied:
         before["alarm_state_at"] = last_applied
+    if alarm_state:
+        before["alarm_state"] = alarm_state
     table.put_item(Item=before)
     # When
-    applied = _applied(table, raise_update("db-1", state_at=STAMP, now="2026-11-24T12:00:06Z"))
-    # Then: a new occurrence: active, raised now, the earlier occurrence's people cleared
+    applied = _applied(table, _raise(reopen=reopen))
+    # Then: a new occurrence: active, raised now, the earlier occurrence's people cleared, and the
+    # escalation claim handed to the execution about to start in the same write
     assert applied == applies
     if applies:
         kept = {k: v for k, v in before.items() if k not in OCCURRENCE}
-        assert get(table) == {**kept, "status": "active", "raised_at": "2026-11-24T12:00:06Z", "alarm_state_at": STAMP}
+        assert get(table) == {**kept, "status": "active", "raised_at": "2026-11-24T12:00:06Z", "alarm_state": "ALARM",
+                              "alarm_state_at": STAMP, "escalation_execution_arn": EXECUTION,
+                              "escalation_claim_expires_at": CLAIM_EXPIRES_AT}
     else:
         assert get(table) == before
 
@@ -446,24 +489,31 @@ def test_ok_resolves_only_an_active_or_acknowledged_alert(table, status, applies
         "status": "resolved",
         "resolved_by": f"CloudWatch alarm {ALARM}",
         "resolved_at": "2026-11-24T12:00:06Z",
+        "alarm_state": "OK",
         "alarm_state_at": STAMP,
     }
     assert get(table) == (expected if applies else before)
 
 
-@pytest.mark.parametrize("last_applied", [STAMP, "2026-11-24T12:00:05.124+0000"])
-def test_ok_older_than_the_last_applied_change_resolves_nothing(table, last_applied):
+@pytest.mark.parametrize(
+    "last_applied, applies",
+    [(None, True), ("2026-11-24T12:00:05.122+0000", True), (STAMP, False), ("2026-11-24T12:00:05.124+0000", False)],
+    ids=["never", "older", "same-change-again", "newer"],
+)
+def test_ok_resolves_only_for_a_change_newer_than_the_last_applied(table, last_applied, applies):
     from patterns_common.alert_status import resolve_by_alarm_update
 
-    before = {"alert_id": "db-1", "status": "active", "alarm_state_at": last_applied}
+    before = {"alert_id": "db-1", "status": "active"}
+    if last_applied:
+        before["alarm_state_at"] = last_applied
     table.put_item(Item=before)
-    assert not _applied(table, resolve_by_alarm_update("db-1", alarm_name=ALARM, state_at=STAMP, now="T"))
-    assert get(table) == before
+    assert _applied(table, resolve_by_alarm_update("db-1", alarm_name=ALARM, state_at=STAMP, now="T")) == applies
+    assert (get(table)["status"] == "resolved") == applies and (get(table) == before) != applies
 
 
 def test_an_alarm_change_for_a_deleted_alert_writes_nothing(table):
-    from patterns_common.alert_status import raise_update, resolve_by_alarm_update
+    from patterns_common.alert_status import resolve_by_alarm_update
 
-    assert not _applied(table, raise_update("gone", state_at=STAMP, now="T"))
+    assert not _applied(table, _raise("gone"))
     assert not _applied(table, resolve_by_alarm_update("gone", alarm_name=ALARM, state_at=STAMP, now="T"))
     assert table.get_item(Key={"alert_id": "gone"}).get("Item") is None
