@@ -405,6 +405,7 @@ def test_a_link_made_for_an_earlier_occurrence_is_refused_on_its_page_and_when_i
     assert raised_again({"raised_at": raised}, earlier) == raised
     assert raised_again({"raised_at": raised}, None) == raised  # made before the alarm first raised it
     assert raised_again({"raised_at": earlier}, earlier) is None and raised_again({}, earlier) is None
+    assert raised_again(None, earlier) is None  # no item (deleted): nothing was raised again
     refused = outcome_of_refusal({"status": "active", "raised_at": raised}, "acknowledge", earlier)
     assert (refused.kind, refused.at) == ("earlier_occurrence", raised)
     condition = act_update("a", "acknowledge", by="U1", at=raised, occurrence=earlier)
