@@ -13,7 +13,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup lambda-sandbox browser demo test bench synth lint deploy watch clean
+.PHONY: setup lambda-sandbox browser demo test bench synth lint deploy watch clean mutate
 
 setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(AWSCLI_VENV)/.installed node_modules/.installed lambda-sandbox
 
@@ -77,6 +77,11 @@ lint: synth
 	$(VENV)/bin/cfn-lint -a cfn_lint_serverless.rules -- cdk.out/*.template.json
 	$(CHECKOV_VENV)/bin/checkov -d cdk.out --framework cloudformation --compact --quiet --skip-download
 	$(PYTHON) -m pytest -q tests/test_definitions.py tests/test_app_infrastructure.py tests/test_scanners_infrastructure.py
+
+# Mutation testing of the logic modules against the fast runtime tests (tools/mutate.py), after changing
+# one: `make mutate MODULES="alert_status map_retry"` for some of them. Not part of `make test`.
+mutate: $(VENV)/.installed
+	$(PYTHON) tools/mutate.py $(MODULES)
 
 # The app in the local emulator, and `cdk watch` on it: save a handler or a definition, run it again.
 watch: setup

@@ -14,6 +14,7 @@ import hmac
 import io
 import json
 import logging
+import re
 import time
 import urllib.request
 from dataclasses import replace
@@ -27,12 +28,16 @@ from moto import mock_aws
 from emulator.slack import SlackStandIn
 from patterns_common import alert_action_links as links
 from patterns_common.alert_status import (
+    Outcome,
     act_update,
     followup_text,
     mention,
     outcome_for_page,
     outcome_of_refusal,
     raised_again,
+    slack_escape,
+    status_of,
+    timestamp,
 )
 from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import FakeLambdaContext
@@ -277,6 +282,110 @@ def test_an_expired_token_and_one_signed_with_another_key_are_refused():
         links.verify(KEY, token(key=b"another key" * 6), now=time.time())
 
 
+def _forged(body, key: bytes = KEY) -> str:
+    """A token for any claim body, signed as the token format says: base64url JSON, a dot, and the
+    base64url HMAC-SHA256 of the prefixed claim under the key."""
+    def b64(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    encoded = b64(json.dumps(body).encode())
+    return f"{encoded}.{b64(hmac.new(key, b'alert-action.v1.' + encoded.encode(), hashlib.sha256).digest())}"
+
+
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+OCCURRENCE = "2026-11-24T10:00:00Z"
+GOOD = {"a": ALERT, "u": USER, "x": "resolve", "e": 2_000_000_000, "o": OCCURRENCE}
+
+
+def test_a_forged_token_of_a_good_claim_verifies_so_the_format_is_the_documented_one():
+    assert links.verify(KEY, _forged(GOOD), now=0) == links.ActionClaim(ALERT, USER, "resolve", 2_000_000_000, OCCURRENCE)
+
+
+@pytest.mark.parametrize(
+    "token_, reason",
+    [
+        (None, "malformed token"),
+        (7, "malformed token"),
+        ("", "malformed token"),
+        (_forged(GOOD).replace("a", "\u00e1", 1), "malformed token"),
+        (_forged(GOOD) + ".x", "malformed token"),
+        (_forged(GOOD).split(".")[0] + ".*", "malformed signature"),
+        # The same signature bytes spelled another way (the last character's two unused bits set)
+        (_forged(GOOD)[:-1] + _B64[_B64.index(_forged(GOOD)[-1]) ^ 1], "malformed signature"),
+        (_forged(GOOD, key=b"another key" * 6), "bad signature"),  # ForeignActionToken: another key may hold it
+        (_forged({**GOOD, "x": "delete"}), "malformed claim"),
+        (_forged({k: v for k, v in GOOD.items() if k != "a"}), "malformed claim"),
+        (_forged([1, 2]), "malformed claim"),
+        (_forged({**GOOD, "a": 7}), "malformed claim"),
+        (_forged({**GOOD, "u": None}), "malformed claim"),
+        (_forged({**GOOD, "e": True}), "malformed claim"),
+        (_forged({**GOOD, "e": "2000000000"}), "malformed claim"),
+        # The occurrence is the item's raised_at, a string (or absent)
+        (_forged({**GOOD, "o": 1_999_990_000}), "malformed claim"),
+        (_forged({**GOOD, "o": False}), "malformed claim"),
+        (_forged({**GOOD, "o": [OCCURRENCE]}), "malformed claim"),
+    ],
+)
+def test_each_check_of_a_token_refuses_what_it_is_for(token_, reason):
+    with pytest.raises(links.InvalidActionToken) as refused:
+        links.verify(KEY, token_, now=0)
+    # Only a bad signature may be retried under another key (verify_with_any, ActionLinkKeys)
+    expected = links.ForeignActionToken if reason == "bad signature" else links.InvalidActionToken
+    assert type(refused.value) is expected and str(refused.value) == reason
+
+
+def test_a_claim_without_an_occurrence_verifies_as_made_before_the_alarm_raised_the_alert():
+    assert links.verify(KEY, _forged({k: v for k, v in GOOD.items() if k != "o"}), now=0).occurrence is None
+
+
+@pytest.mark.parametrize("now, expired", [(1_999_999_999, False), (1_999_999_999.999, False), (2_000_000_000, True)])
+def test_a_token_expires_at_its_expiry_second(now, expired):
+    if not expired:
+        assert links.verify(KEY, _forged(GOOD), now=now).expires_at == 2_000_000_000
+        return
+    with pytest.raises(links.ExpiredActionToken, match="^expired$"):
+        links.verify(KEY, _forged(GOOD), now=now)
+
+
+def test_a_token_of_the_longest_accepted_length_verifies_and_one_longer_does_not():
+    # Given: alert ids that make tokens of exactly 2,048 characters and of more
+    def token_of(length):
+        return links.sign(KEY, links.ActionClaim("a" * length, USER, "acknowledge", 2_000_000_000, OCCURRENCE))
+
+    longest = next(token_of(n) for n in range(1400, 1600) if len(token_of(n)) == links.MAX_TOKEN_LENGTH)
+    longer = next(token_of(n) for n in range(1400, 1600) if len(token_of(n)) > links.MAX_TOKEN_LENGTH)
+    # Then
+    assert links.MAX_TOKEN_LENGTH == 2048
+    assert links.verify(KEY, longest, now=0).action == "acknowledge"
+    with pytest.raises(links.InvalidActionToken, match="^malformed token$"):
+        links.verify(KEY, longer, now=0)
+
+
+@pytest.mark.parametrize("occurrence", [OCCURRENCE, None])
+def test_links_carry_the_occurrence_they_were_made_for(occurrence):
+    # A link of an earlier occurrence must say so, or it could act on the new one
+    urls = links.links_for(KEY, BASE_URL, alert_id=ALERT, user=USER, expires_at=2_000_000_000, occurrence=occurrence)
+    for action, url in urls.items():
+        claim = links.verify(KEY, url.split("?t=", 1)[1], now=0)
+        assert claim == links.ActionClaim(ALERT, USER, action, 2_000_000_000, occurrence)
+    assert links.action_url(BASE_URL, "a.b") == f"{BASE_URL}?t=a.b"
+
+
+@pytest.mark.parametrize("letter", ["a", "\u00e9"])
+def test_links_for_the_longest_alert_id_and_account_the_config_accepts_verify(letter):
+    # Alert ids up to 256 characters, accounts up to 254 (alert_config_logic), in any Latin script
+    alert_id, user = letter * 256, letter * 254
+    urls = links.links_for(KEY, BASE_URL, alert_id=alert_id, user=user, expires_at=2_000_000_000, occurrence=OCCURRENCE)
+    for action, url in urls.items():
+        claim = links.verify(KEY, url.split("?t=", 1)[1], now=0)
+        assert claim == links.ActionClaim(alert_id, user, action, 2_000_000_000, OCCURRENCE)
+
+
+def test_only_the_two_actions_can_be_signed():
+    with pytest.raises(ValueError, match=r"^action must be one of \('acknowledge', 'resolve'\), got 'delete'$"):
+        links.sign(KEY, links.ActionClaim(ALERT, USER, "delete", 2_000_000_000))
+
+
 # -- the status rules (pure) -----------------------------------------------------------------------
 
 
@@ -296,6 +405,7 @@ def test_a_link_made_for_an_earlier_occurrence_is_refused_on_its_page_and_when_i
     assert raised_again({"raised_at": raised}, earlier) == raised
     assert raised_again({"raised_at": raised}, None) == raised  # made before the alarm first raised it
     assert raised_again({"raised_at": earlier}, earlier) is None and raised_again({}, earlier) is None
+    assert raised_again(None, earlier) is None  # no item (deleted): nothing was raised again
     refused = outcome_of_refusal({"status": "active", "raised_at": raised}, "acknowledge", earlier)
     assert (refused.kind, refused.at) == ("earlier_occurrence", raised)
     condition = act_update("a", "acknowledge", by="U1", at=raised, occurrence=earlier)
@@ -318,6 +428,99 @@ def test_the_follow_up_mentions_a_slack_member_and_names_anyone_else():
     assert followup_text("db-1", "resolved", by="CloudWatch alarm db-cpu", at="T") == (
         "Alert db-1 was resolved by CloudWatch alarm db-cpu at T."
     )
+
+
+# -- the conditional writes, evaluated by DynamoDB (moto) -----------------------------------------
+
+RAISED_AGAIN = "2026-11-24T10:00:01Z"
+
+
+@pytest.mark.parametrize(
+    "fields, action, occurrence, acts",
+    [
+        # A link acts on the occurrence it was made for: the item's raised_at when it was sent
+        ({"raised_at": OCCURRENCE}, "acknowledge", OCCURRENCE, True),
+        ({"raised_at": RAISED_AGAIN}, "acknowledge", OCCURRENCE, False),  # raised again since
+        # Occurrences are named, not compared as times: any other raised_at is another occurrence
+        ({"raised_at": "2026-11-24T09:59:59Z"}, "acknowledge", OCCURRENCE, False),
+        ({}, "acknowledge", OCCURRENCE, True),  # no occurrence recorded on the item
+        ({}, "acknowledge", None, True),  # never raised by an alarm
+        ({"raised_at": RAISED_AGAIN}, "acknowledge", None, False),  # sent before the alarm first raised it
+        ({"status": None}, "acknowledge", None, True),  # no status is active
+        ({"status": "acknowledged"}, "acknowledge", None, False),
+        ({"status": "resolved"}, "acknowledge", None, False),
+        ({"status": "acknowledged", "raised_at": OCCURRENCE}, "resolve", OCCURRENCE, True),
+        ({"status": "resolved", "raised_at": OCCURRENCE}, "resolve", OCCURRENCE, False),
+        ({"status": "snoozed"}, "resolve", None, False),
+    ],
+)
+def test_a_person_s_action_is_written_only_where_the_lifecycle_allows_it(aws, fields, action, occurrence, acts):
+    # docs/alert-lifecycle.md: Acknowledge acts on active (or none), Resolve on active or acknowledged;
+    # a link (opened or clicked in Slack) only on the occurrence its message was about.
+    before = put_alert(aws, **fields)
+    update = act_update(ALERT, action, by="U0123ABCD", at="2026-11-24T10:30:00Z", occurrence=occurrence)
+    try:
+        aws.update_item(**update)
+    except aws.meta.client.exceptions.ConditionalCheckFailedException:
+        assert not acts
+        assert item(aws) == before
+        return
+    assert acts
+    field = {"acknowledge": "acknowledged", "resolve": "resolved"}[action]
+    assert item(aws) == {**before, "status": field, f"{field}_by": "U0123ABCD", f"{field}_at": "2026-11-24T10:30:00Z"}
+
+
+@pytest.mark.parametrize("occurrence", [None, OCCURRENCE])
+def test_an_action_on_a_deleted_alert_writes_nothing(aws, occurrence):
+    with pytest.raises(aws.meta.client.exceptions.ConditionalCheckFailedException):
+        aws.update_item(**act_update("no-such-alert", "resolve", by="U1", at=OCCURRENCE, occurrence=occurrence))
+    assert aws.get_item(Key={"alert_id": "no-such-alert"}).get("Item") is None
+
+
+@pytest.mark.parametrize(
+    "item_, action, occurrence, outcome",
+    [
+        (None, "acknowledge", None, Outcome("not_found")),
+        ({"status": "acknowledged", "acknowledged_by": "U9", "acknowledged_at": OCCURRENCE}, "acknowledge", None,
+         Outcome("already", "acknowledged", "U9", OCCURRENCE)),
+        ({"status": "resolved", "resolved_by": "CloudWatch alarm db", "resolved_at": OCCURRENCE}, "resolve", None,
+         Outcome("already", "resolved", "CloudWatch alarm db", OCCURRENCE)),
+        ({"status": "resolved", "resolved_by": 7, "resolved_at": 5}, "resolve", None, Outcome("already", "resolved")),
+        ({"status": "snoozed"}, "resolve", None, Outcome("not_actionable", "snoozed")),
+        ({"raised_at": RAISED_AGAIN}, "acknowledge", OCCURRENCE, Outcome("earlier_occurrence", "active", at=RAISED_AGAIN)),
+        # The link's own occurrence: the refusal is the status's
+        ({"status": "resolved", "raised_at": OCCURRENCE}, "acknowledge", OCCURRENCE, Outcome("already", "resolved")),
+        # Raised again since: the refusal is the occurrence's, whatever the status (the 409 page)
+        ({"status": "resolved", "raised_at": RAISED_AGAIN}, "acknowledge", None,
+         Outcome("earlier_occurrence", "resolved", at=RAISED_AGAIN)),
+    ],
+)
+def test_a_refusal_is_explained_from_the_item_as_it_was(item_, action, occurrence, outcome):
+    assert outcome_of_refusal(item_, action, occurrence) == outcome
+
+
+def test_the_items_time_format_is_iso_8601_utc_to_the_second(monkeypatch):
+    # UTC whatever the machine's time zone (a developer's laptop, not only Lambda's UTC)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert timestamp(0) == "1970-01-01T00:00:00Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert timestamp(1_764_000_005.999) == "2025-11-24T16:00:05Z"
+    assert status_of({}) == "active" and status_of({"status": "resolved"}) == "resolved"
+
+
+def test_slack_control_characters_are_escaped_in_the_follow_up():
+    # Slack: &, < and > are control characters in message text (https://api.slack.com/reference/surfaces/formatting)
+    assert slack_escape("a & <b> c") == "a &amp; &lt;b&gt; c"
+    assert followup_text("a<1>", "resolved", by="x&y@example.com", at="T") == (
+        "Alert a&lt;1&gt; was resolved by x&amp;y@example.com at T."
+    )
+    assert followup_text("a", "resolved", by="CloudWatch alarm <db>", at="T") == "Alert a was resolved by CloudWatch alarm &lt;db&gt; at T."
+    assert mention("U12") == "<@U12>" and mention("U1") == "U1" and mention("u0123abcd") == "u0123abcd"
+    assert mention("XU0123") == "XU0123" and mention("U0123ABCD ") == "U0123ABCD "
 
 
 # -- GET shows, changes nothing --------------------------------------------------------------------
@@ -740,3 +943,355 @@ def test_a_slack_click_on_an_acknowledged_alert_is_answered_200_and_changes_noth
     before = put_alert(aws, status="acknowledged", acknowledged_by="U9", acknowledged_at="2026-11-24T09:00:00Z")
     answer = call(endpoint, slack_request(block_actions(links.action_url(BASE_URL, token()))))
     assert answer["statusCode"] == 200 and item(aws) == before and slack.posts == []
+
+
+# -- what Slack really sends -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def actions_logic():
+    return load_lambda_module("alert_actions", "alert_actions_logic")
+
+
+def notification_click(message: str, *, action: str = "acknowledge", user_id: str = "U0123ABCD", tok: str | None = None) -> dict:
+    """The block_actions payload Slack sends for a click on a button of one of our notifications
+    (https://docs.slack.dev/reference/interaction-payloads/block_actions-payload): beside the clicked
+    action it carries the user, team, channel, container, and the whole message the button is in, as
+    Slack stores it (each block with its block_id, texts with Slack's defaults filled in)."""
+    urls = {a: links.action_url(BASE_URL, tok or token(a)) for a in links.ACTIONS}
+    notifier = load_lambda_module("alert_notifier", "slack_webhook")
+    posted = notifier.Notification(ALERT, message, 3, "U0123ABCD", urls).payload()
+    section, buttons = posted["blocks"]
+    blocks = [
+        {**section, "block_id": "Mx7Qb", "text": {**section["text"], "verbatim": False}},
+        {
+            **buttons,
+            "block_id": "Vd2Jk",
+            "elements": [{**b, "text": {**b["text"], "emoji": True}} for b in buttons["elements"]],
+        },
+    ]
+    clicked = next(b for b in blocks[1]["elements"] if b["action_id"] == action)
+    return {
+        "type": "block_actions",
+        "user": {"id": user_id, "username": "jo.oncall", "name": "jo.oncall", "team_id": "T0001ABCD"},
+        "api_app_id": "A0001ABCD",
+        "token": "Shh_its_a_seekrit",
+        "container": {"type": "message", "message_ts": "1700000000.000200", "channel_id": "C0001ABCD", "is_ephemeral": False},
+        "trigger_id": "1234567890123.1234567890123.0123456789abcdef0123456789abcdef",
+        "team": {"id": "T0001ABCD", "domain": "example"},
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "channel": {"id": "C0001ABCD", "name": "alerts"},
+        "message": {
+            "user": "U0BOT0001",
+            "type": "message",
+            "ts": "1700000000.000200",
+            "bot_id": "B0001ABCD",
+            "app_id": "A0001ABCD",
+            "text": posted["text"],
+            "team": "T0001ABCD",
+            "blocks": blocks,
+        },
+        "state": {"values": {}},
+        "response_url": "https://hooks.slack.com/actions/T0001ABCD/1234567890123/0a1b2c3d4e5f6a7b8c9d0e1f",
+        "actions": [{**clicked, "block_id": "Vd2Jk", "action_ts": "1700000001.000300"}],
+    }
+
+
+def test_a_click_on_a_notification_with_the_longest_message_is_read_whole_and_acts(endpoint, aws, slack, with_slack_app):
+    # Given: the longest message an alert may carry (4,000 characters), with text that form encoding
+    # inflates; Slack sends it twice (fallback text and section block) inside the click's payload
+    message = ("Disk above 90% on web-1 & web-2 <check /var/log> — été " * 80)[:4000]
+    put_alert(aws, message=message)
+    request = slack_request(notification_click(message))
+    # Then: several KB, as Slack sends it, and within the endpoint's documented 64 KiB
+    assert 12 * 1024 < len(request["body"]) < 64 * 1024
+    # When
+    answer = call(endpoint, request)
+    # Then
+    assert answer["statusCode"] == 200
+    assert item(aws)["status"] == "acknowledged" and item(aws)["acknowledged_by"] == "U0123ABCD"
+
+
+@pytest.mark.parametrize("base64_body", [False, True])
+def test_a_body_of_exactly_64_kib_is_read_and_one_byte_more_is_refused(actions_logic, base64_body):
+    # "Body over 64 KiB ... 413" (docs/alert-lifecycle.md)
+    def event(size):
+        return url_event("POST", body="t=" + "x" * (size - 2), base64_body=base64_body,
+                         headers={"content-type": "application/x-www-form-urlencoded"})
+
+    assert len(actions_logic.read_request(event(64 * 1024)).body) == 64 * 1024
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.read_request(event(64 * 1024 + 1))
+    assert (refused.value.status, refused.value.title) == (413, "Request too large")
+    with pytest.raises(actions_logic.Refused) as refused:  # refused on its length, before it is decoded
+        actions_logic.read_request({**event(8), "body": "!" * (64 * 1024 * 4 // 3 + 5)})
+    assert refused.value.status == 413
+
+
+def test_a_request_is_read_with_lower_case_header_names_and_an_upper_case_method(actions_logic):
+    event = url_event("GET", query={"t": "abc"}, headers={"X-Slack-Signature": "v0=1"})
+    event["requestContext"]["http"]["method"] = "get"
+    request = actions_logic.read_request(event)
+    assert request.method == "GET" and request.query == {"t": "abc"} and request.body == b""
+    assert request.headers["x-slack-signature"] == "v0=1" and request.from_slack
+    assert not actions_logic.read_request(url_event("GET")).from_slack
+    assert actions_logic.read_request({**url_event("GET"), "headers": {"X-Slack-Request-Timestamp": "1"}}).from_slack
+    assert actions_logic.read_request({}).method == ""
+
+
+@pytest.mark.parametrize(
+    "content_type, body, fields",
+    [
+        ("application/x-www-form-urlencoded", b"t=abc&alert_id=a&action=resolve", {"t": "abc", "alert_id": "a", "action": "resolve"}),
+        ("Application/X-WWW-Form-Urlencoded; charset=UTF-8", b"t=abc", {"t": "abc"}),
+        ("application/x-www-form-urlencoded ; charset=utf-8", b"t=abc", {"t": "abc"}),  # RFC 9110: spaces around ;
+        ("application/x-www-form-urlencoded", b"t=&action=", {"t": "", "action": ""}),
+    ],
+)
+def test_a_form_is_read_field_by_field(actions_logic, content_type, body, fields):
+    request = actions_logic.Request("POST", {"content-type": content_type}, body, {})
+    assert actions_logic.form_fields(request) == fields
+
+
+@pytest.mark.parametrize(
+    "stamp_offset, accepted",
+    [(0, True), (300, True), (-300, True), (301, False), (-301, False)],
+)
+def test_a_slack_timestamp_up_to_five_minutes_off_is_accepted(actions_logic, stamp_offset, accepted):
+    # Slack: refuse a request more than five minutes from the local time
+    # (https://api.slack.com/authentication/verifying-requests-from-slack)
+    now = 1_700_000_000
+    request = slack_request(block_actions("x"), timestamp=now + stamp_offset)
+    read = actions_logic.read_request(request)
+    if accepted:
+        actions_logic.check_slack_signature(SIGNING_SECRET_VALUE.encode(), read, now)
+        return
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.check_slack_signature(SIGNING_SECRET_VALUE.encode(), read, now)
+    assert refused.value.status == 401
+
+
+def test_a_slack_request_without_a_signature_header_is_refused(actions_logic):
+    request = actions_logic.Request("POST", {"x-slack-request-timestamp": "1700000000"}, b"payload=%7B%7D", {})
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.check_slack_signature(b"secret", request, 1_700_000_000)
+    assert (refused.value.status, refused.value.detail) == (401, "The Slack request signature does not match.")
+
+
+@pytest.mark.parametrize("stamp", ["", "12a", "-5", "1700000000.5", "１７"])
+def test_a_slack_timestamp_that_is_not_whole_seconds_is_refused(actions_logic, stamp):
+    request = actions_logic.Request("POST", {"x-slack-request-timestamp": stamp, "x-slack-signature": "v0=0"}, b"", {})
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.check_slack_signature(b"secret", request, 17)
+    assert refused.value.status == 401
+
+
+@pytest.mark.parametrize(
+    "payload, detail",
+    [
+        ({"type": "view_submission"}, "Only block_actions (button clicks) are handled here."),
+        ({"type": "block_actions", "user": "U1", "actions": []}, "The click names no Slack user."),
+        ({"type": "block_actions", "user": {"id": ""}, "actions": []}, "The click names no Slack user."),
+        ({"type": "block_actions", "user": {"id": "U1"}, "actions": "x"}, "The clicked button carries no action link."),
+        ({"type": "block_actions", "user": {"id": "U1"}, "actions": None}, "The clicked button carries no action link."),
+        ({"type": "block_actions", "user": {"id": "U1"}, "actions": ["x", {"url": 5}]}, "The clicked button carries no action link."),
+    ],
+)
+def test_a_slack_payload_without_a_click_on_a_link_is_refused_saying_why(actions_logic, payload, detail):
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.slack_click({"payload": json.dumps(payload)})
+    assert (refused.value.status, refused.value.title, refused.value.detail) == (400, "Unsupported Slack request", detail)
+
+
+def test_a_refusal_reads_as_its_title_in_a_log_or_a_traceback(actions_logic):
+    assert str(actions_logic.Refused(410, "This link has expired", "details")) == "This link has expired"
+
+
+def test_a_slack_form_without_a_payload_is_not_a_click(actions_logic):
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.slack_click({})
+    assert (refused.value.status, refused.value.detail) == (400, "Only block_actions (button clicks) are handled here.")
+
+
+def test_a_signature_header_python_cannot_encode_is_refused_not_a_crash(actions_logic):
+    request = slack_request(block_actions("x"), timestamp=1_700_000_000)
+    read = actions_logic.read_request(request)
+    forged = replace(read, headers={**read.headers, "x-slack-signature": "v0=\ud800"})
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.check_slack_signature(SIGNING_SECRET_VALUE.encode(), forged, 1_700_000_000)
+    assert (refused.value.status, refused.value.detail) == (401, "The Slack request signature does not match.")
+
+
+def test_the_token_is_taken_from_the_first_action_with_a_link(actions_logic):
+    payload = {"type": "block_actions", "user": {"id": "U1"}, "actions": [{"value": "no url"}, {"url": f"{BASE_URL}?t=abc"}]}
+    assert actions_logic.slack_click({"payload": json.dumps(payload)}) == actions_logic.SlackClick("abc", "U1")
+    assert actions_logic.token_in_link(f"{BASE_URL}?t=a&t=b") is None
+    assert actions_logic.token_in_link(f"{BASE_URL}?x=a") is None
+
+
+@pytest.mark.parametrize(
+    "kind, status",
+    [("acted", 200), ("already", 200), ("not_found", 404), ("not_actionable", 409), ("earlier_occurrence", 409)],
+)
+def test_slack_is_answered_200_for_a_click_that_took_effect_and_warned_otherwise(actions_logic, kind, status):
+    assert actions_logic.slack_answer(Outcome(kind)) == {
+        "statusCode": status,
+        "headers": {"Content-Type": "text/plain; charset=utf-8"},
+        "body": "",
+    }
+
+
+# -- every page a person can be shown --------------------------------------------------------------
+
+
+def shown(answer: dict) -> tuple[int, str, list[str]]:
+    """A page as a person reads it: its status, its heading (also its title), its paragraphs."""
+    body = answer["body"]
+    title = re.search(r"<title>(.*?)</title>", body).group(1)
+    heading = re.search(r"<h1>(.*?)</h1>", body).group(1)
+    assert title == heading
+    assert body.startswith(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{title}</title><style>"
+    )
+    assert body.endswith("</body></html>") and f"</style></head><body><h1>{title}</h1>" in body
+    # Nothing but paragraphs, and the one form of a confirmation page, between the heading and the end
+    rest = body.split(f"<h1>{title}</h1>", 1)[1].removesuffix("</body></html>")
+    assert re.fullmatch(r'(<p>(?:(?!</p>).)*</p>)+(<form method="post">.*</form>)?', rest)
+    paragraphs = [p for p in re.findall(r"<p>(.*?)</p>", body) if not p.startswith("<dl>")]  # the facts: below
+    return answer["statusCode"], heading, paragraphs
+
+
+T = "2026-11-24T09:00:00Z"
+
+
+@pytest.mark.parametrize(
+    "fields, action, page",
+    [
+        ({}, "acknowledge", (200, f"Acknowledge alert {ALERT}?", ["Opening this page changes nothing; the button below does."])),
+        ({"status": "acknowledged"}, "resolve", (200, f"Resolve alert {ALERT}?", ["Opening this page changes nothing; the button below does."])),
+        (
+            {"status": "acknowledged", "acknowledged_by": "U9", "acknowledged_at": T},
+            "acknowledge",
+            (200, f"Alert {ALERT} was already acknowledged", [f"Acknowledged by U9 at {T}.", "Nothing was changed."]),
+        ),
+        (
+            {"status": "resolved", "resolved_by": "CloudWatch alarm db-cpu", "resolved_at": T},
+            "acknowledge",
+            (200, f"Alert {ALERT} was already resolved", [f"Resolved by CloudWatch alarm db-cpu at {T}.", "Nothing was changed."]),
+        ),
+        (
+            {"status": "resolved"},
+            "resolve",
+            (200, f"Alert {ALERT} was already resolved", ["Resolved by someone at an unknown time.", "Nothing was changed."]),
+        ),
+        ({"status": "snoozed"}, "acknowledge", (409, f"Alert {ALERT} cannot be acknowledged", ["Its status is &#x27;snoozed&#x27;."])),
+        ({"status": "snoozed"}, "resolve", (409, f"Alert {ALERT} cannot be resolved", ["Its status is &#x27;snoozed&#x27;."])),
+    ],
+)
+def test_every_page_a_link_can_open(endpoint, aws, fields, action, page):
+    put_alert(aws, **fields)
+    assert shown(call(endpoint, url_event(query={"t": token(action)}))) == page
+
+
+def test_the_page_of_a_link_sent_before_the_alert_was_raised_again_says_when_and_which_links_act(endpoint, aws):
+    # docs/alert-lifecycle.md (Occurrences): a 409 page saying the alert was raised again and that its
+    # latest notification has links that act; no button
+    put_alert(aws, raised_at="2099-01-01T00:00:00Z")
+    assert shown(call(endpoint, url_event(query={"t": token(occurrence=OCCURRENCE)}))) == (
+        409,
+        f"Alert {ALERT} was raised again",
+        [
+            "It was raised again at 2099-01-01T00:00:00Z, after this link was sent, so this link no longer acts on it. "
+            "The alert's latest notification has links that do."
+        ],
+    )
+
+
+def test_the_confirmation_page_lists_the_alert_the_person_and_the_action_and_posts_them(endpoint, aws):
+    put_alert(aws, message="Disk & more")
+    tok = token("resolve")
+    body = call(endpoint, url_event(query={"t": tok}))["body"]
+    assert (
+        f"<dl><dt>Alert</dt><dd>{ALERT}</dd><dt>Message</dt><dd>Disk &amp; more</dd>"
+        f"<dt>Link sent to</dt><dd>{USER}</dd><dt>Action</dt><dd>Resolve</dd></dl>"
+    ) in body
+    assert body.endswith(
+        f'<form method="post"><input type="hidden" name="t" value="{tok}">'
+        f'<input type="hidden" name="alert_id" value="{ALERT}">'
+        '<input type="hidden" name="action" value="resolve">'
+        '<button type="submit">Resolve</button></form></body></html>'
+    )
+
+
+def test_an_alert_without_a_message_shows_the_machines_default(endpoint, aws):
+    put_alert(aws, message=None)
+    assert f"<dt>Message</dt><dd>Alert {ALERT} is active</dd>" in call(endpoint, url_event(query={"t": token()}))["body"]
+
+
+@pytest.mark.parametrize(
+    "fields, action, page",
+    [
+        ({}, "acknowledge", (200, f"Alert {ALERT} is acknowledged", ["Acknowledged by {USER} at {NOW}.", "No further notification will be sent for it."])),
+        ({"status": "acknowledged"}, "resolve", (200, f"Alert {ALERT} is resolved", ["Resolved by {USER} at {NOW}.", "No further notification will be sent for it."])),
+        ({"status": "snoozed"}, "resolve", (409, f"Alert {ALERT} cannot be resolved", ["Its status is &#x27;snoozed&#x27;."])),
+        ({"alert_id": "another-alert"}, "resolve", (404, "No such alert", [f"There is no alert {ALERT} (it may have been deleted)."])),
+    ],
+)
+def test_every_page_the_button_can_answer(endpoint, aws, fields, action, page):
+    before = put_alert(aws, **fields)
+    answer = call(endpoint, confirm(token(action)))
+    field = {"acknowledge": "acknowledged", "resolve": "resolved"}[action]
+    now = (item(aws) or {}).get(f"{field}_at", "")
+    status, title, paragraphs = page
+    assert shown(answer) == (status, title, [p.format(USER=USER, NOW=now) for p in paragraphs])
+    if status != 200:
+        assert item(aws) == (before if fields.get("alert_id") is None else None)
+
+
+def _refused(status, title, detail):
+    return status, title, [detail]
+
+
+@pytest.mark.parametrize(
+    "make_event, page",
+    [
+        (lambda: url_event(query={"t": tampered(token())}), _refused(400, "This link is not valid", "It may have been cut short or altered. Use the button in the alert&#x27;s Slack message.")),
+        (lambda: url_event(query={"t": token(expires_in=-60)}), _refused(410, "This link has expired", "Action links work for a day; the alert&#x27;s latest notification has fresh ones.")),
+        (lambda: confirm(token(), action="resolve"), _refused(400, "This request does not match its link", "Open the link again and use its button.")),
+        (lambda: form_post({"t": token(), "pad": "x" * 70_000}), _refused(413, "Request too large", "A request body may hold at most 65,536 bytes.")),
+        (lambda: url_event("POST", body="t=x", headers={"content-type": "text/plain"}), _refused(415, "Unsupported request", "A POST must be a form (application/x-www-form-urlencoded).")),
+        (lambda: url_event("POST", body="t=x"), _refused(415, "Unsupported request", "A POST must be a form (application/x-www-form-urlencoded).")),
+        (lambda: url_event("POST", headers={"content-type": "application/x-www-form-urlencoded"}), _refused(400, "Empty request", "The request has no body.")),
+        (lambda: form_post({}, base64_body=True) | {"body": "***"}, _refused(400, "Unreadable request", "The request body is not valid base64.")),
+        (lambda: form_post({}) | {"body": "t"}, _refused(400, "Unreadable request", "The request body is not a form.")),
+        (lambda: form_post({}, base64_body=True) | {"body": base64.b64encode(b"t=\xff").decode()}, _refused(400, "Unreadable request", "The request body is not a form.")),
+        (lambda: form_post({}) | {"body": "t=a&t=b"}, _refused(400, "Unreadable request", "A form field is given more than once.")),
+        (lambda: url_event("PUT", query={"t": token()}), _refused(405, "Method not allowed", "Open the link (GET) and use its button (POST).")),
+        (lambda: slack_request(block_actions("x")), _refused(403, "Slack requests are not accepted", "No Slack app signing secret is configured.")),
+    ],
+    ids=["invalid", "expired", "mismatch", "too-large", "not-a-form-type", "no-content-type", "empty", "bad-base64", "not-a-form", "not-utf8",
+         "repeated", "method", "no-slack-app"],
+)
+def test_every_refusal_page(endpoint, aws, slack, make_event, page):
+    before = put_alert(aws)
+    assert shown(call(endpoint, make_event())) == page
+    assert item(aws) == before and slack.posts == []
+
+
+@pytest.mark.parametrize(
+    "make_request, page",
+    [
+        (lambda: slack_request(block_actions("x"), signature="v0=" + "0" * 64), _refused(401, "Request refused", "The Slack request signature does not match.")),
+        (lambda: slack_request(block_actions("x"), timestamp=1), _refused(401, "Request refused", "The Slack request timestamp is missing or more than five minutes off.")),
+        (lambda: slack_request({"type": "message_action"}), _refused(400, "Unsupported Slack request", "Only block_actions (button clicks) are handled here.")),
+        (lambda: slack_request(block_actions(links.action_url(BASE_URL, tampered(token())))), _refused(400, "This link is not valid", "It may have been cut short or altered. Use the button in the alert&#x27;s Slack message.")),
+    ],
+    ids=["signature", "timestamp", "not-a-click", "bad-link"],
+)
+def test_every_refusal_of_a_slack_request(endpoint, aws, slack, with_slack_app, make_request, page):
+    before = put_alert(aws)
+    assert shown(call(endpoint, make_request())) == page
+    assert item(aws) == before and slack.posts == []

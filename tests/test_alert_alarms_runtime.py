@@ -316,3 +316,204 @@ def test_a_re_raise_hands_the_claim_to_the_new_execution_and_stops_the_earlier_o
     assert get(table)["escalation_execution_arn"] == new["executionArn"]
     stopped = boto3.client("stepfunctions").describe_execution(executionArn=earlier["executionArn"])
     assert stopped["status"] == "ABORTED"
+
+
+# -- reading the event (pure) ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def alarms_logic():
+    return load_lambda_module("alert_alarms", "alert_alarms_logic")
+
+
+def test_the_documented_event_reads_as_the_alarm_its_state_and_when_it_entered_it(alarms_logic):
+    # The sample is the "CloudWatch Alarm State Change" event of the CloudWatch documentation
+    # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html).
+    change = alarms_logic.read_alarm_change(SAMPLE)
+    assert change == alarms_logic.AlarmChange(
+        "ServerCpuTooHigh",
+        "ALARM",
+        "2019-10-02T17:04:40.989+0000",
+        datetime(2019, 10, 2, 17, 4, 40, 989_000, tzinfo=timezone.utc),
+        "OK",  # the sample's previousState
+    )
+
+
+@pytest.mark.parametrize(
+    "state, previous, reopens",
+    [("ALARM", "OK", True), ("ALARM", "INSUFFICIENT_DATA", False), ("ALARM", None, False), ("OK", "OK", False)],
+)
+def test_only_alarm_from_ok_reopens_whatever_the_item_says(alarms_logic, state, previous, reopens):
+    # docs/alert-lifecycle.md (Alarm state changes): OK -> ALARM raises a new occurrence even if the OK
+    # between was never applied; from INSUFFICIENT_DATA (or an event without previousState) the item decides
+    event = alarm_event(state, previous=previous or "OK")
+    if previous is None:
+        del event["detail"]["previousState"]
+    change = alarms_logic.read_alarm_change(event)
+    assert (change.previous_state, change.reopens) == (previous, reopens)
+
+
+@pytest.mark.parametrize("state, effect", [("ALARM", "raise"), ("OK", "resolve"), ("INSUFFICIENT_DATA", None)])
+def test_alarm_raises_ok_resolves_and_insufficient_data_does_nothing(alarms_logic, state, effect):
+    assert alarms_logic.read_alarm_change(alarm_event(state)).effect == effect
+
+
+def test_a_state_timestamp_in_iso_form_with_an_offset_is_read_too(alarms_logic):
+    event = alarm_event(at="2026-11-24T12:00:05+01:00")
+    assert alarms_logic.read_alarm_change(event).changed_at == datetime(2026, 11, 24, 11, 0, 5, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        # Another CloudWatch event about the same alarm, with the same detail: not a state change.
+        ({"detail-type": "CloudWatch Alarm Configuration Change"}, "not a CloudWatch Alarm State Change event"),
+        ({"detail": ["not", "a", "mapping"]}, "not a CloudWatch Alarm State Change event"),
+        ({"detail": {**SAMPLE["detail"], "alarmName": ""}}, "the event names no alarm or state"),
+        ({"detail": {**SAMPLE["detail"], "alarmName": 7}}, "the event names no alarm or state"),
+        ({"detail": {**SAMPLE["detail"], "state": "ALARM"}}, "the event names no alarm or state"),
+        ({"detail": {**SAMPLE["detail"], "state": {"value": "ALARM"}}}, "the event's state has no value or timestamp"),
+        ({"detail": {**SAMPLE["detail"], "state": {"timestamp": "2026-11-24T12:00:05.000+0000"}}}, "the event's state has no value or timestamp"),
+        (
+            {"detail": {**SAMPLE["detail"], "state": {"value": "OK", "timestamp": "yesterday"}}},
+            "the state timestamp 'yesterday' is not a time",
+        ),
+        (
+            {"detail": {**SAMPLE["detail"], "state": {"value": "OK", "timestamp": "2026-11-24T12:00:05"}}},
+            "the state timestamp '2026-11-24T12:00:05' has no time zone",
+        ),
+    ],
+)
+def test_an_event_that_is_not_a_readable_state_change_is_refused_saying_why(alarms_logic, change, message):
+    with pytest.raises(alarms_logic.InvalidAlarmEvent) as raised:
+        alarms_logic.read_alarm_change({**SAMPLE, **change})
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("event", [None, ["CloudWatch Alarm State Change"], "CloudWatch Alarm State Change"])
+def test_an_event_that_is_not_an_object_is_refused_not_a_crash(alarms_logic, event):
+    with pytest.raises(alarms_logic.InvalidAlarmEvent, match="^not a CloudWatch Alarm State Change event$"):
+        alarms_logic.read_alarm_change(event)
+
+
+def test_only_an_item_holding_this_very_change_makes_a_refusal_a_redelivery(alarms_logic):
+    change = alarms_logic.read_alarm_change(SAMPLE)
+    assert alarms_logic.is_redelivery({"alarm_state_at": "2019-10-02T17:04:40.989+0000"}, change)
+    assert not alarms_logic.is_redelivery({"alarm_state_at": "2019-10-02T17:04:41.000+0000"}, change)
+    assert not alarms_logic.is_redelivery({}, change)
+    assert not alarms_logic.is_redelivery(None, change)
+
+
+# -- the alarm's conditional writes, evaluated by DynamoDB (moto) ---------------------------------
+
+STAMP = "2026-11-24T12:00:05.123+0000"
+OCCURRENCE = {"acknowledged_by": "U9", "acknowledged_at": "2026-11-24T11:00:00Z", "resolved_by": "U9", "resolved_at": "2026-11-24T11:30:00Z"}
+
+
+def _applied(table, update) -> bool:
+    try:
+        table.update_item(**update)
+    except table.meta.client.exceptions.ConditionalCheckFailedException:
+        return False
+    return True
+
+
+EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:AlertNotification:db-1-20261124T120005123"
+CLAIM_EXPIRES_AT = 1_764_000_000
+
+
+def _raise(alert_id: str = "db-1", *, reopen: bool = True) -> dict:
+    from patterns_common.alert_status import raise_update
+
+    return raise_update(alert_id, state_at=STAMP, now="2026-11-24T12:00:06Z", execution_arn=EXECUTION,
+                        claim_expires_at=CLAIM_EXPIRES_AT, reopen=reopen)
+
+
+@pytest.mark.parametrize(
+    "last_applied, alarm_state, reopen, applies",
+    [
+        (None, None, True, True),
+        ("2026-11-24T12:00:05.122+0000", "OK", True, True),
+        (STAMP, "OK", True, False),
+        ("2026-11-24T12:00:05.124+0000", "OK", True, False),
+        # From INSUFFICIENT_DATA (no reopen): only if the alarm's last occurrence ended, or it had none
+        ("2026-11-24T12:00:05.122+0000", "OK", False, True),
+        ("2026-11-24T12:00:05.122+0000", None, False, True),
+        ("2026-11-24T12:00:05.122+0000", "ALARM", False, False),
+        ("2026-11-24T12:00:05.122+0000", "ALARM", True, True),  # from OK: the OK between was lost
+    ],
+    ids=["never", "older", "same-change-again", "newer", "ended", "first-alarm", "within-occurrence", "ok-lost"],
+)
+def test_an_alarm_raises_an_alert_only_for_a_change_newer_than_the_last_applied(table, last_applied, alarm_state,
+                                                                                reopen, applies):
+    # docs/alert-lifecycle.md: the lifecycle and the alarm state change tables
+    before = {"alert_id": "db-1", "alarm_name": ALARM, "status": "resolved", **OCCURRENCE,
+              "escalation_execution_arn": "arn:aws:states:us-east-1:123456789012:execution:AlertNotification:earlier",
+              "escalation_claim_expires_at": 1}
+    if last_applied:
+        before["alarm_state_at"] = last_applied
+    if alarm_state:
+        before["alarm_state"] = alarm_state
+    table.put_item(Item=before)
+    # When
+    applied = _applied(table, _raise(reopen=reopen))
+    # Then: a new occurrence: active, raised now, the earlier occurrence's people cleared, and the
+    # escalation claim handed to the execution about to start in the same write
+    assert applied == applies
+    if applies:
+        kept = {k: v for k, v in before.items() if k not in OCCURRENCE}
+        assert get(table) == {**kept, "status": "active", "raised_at": "2026-11-24T12:00:06Z", "alarm_state": "ALARM",
+                              "alarm_state_at": STAMP, "escalation_execution_arn": EXECUTION,
+                              "escalation_claim_expires_at": CLAIM_EXPIRES_AT}
+    else:
+        assert get(table) == before
+
+
+@pytest.mark.parametrize(
+    "status, applies",
+    [(None, True), ("active", True), ("acknowledged", True), ("resolved", False)],
+)
+def test_ok_resolves_only_an_active_or_acknowledged_alert(table, status, applies):
+    from patterns_common.alert_status import resolve_by_alarm_update
+
+    before = {"alert_id": "db-1", "alarm_name": ALARM, "alarm_state_at": "2026-11-24T12:00:00.000+0000"}
+    if status:
+        before["status"] = status
+    table.put_item(Item=before)
+    # When
+    applied = _applied(table, resolve_by_alarm_update("db-1", alarm_name=ALARM, state_at=STAMP, now="2026-11-24T12:00:06Z"))
+    # Then
+    assert applied == applies
+    expected = {
+        **before,
+        "status": "resolved",
+        "resolved_by": f"CloudWatch alarm {ALARM}",
+        "resolved_at": "2026-11-24T12:00:06Z",
+        "alarm_state": "OK",
+        "alarm_state_at": STAMP,
+    }
+    assert get(table) == (expected if applies else before)
+
+
+@pytest.mark.parametrize(
+    "last_applied, applies",
+    [(None, True), ("2026-11-24T12:00:05.122+0000", True), (STAMP, False), ("2026-11-24T12:00:05.124+0000", False)],
+    ids=["never", "older", "same-change-again", "newer"],
+)
+def test_ok_resolves_only_for_a_change_newer_than_the_last_applied(table, last_applied, applies):
+    from patterns_common.alert_status import resolve_by_alarm_update
+
+    before = {"alert_id": "db-1", "status": "active"}
+    if last_applied:
+        before["alarm_state_at"] = last_applied
+    table.put_item(Item=before)
+    assert _applied(table, resolve_by_alarm_update("db-1", alarm_name=ALARM, state_at=STAMP, now="T")) == applies
+    assert (get(table)["status"] == "resolved") == applies and (get(table) == before) != applies
+
+
+def test_an_alarm_change_for_a_deleted_alert_writes_nothing(table):
+    from patterns_common.alert_status import resolve_by_alarm_update
+
+    assert not _applied(table, _raise("gone"))
+    assert not _applied(table, resolve_by_alarm_update("gone", alarm_name=ALARM, state_at=STAMP, now="T"))
+    assert table.get_item(Key={"alert_id": "gone"}).get("Item") is None

@@ -220,7 +220,10 @@ def test_a_start_delay_in_the_input_is_bounded(config_logic, delay, accepted):
             config_logic.read_input(event)
 
 
-@pytest.mark.parametrize(("value", "shown"), [(Decimal(0), "got 0"), (Decimal("-3"), "got -3"), (Decimal("2.50"), "got 2.5"), ("3", "got '3'")])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(Decimal(0), "got 0"), (Decimal("-3"), "got -3"), (Decimal("2.50"), "got 2.5"), ("3", "got '3'"), (Decimal("-1E+5"), "got -100000")],
+)
 def test_a_bad_count_is_quoted_as_written_in_the_item(config_logic, value, shown):
     # DynamoDB hands numbers over as Decimal; the message shows 0, not Decimal('0').
     with pytest.raises(config_logic.InvalidAlertConfig, match=rf"^notification_count: must be an integer of at least 1, {shown}$"):
@@ -382,6 +385,324 @@ def test_history_budget_uses_the_retry_budgets_the_asl_declares(config_logic, co
 
 def test_the_longest_accepted_wait_fits_in_the_machine_timeout(config_logic):
     assert ASL["TimeoutSeconds"] >= 2 * config_logic.MAX_TOTAL_WAIT_SECONDS
+
+
+# Boundaries of every documented range: the last value inside is accepted, the first outside is not.
+@pytest.mark.parametrize(
+    "overrides, accepted",
+    [
+        ({"notification_count": Decimal(1)}, True),
+        ({"interval_seconds": Decimal(0)}, True),
+        ({"interval_seconds": Decimal(86_400), "notification_count": Decimal(2)}, True),
+        ({"interval_seconds": Decimal(86_400), "notification_count": Decimal(3)}, False),  # 2 waits of a day
+        ({"interval_seconds": Decimal(43_200), "notification_count": Decimal(3)}, True),  # exactly a day of waits
+        ({"interval_seconds": Decimal(43_201), "notification_count": Decimal(3)}, False),
+        ({"message": "x" * 4000}, True),
+        ({"message": "x" * 4001}, False),
+        ({"user_accounts": ["x" * 254]}, True),
+        ({"user_accounts": ["x" * 255]}, False),
+        ({"alert_id": "x" * 256}, True),
+    ],
+)
+def test_every_documented_range_includes_its_bounds(config_logic, overrides, accepted):
+    item = alert_item(**overrides)
+    if accepted:
+        config = config_logic.parse_alert_config(item)
+        assert config.rounds == int(item["notification_count"])
+        assert config.interval_seconds == int(item["interval_seconds"])
+    else:
+        with pytest.raises(config_logic.InvalidAlertConfig):
+            config_logic.parse_alert_config(item)
+
+
+def test_an_alert_id_of_the_longest_length_is_a_valid_input(config_logic):
+    assert config_logic.read_input({"alert_id": "x" * 256}).alert_id == "x" * 256
+    assert config_logic.read_input({"alert_id": "disk-full-web-1"}) == config_logic.ExecutionInput("disk-full-web-1", 0)
+
+
+@pytest.mark.parametrize(
+    "event, message",
+    [
+        ({}, 'alert_id: the execution input must be {"alert_id": "..."} with 1 to 256 characters'),
+        (
+            {"alert_id": "a", "rounds": 2},
+            'rounds: is not an input field: the execution input is {"alert_id": "..."} (and optionally '
+            '"start_delay_seconds") and the rest of the config lives in the alert item',
+        ),
+        ({"alert_id": "a", "start_delay_seconds": 901}, "start_delay_seconds: must be an integer from 0 to 900, got 901"),
+    ],
+)
+def test_a_rejected_execution_input_says_what_the_input_may_hold(config_logic, event, message):
+    # The message is the execution's cause: the person who started it reads it in the console.
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.read_input(event)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"notification_count": None}, "notification_count: is required (an integer of at least 1)"),
+        ({"interval_seconds": Decimal("0.5")}, "interval_seconds: must be an integer from 0 to 86400, got 0.5"),
+        ({"status": "snoozed"}, "status: must be one of active, acknowledged, resolved (or absent, meaning active)"),
+        ({"message": ""}, "message: must be a non-empty string of at most 4000 characters"),
+        # Named by position, not by account: the message is the execution's cause, and no log holds an account
+        ({"user_accounts": ["a@example.com", "a@example.com"]}, "user_accounts[1]: is listed twice (also user_accounts[0])"),
+        ({"user_accounts": {"a@example.com"}}, "user_accounts: must be a list or a map, not a set"),
+        ({"user_accounts": [""]}, "user_accounts[0]: must be a non-empty string of at most 254 characters"),
+        ({"user_accounts": []}, "user_accounts: must name at least one user"),
+        (
+            {"user_accounts": None},
+            'user_accounts: is required (a list, or a map such as {"1": "foo@example.com"}), unless escalation is given',
+        ),
+        (
+            {"escalation": [["a@example.com"]]},
+            "escalation: give either escalation (a list of levels) or user_accounts (one level), not both",
+        ),
+        (
+            {"user_accounts": None, "escalation": []},
+            'escalation: must be a non-empty list of levels, each a list of accounts such as [["foo@example.com"]]',
+        ),
+        (
+            {"user_accounts": None, "escalation": [["a@example.com"], []]},
+            "escalation[1]: must be a non-empty list of accounts (a level notifies at least one)",
+        ),
+        (
+            {"notification_count": Decimal(3), "interval_seconds": Decimal(50_000)},
+            "interval_seconds: 2 waits of 50000 s add up to more than the 86400 s an alert may wait",
+        ),
+    ],
+)
+def test_a_rejected_item_says_exactly_what_to_fix(config_logic, overrides, message):
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.parse_alert_config(alert_item(**overrides))
+    assert str(raised.value) == message
+
+
+def test_the_dispatchers_start_delay_is_carried_in_the_config(config_logic):
+    # Given: the dispatcher spread this start by 900 s (the most it spreads)
+    # When
+    config = config_logic.parse_alert_config(alert_item(), start_delay_seconds=900)
+    # Then: the machine's first wait reads it from the config
+    assert config.start_delay_seconds == 900
+    assert config.to_state()["start_delay_seconds"] == 900
+
+
+def test_an_item_without_a_status_is_active(config_logic):
+    assert config_logic.status_of({"alert_id": "a"}) == "active"
+    assert config_logic.status_of({"alert_id": "a", "status": "resolved"}) == "resolved"
+
+
+# The history an execution records, event by event, as the Step Functions API names them
+# (https://docs.aws.amazon.com/step-functions/latest/apireference/API_HistoryEvent.html): the model
+# the estimate must agree with, written out path by path through the machine's states.
+def _task_events(attempts: int, failed: bool) -> list[str]:
+    outcome = "TaskFailed" if failed else "TaskSucceeded"
+    return ["TaskStateEntered", *(["TaskScheduled", "TaskStarted", outcome] * attempts), "TaskStateExited"]
+
+
+def _execution_history(
+    level_sizes, *, fetch, read, notify, release, delayed, notifications_failed, released, deferred=False
+) -> list[str]:
+    choice = ["ChoiceStateEntered", "ChoiceStateExited"]
+    between_rounds = ["WaitStateEntered", "WaitStateExited", *_task_events(read, False), *choice]
+    events = ["ExecutionStarted", *_task_events(fetch, False), *choice]
+    if delayed:
+        events += between_rounds
+    for round_, users in enumerate(level_sizes):
+        if round_:
+            events += between_rounds
+        events += ["MapStateEntered", "MapStateStarted"]
+        for _ in range(users):
+            events += ["MapIterationStarted"]
+            if deferred:  # SlackChannelBusy caught into "Wait For The Channel's Turn", then Notify User again
+                events += [*_task_events(1, True), "WaitStateEntered", "WaitStateExited"]
+            events += _task_events(notify, notifications_failed)
+            if notifications_failed:
+                events += ["PassStateEntered", "PassStateExited"]  # User Was Not Notified
+            events += ["MapIterationSucceeded"]
+        events += ["MapStateSucceeded", "MapStateExited", *choice]
+    if released:
+        events += [*_task_events(release, False), "ExecutionSucceeded"]
+    else:
+        events += ["FailStateEntered", "ExecutionFailed"]
+    return events
+
+
+@pytest.mark.parametrize("level_sizes", [[1], [3], [1, 2, 5], [60] * 4])
+@pytest.mark.parametrize("fetch, read, notify, release", [(1, 1, 1, 1), (4, 4, 8, 4), (2, 3, 5, 7)])
+@pytest.mark.parametrize("delayed", [False, True])
+@pytest.mark.parametrize("notifications_failed, released", [(False, True), (True, False), (True, True)])
+def test_the_history_estimate_counts_every_event_of_the_execution(
+    config_logic, level_sizes, fetch, read, notify, release, delayed, notifications_failed, released
+):
+    # Given: the events of that execution, listed one by one
+    expected = _execution_history(
+        level_sizes,
+        fetch=fetch,
+        read=read,
+        notify=notify,
+        release=release,
+        delayed=delayed,
+        notifications_failed=notifications_failed,
+        released=released,
+    )
+    # Then
+    assert (
+        config_logic.history_events(
+            level_sizes,
+            fetch_attempts=fetch,
+            read_attempts=read,
+            notify_attempts=notify,
+            release_attempts=release,
+            delayed=delayed,
+            notifications_failed=notifications_failed,
+            released=released,
+        )
+        == len(expected)
+    )
+
+
+# alert_config_logic.history_events counts a deferred notification as 5 more events (one attempt and
+# the Wait); the ASL's path is 7: the caught attempt enters and exits Notify User, the Wait sends it
+# back into Notify User, which is entered and exited again. The worst case is 2 events a notification
+# short. A logic fix, not this branch's (it adapts tests only): strict, so the fix makes these pass.
+_DEFERRAL_UNDERCOUNTED = pytest.mark.xfail(
+    strict=True, reason="worst_case_history_events counts a deferred notification as 5 events, the ASL path writes 7"
+)
+
+
+def _worst_history(level_sizes) -> list[str]:
+    """The worst path: a start delay, every attempt the ASL allows, every notification deferred once
+    by the webhook's pace then failed, and the release's Catch going to the Succeed state "Escalation Ended"."""
+    events = _execution_history(
+        level_sizes,
+        fetch=retry_attempts("Fetch Alert Config"),
+        read=retry_attempts("Read Alert Status"),
+        notify=retry_attempts("Notify User"),
+        release=retry_attempts("End Escalation"),
+        delayed=True,
+        notifications_failed=True,
+        released=True,
+        deferred=True,
+    )
+    events[-1:-1] = ["SucceedStateEntered", "SucceedStateExited"]
+    return events
+
+
+@_DEFERRAL_UNDERCOUNTED
+@pytest.mark.parametrize("level_sizes", [[1], [1, 2, 5], [60] * 4])
+def test_the_worst_case_is_every_retry_failing_and_the_release_caught(config_logic, level_sizes):
+    # Given: the worst path
+    expected = _worst_history(level_sizes)
+    # Then
+    assert config_logic.worst_case_history_events(level_sizes) == len(expected)
+
+
+@_DEFERRAL_UNDERCOUNTED
+def test_the_most_rounds_that_fit_25000_events_is_the_model_s(config_logic):
+    # Given: 10 users a round, the worst path; the most rounds whose history the model keeps under the limit
+    most = max(r for r in range(1, 200) if len(_worst_history([10] * r)) <= 25_000)
+    item = alert_item(
+        user_accounts=[f"u{i}@example.com" for i in range(10)], notification_count=Decimal(most + 1), interval_seconds=Decimal(0)
+    )
+    # When
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.parse_alert_config(item)
+    # Then
+    assert str(raised.value) == f"notification_count: at most {most} rounds of 10 users fit within 25,000 history events, got {most + 1}"
+    assert config_logic.parse_alert_config({**item, "notification_count": Decimal(most)}).rounds == most
+
+
+def test_too_many_users_for_one_pass_through_the_levels_are_rejected_on_escalation(config_logic):
+    # Given: two levels whose single pass already exceeds the history limit
+    levels = [[f"a{i}@example.com" for i in range(500)], [f"b{i}@example.com" for i in range(500)]]
+    # Then
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.parse_alert_config(alert_item(user_accounts=None, escalation=levels, notification_count=Decimal(2)))
+    assert str(raised.value) == "escalation: 1000 users cannot be notified within 25,000 history events even once through the levels"
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.parse_alert_config(alert_item(user_accounts=levels[0] + levels[1], notification_count=Decimal(1)))
+    assert str(raised.value) == "user_accounts: 1000 users cannot be notified within 25,000 history events even in one round"
+
+
+def _state_bytes(value) -> int:
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 5])
+def test_the_payload_estimate_holds_every_failure_of_every_round(config_logic, rounds):
+    # Given: two levels, so rounds after the second repeat the last level
+    levels = [["first@example.com"], [f"user{i:02d}@example.com" for i in range(12)]]
+    config = config_logic.parse_alert_config(
+        alert_item(user_accounts=None, escalation=levels, notification_count=Decimal(rounds), interval_seconds=Decimal(0))
+    )
+    error = "E" * config_logic.MAX_ERROR_NAME_LENGTH
+    failed = [
+        {"round": r, "user": u, "error": error} for r in range(1, rounds + 1) for u in levels[min(r, len(levels)) - 1]
+    ]
+    largest_round = max(
+        _state_bytes([{"round": r, "user": u, "error": error} for u in level]) for r, level in enumerate(levels, start=1)
+    )
+    # Then: the fixed allowances, the config and the alert id, the failure list and the largest round's
+    # results (each list counted without its brackets, with a comma after every entry)
+    assert config_logic.worst_case_state_bytes(config) == (
+        config_logic.STATE_OVERHEAD_BYTES
+        + config_logic.CAUGHT_CAUSE_BYTES
+        + _state_bytes(config.to_state())
+        + _state_bytes(config.alert_id)
+        + _state_bytes(failed) - 1
+        + largest_round - 1
+    )
+    assert config_logic.STATE_OVERHEAD_BYTES == 4096 and config_logic.CAUGHT_CAUSE_BYTES == 32 * 1024
+
+
+def test_a_config_whose_worst_history_is_exactly_25000_events_is_accepted(config_logic):
+    # Given: 72 users for 8 rounds; the worst path counted event by event
+    assert len(_worst_history([72] * 8)) == 25_000
+    item = alert_item(user_accounts=[f"u{i:02d}@example.com" for i in range(72)], interval_seconds=Decimal(0))
+    # Then
+    assert config_logic.parse_alert_config({**item, "notification_count": Decimal(8)}).rounds == 8
+    with pytest.raises(config_logic.InvalidAlertConfig, match="^notification_count: at most 8 rounds of 72 users fit within 25,000"):
+        config_logic.parse_alert_config({**item, "notification_count": Decimal(9)})
+
+
+def test_a_config_whose_worst_state_is_exactly_256_kib_is_accepted(config_logic):
+    # Given: as many long names as fit, and a message whose length brings the estimate to exactly 256 KiB
+    def item_of(count):
+        return alert_item(user_accounts=[f"{i:03d}" + "u" * 251 for i in range(count)], notification_count=Decimal(1), message="m")
+
+    def estimate(item):
+        return config_logic.worst_case_state_bytes(config_logic.AlertConfig("disk-full-web-1", item["message"], [item["user_accounts"]], 1, 300))
+
+    count = next(n for n in range(225, 300) if estimate(item_of(n + 1)) > 256 * 1024)
+    item = item_of(count)
+    short = estimate(item)
+    exact = {**item, "message": "m" * (1 + 256 * 1024 - short)}
+    # Then
+    assert config_logic.worst_case_state_bytes(config_logic.parse_alert_config(exact)) == 256 * 1024
+    with pytest.raises(config_logic.InvalidAlertConfig, match=rf"^user_accounts: {count} users cannot be notified within the 256 KiB payload limit even in one round$"):
+        config_logic.parse_alert_config({**exact, "message": exact["message"] + "m"})
+
+
+@pytest.mark.parametrize("largest", [9, 10])
+def test_the_payload_estimate_numbers_each_level_s_round_from_one(config_logic, largest):
+    # Given: ten levels, the largest being the ninth (round 9, one digit) or the tenth (round 10, two)
+    levels = [[f"l{level}u{u}@example.com" for u in range(5 if level == largest else 1)] for level in range(1, 11)]
+    config = config_logic.parse_alert_config(
+        alert_item(user_accounts=None, escalation=levels, notification_count=Decimal(10), interval_seconds=Decimal(0))
+    )
+    error = "E" * config_logic.MAX_ERROR_NAME_LENGTH
+    failed = [{"round": r, "user": u, "error": error} for r in range(1, 11) for u in levels[r - 1]]
+    largest_round = _state_bytes([{"round": largest, "user": u, "error": error} for u in levels[largest - 1]])
+    assert config_logic.worst_case_state_bytes(config) == (
+        config_logic.STATE_OVERHEAD_BYTES
+        + config_logic.CAUGHT_CAUSE_BYTES
+        + _state_bytes(config.to_state())
+        + _state_bytes(config.alert_id)
+        + _state_bytes(failed) - 1
+        + largest_round - 1
+    )
 
 
 # --------------------------------------------------------------------------------------------------

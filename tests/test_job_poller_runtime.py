@@ -26,6 +26,7 @@ from patterns_common.job_protocol import (
     failure_message,
     parse_status,
     result_json,
+    result_status,
 )
 from tests.emf import emf_metrics
 from tests.lambda_loader import load_lambda_module
@@ -66,7 +67,7 @@ def test_different_executions_get_different_keys():
 
 
 def test_execution_md5_refuses_an_empty_arn():
-    with pytest.raises(ValueError, match="execution ARN"):
+    with pytest.raises(ValueError, match="^execution ARN must be a non-empty string$"):
         execution_md5("")
 
 
@@ -113,6 +114,26 @@ def test_result_record_carries_the_failure_message_and_only_final_statuses():
     assert succeeded == {"status": "succeeded", "finished_at": 6.0}
     with pytest.raises(ValueError, match="final status"):
         result_json(JobStatus.RUNNING, finished_at=1.0)
+
+
+@pytest.mark.parametrize(
+    "text, status",
+    [
+        ('{"status": "succeeded", "finished_at": 6.0}', JobStatus.SUCCEEDED),
+        ('{"status": "failed", "finished_at": 5.0, "error_message": "disk full"}', JobStatus.FAILED),
+        ('{"status": "timed_out", "finished_at": 30.0}', JobStatus.TIMED_OUT),
+        # result.json is the final record (module docstring): a status that is not final decides nothing.
+        ('{"status": "running"}', None),
+        ('{"status": "not_started"}', None),
+        (None, None),
+        ("", None),
+        ("not json", None),
+        ('["succeeded"]', None),
+        ('{"status": "SUCCEEDED"}', None),
+    ],
+)
+def test_result_status_reads_only_a_final_status(text, status):
+    assert result_status(text) is status
 
 
 @pytest.mark.parametrize(
@@ -200,6 +221,105 @@ def test_validation_rejects_bad_input_naming_the_field(validation, event, field)
         validation.normalize_job_input(event)
     # Then: the message starts with the field, so the execution's cause says what to fix
     assert str(raised.value).startswith(f"{field} ")
+
+
+@pytest.mark.parametrize(
+    "event, cause",
+    [
+        ([], "input must be a JSON object, got list"),
+        ({"job": {}, "timeout": 30}, "timeout is not an input field (expected job, timeout_seconds, initial_wait_seconds, poll_interval_seconds)"),
+        ({}, "job is required: the parameters handed to the job runner"),
+        ({"job": "run it"}, "job must be a JSON object, got str"),
+        ({"job": {}, "timeout_seconds": "30"}, "timeout_seconds must be a whole number of seconds, got '30'"),
+        ({"job": {}, "timeout_seconds": 86_401}, "timeout_seconds must be from 1 to 86400 (at most one day), got 86401"),
+        (
+            {"job": {}, "timeout_seconds": 30, "initial_wait_seconds": 31},
+            "initial_wait_seconds must be from 0 to 30 (no longer than timeout_seconds), got 31",
+        ),
+        (
+            {"job": {}, "timeout_seconds": 7200, "poll_interval_seconds": 3601},
+            "poll_interval_seconds must be from 1 to 3600 (at most 3600 and no longer than timeout_seconds), got 3601",
+        ),
+    ],
+)
+def test_a_rejected_job_input_is_the_executions_cause_word_for_word(validation, event, cause):
+    with pytest.raises(validation.InvalidJobInput) as raised:
+        validation.normalize_job_input(event)
+    assert str(raised.value) == cause
+
+
+@pytest.mark.parametrize(
+    "event, accepted",
+    [
+        ({"timeout_seconds": 1}, {"timeout_seconds": 1, "initial_wait_seconds": 0, "poll_interval_seconds": 1}),
+        ({"timeout_seconds": 86_400}, {"timeout_seconds": 86_400, "initial_wait_seconds": 0, "poll_interval_seconds": 30}),
+        ({"timeout_seconds": 29}, {"timeout_seconds": 29, "initial_wait_seconds": 0, "poll_interval_seconds": 29}),
+        ({"timeout_seconds": 31}, {"timeout_seconds": 31, "initial_wait_seconds": 0, "poll_interval_seconds": 30}),
+        ({"initial_wait_seconds": 900}, {"timeout_seconds": 900, "initial_wait_seconds": 900, "poll_interval_seconds": 30}),
+        ({"poll_interval_seconds": 1}, {"timeout_seconds": 900, "initial_wait_seconds": 0, "poll_interval_seconds": 1}),
+        ({"poll_interval_seconds": 900}, {"timeout_seconds": 900, "initial_wait_seconds": 0, "poll_interval_seconds": 900}),
+        (
+            {"timeout_seconds": 7200, "poll_interval_seconds": 3600},
+            {"timeout_seconds": 7200, "initial_wait_seconds": 0, "poll_interval_seconds": 3600},
+        ),
+    ],
+)
+def test_every_job_input_range_includes_its_bounds(validation, event, accepted):
+    assert validation.normalize_job_input({"job": {"n": 1}, **event}) == {"job": {"n": 1}, **accepted}
+
+
+def _polls_of_a_job_that_never_finishes(timeout: int, initial_wait: int, poll_interval: int) -> int:
+    """Get Job Status calls, walked in simulated seconds: the first after the initial wait, then one per
+    interval, until one sees the job running at or past its timeout."""
+    now, polls = initial_wait, 1
+    while now < timeout:
+        now += poll_interval
+        polls += 1
+    return polls
+
+
+def _s3_poller_history(polls: int) -> list[str]:
+    """The events of an S3-poller execution whose job never finishes (API_HistoryEvent names)."""
+    def task(outcome):
+        return ["TaskStateEntered", "LambdaFunctionScheduled", "LambdaFunctionStarted", outcome, "TaskStateExited"]
+
+    events = ["ExecutionStarted", *task("LambdaFunctionSucceeded"), *task("LambdaFunctionSucceeded")]
+    events += ["WaitStateEntered", "WaitStateExited"]  # Wait For Job To Start
+    for _ in range(polls - 1):
+        events += task("LambdaFunctionSucceeded") + ["ChoiceStateEntered", "ChoiceStateExited"]
+        events += ["WaitStateEntered", "WaitStateExited"]  # Wait Before Next Poll
+    events += task("LambdaFunctionFailed")  # JobTimeout, caught
+    return events + ["FailStateEntered", "ExecutionFailed"]
+
+
+@pytest.mark.parametrize(
+    "timeout, initial_wait, poll_interval",
+    [(1, 0, 1), (30, 0, 30), (31, 0, 30), (60, 0, 30), (59, 0, 30), (900, 15, 30), (86_400, 0, 35), (100, 100, 7)],
+)
+def test_the_history_estimate_counts_every_event_of_a_job_that_never_finishes(validation, timeout, initial_wait, poll_interval):
+    polls = _polls_of_a_job_that_never_finishes(timeout, initial_wait, poll_interval)
+    assert validation.polls_until_timeout(timeout, initial_wait, poll_interval) == polls
+    assert validation.worst_case_history_events(timeout, initial_wait, poll_interval) == len(_s3_poller_history(polls))
+
+
+@pytest.mark.parametrize(
+    "timeout, refused",
+    # Every 10 s: 2,498 polls make 22,493 events, inside 25,000 less the 2,500 kept for retries; 2,499 do not.
+    [(24_970, False), (24_971, True), (24_980, True)],
+)
+def test_the_history_budget_accepts_up_to_its_last_event(validation, timeout, refused):
+    settings = {"job": {}, "timeout_seconds": timeout, "initial_wait_seconds": 0, "poll_interval_seconds": 10}
+    assert len(_s3_poller_history(_polls_of_a_job_that_never_finishes(timeout, 0, 10))) == (22_502 if refused else 22_493)
+    if not refused:
+        assert validation.check_history_budget(settings) == settings
+        return
+    with pytest.raises(validation.InvalidJobInput) as raised:
+        validation.check_history_budget(settings)
+    assert str(raised.value) == (
+        f"poll_interval_seconds must be at least 11 with timeout_seconds {timeout} and initial_wait_seconds 0: "
+        "polling every 10 s would make 2,499 polls of 9 history events, "
+        "past the 25,000-event history limit of Step Functions, got 10"
+    )
 
 
 def test_invalid_job_input_is_the_step_functions_error_name(validation):
@@ -666,8 +786,8 @@ def test_callback_runner_stops_quietly_when_nobody_waits_for_the_token():
 @pytest.mark.parametrize(
     ("timeout", "initial_wait", "poll_interval", "refused"),
     [
-        (86_400, 0, 35, False),  # 2,469 polls: 22,231 events, inside 25,000 less the 2,500 kept for retries
-        (86_400, 0, 34, True),  # 2,542 polls: 22,888 events
+        (86_400, 0, 35, False),  # 2,470 polls: 22,241 events, inside 25,000 less the 2,500 kept for retries
+        (86_400, 0, 34, True),  # 2,543 polls: 22,898 events
         (86_400, 86_000, 1, False),  # the initial wait costs two events however long it is
         (3_600, 0, 1, True),  # the seed's one-hour job polled every second
         (900, 0, 1, False),
@@ -684,11 +804,19 @@ def test_settings_whose_polls_would_pass_the_history_limit_are_refused(validatio
         assert validation.check_history_budget(settings) == settings
 
 
-def test_the_interval_a_refusal_names_is_the_shortest_accepted(validation):
-    settings = validation.normalize_job_input({"job": {}, "timeout_seconds": 50_000, "poll_interval_seconds": 1})
+@pytest.mark.parametrize(
+    "timeout, initial_wait, named",
+    # 2,497 intervals fit after the initial wait: 49,940 s is exactly 2,497 intervals of 20 s
+    [(50_000, 0, 21), (49_940, 0, 20), (86_400, 36_460, 20)],
+)
+def test_the_interval_a_refusal_names_is_the_shortest_accepted(validation, timeout, initial_wait, named):
+    settings = validation.normalize_job_input(
+        {"job": {}, "timeout_seconds": timeout, "initial_wait_seconds": initial_wait, "poll_interval_seconds": 1}
+    )
     with pytest.raises(validation.InvalidJobInput) as refusal:
         validation.check_history_budget(settings)
     shortest = int(str(refusal.value).split("at least ")[1].split(" ")[0])
+    assert shortest == named
     assert validation.check_history_budget({**settings, "poll_interval_seconds": shortest})
     with pytest.raises(validation.InvalidJobInput):
         validation.check_history_budget({**settings, "poll_interval_seconds": shortest - 1})

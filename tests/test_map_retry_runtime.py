@@ -4,6 +4,7 @@ each function's handler against moto's S3 where it touches S3."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,12 +97,78 @@ def test_items_must_be_a_non_empty_array_of_objects_with_unique_string_ids(value
     assert problem in str(raised.value)
 
 
+@pytest.mark.parametrize("max_attempts", [1, 10])
+def test_max_attempts_accepts_both_ends_of_one_to_ten(max_attempts):
+    # The documented range is 1 to 10 passes, both included (docs/map-retry.md).
+    assert mr.parse_options({"items": [], "max_attempts": max_attempts}).max_attempts == max_attempts
+
+
+@pytest.mark.parametrize(
+    "event, cause",
+    [
+        (["A"], "input must be a JSON object, got array"),
+        (None, "input must be a JSON object, got null"),
+        (
+            {"items": [], "max_attempt": 3, "retry": 1},
+            "unknown input field(s) max_attempt, retry; expected fail_on_remaining, items, items_s3_uri, max_attempts",
+        ),
+        ({}, "give exactly one of items (a JSON array) or items_s3_uri (s3://bucket/key.json)"),
+        (
+            {"items": [], "max_attempts": 0},
+            "max_attempts must be an integer from 1 to 10 (passes, the first included), got 0",
+        ),
+        ({"items": [], "max_attempts": 11}, "max_attempts must be an integer from 1 to 10 (passes, the first included), got 11"),
+        ({"items": [], "fail_on_remaining": None}, "fail_on_remaining must be true or false, got null"),
+        ({"items": [], "fail_on_remaining": "yes"}, 'fail_on_remaining must be true or false, got "yes"'),
+    ],
+)
+def test_a_rejected_input_is_the_executions_cause_word_for_word(event, cause):
+    # The cause is what a person reads in the console and searches for.
+    with pytest.raises(InvalidItems) as raised:
+        mr.parse_options(event)
+    assert str(raised.value) == cause
+
+
+@pytest.mark.parametrize(
+    "value, cause",
+    [
+        (1.5, "items must be a JSON array of objects, got number"),
+        (True, "items must be a JSON array of objects, got boolean"),
+        ([], "items is empty: give at least one item"),
+        ([{"id": "A"}, ["B"]], "items[1] must be an object with a string id, got array"),
+        ([{"id": "A"}, {"name": "no id"}], "items[1] has no id"),
+        ([{"id": {"n": 1}}], 'items[0].id must be a non-empty string, got {"n": 1}'),
+        ([{"id": "x" * 70}], None),
+        (items(*(f"D{n:02d}" for n in range(25))) * 2, "ids must be unique; repeated: "
+         + ", ".join(f"D{n:02d}" for n in range(20)) + " and 5 more"),
+    ],
+)
+def test_a_rejected_items_array_is_named_word_for_word(value, cause):
+    if cause is None:
+        assert mr.validate_items(value) == value
+        return
+    with pytest.raises(InvalidItems) as raised:
+        mr.validate_items(value)
+    assert str(raised.value) == cause
+
+
+def test_a_long_id_is_shown_cut_to_64_characters():
+    # Given: a 70-character id repeated
+    long_id = "x" * 70
+    # When
+    with pytest.raises(InvalidItems) as raised:
+        mr.validate_items([{"id": long_id}, {"id": long_id}])
+    # Then: 63 characters and an ellipsis
+    assert str(raised.value) == "ids must be unique; repeated: " + "x" * 63 + "…"
+    assert mr.summarize(["y" * 64]) == "y" * 64
+
+
 def test_items_over_the_limit_are_refused_and_at_the_limit_accepted():
     # Given
     three = items("A", "B", "C")
     # Then
     assert mr.validate_items(three, max_items=3) == three
-    with pytest.raises(InvalidItems, match="4 items is more than the 3"):
+    with pytest.raises(InvalidItems, match="^4 items is more than the 3 one execution accepts$"):
         mr.validate_items([*three, {"id": "D"}], max_items=3)
 
 
@@ -200,7 +267,7 @@ def test_ledger_refuses_results_for_items_the_pass_did_not_run():
     # Given
     result, pending = mr.start(items("A"))
     # Then
-    with pytest.raises(LedgerMismatch, match="did not run: Z"):
+    with pytest.raises(LedgerMismatch, match="^results for items this pass did not run: Z$"):
         mr.record_pass(result, pending, {"A": None, "Z": None})
 
 
@@ -209,14 +276,14 @@ def test_ledger_refuses_to_run_an_item_that_already_succeeded():
     result, pending = mr.start(items("A"))
     result, _ = mr.record_pass(result, pending, {"A": None})
     # Then
-    with pytest.raises(LedgerMismatch, match="already succeeded were pending again: A"):
+    with pytest.raises(LedgerMismatch, match="^items that already succeeded were pending again: A$"):
         mr.record_pass(result, pending, {"A": None})
 
 
 def test_iteration_results_are_ids_for_successes_and_objects_for_failures():
     # Then
     assert mr.outcomes_from_iterations(["A", {"id": "B", "error": "States.Timeout"}]) == {"A": None, "B": "States.Timeout"}
-    with pytest.raises(LedgerMismatch, match="more than one result"):
+    with pytest.raises(LedgerMismatch, match="^item A has more than one result in this pass$"):
         mr.outcomes_from_iterations(["A", {"id": "A", "error": "X"}])
 
 
@@ -286,7 +353,7 @@ def test_inline_recording_refuses_a_pass_with_an_item_missing():
     # Given
     state = mr.start_inline({"items": items("A", "B")})
     # Then
-    with pytest.raises(LedgerMismatch, match="no result for pending items: B"):
+    with pytest.raises(LedgerMismatch, match="^no result for pending items: B$"):
         mr.record_inline_pass({**state, "pass_results": ["A"]})
 
 
@@ -458,6 +525,15 @@ def test_a_chunk_out_of_time_still_reports_the_outcomes_its_journal_has():
     assert results == ["B"]
 
 
+def test_a_chunk_out_of_time_reports_journal_outcomes_past_the_items_it_skipped():
+    # Given: no time left; the journal has only the third entry
+    entries = [{"item": {"id": i}, "attempt": 1} for i in "ABC"]
+    # When
+    results = mr.process_chunk(entries, process_item, lambda: 1_000, 30_000, {2: "E"}, unrecorded)
+    # Then: A and B are left for the next pass, C's recorded outcome is reported
+    assert results == [{"id": "C", "error": "E"}]
+
+
 def test_a_chunk_that_died_keeps_what_it_recorded_and_fails_only_the_item_it_died_on():
     # Given: the chunk recorded A (succeeded) and B (failed), then died running C
     _, pending = mr.start(items("A", "B", "C", "D", "E"))
@@ -502,6 +578,8 @@ def test_map_results_must_cover_each_chunk_exactly_once():
     for map_results in ([0], [0, 1, 1], [0, {"chunk": 0, "error": "E"}, 1]):
         with pytest.raises(LedgerMismatch):
             mr.split_map_results(manifest, map_results)
+    with pytest.raises(LedgerMismatch, match=r"^the Map returned results for chunks \[0, 0, 1\], expected \[0, 1\]$"):
+        mr.split_map_results(manifest, [0, {"chunk": 0, "error": "E"}, 1])
 
 
 def test_s3_state_points_the_next_pass_at_its_manifest_and_reports_counts():
@@ -901,3 +979,208 @@ def test_a_pass_whose_map_failed_keeps_only_what_the_journals_recorded():
     result, pending = mr.record_pass(mr.start([{"id": f"i{n}"} for n in range(4)])[0], [e for c in chunks.values() for e in c], outcomes)
     assert [p["item"]["id"] for p in pending] == ["i2", "i3", "i1"]
     assert [p["attempt"] for p in pending] == [1, 1, 2]
+
+
+# ---- what one pass decides, at its edges --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "function_error, payload, error_name, message",
+    [
+        # Lambda's answer for an exception the handler raised
+        # (https://docs.aws.amazon.com/lambda/latest/dg/python-exceptions.html)
+        ("Unhandled", b'{"errorType": "ValueError", "errorMessage": "bad item"}', "ValueError", "bad item"),
+        # A timeout or crash: the runtime names it
+        ("Unhandled", b'{"errorType": "Sandbox.Timedout", "errorMessage": "Task timed out after 3.00 seconds"}',
+         "Sandbox.Timedout", "Task timed out after 3.00 seconds"),
+        # No usable errorType: the FunctionError Lambda set (https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html)
+        ("Unhandled", b'{"errorType": "", "errorMessage": "x"}', "Lambda.Unhandled", "x"),
+        ("Handled", b'{"errorMessage": "x"}', "Lambda.Handled", "x"),
+        ("Unhandled", b"not json", "Lambda.Unhandled", "b'not json'"),
+        ("Unhandled", b"[1]", "Lambda.Unhandled", "b'[1]'"),
+        ("Unhandled", b"", "Lambda.Unhandled", "b''"),
+        ("Unhandled", b"x" * 300, "Lambda.Unhandled", str(b"x" * 200)),
+    ],
+)
+def test_a_processor_answering_with_a_function_error_fails_its_item_under_lambdas_name(function_error, payload, error_name, message):
+    with pytest.raises(mr.ItemFailed) as failed:
+        mr.check_processor_answer(function_error, payload)
+    assert (failed.value.error_name, str(failed.value)) == (error_name, message)
+    assert mr.item_error(failed.value) == error_name
+
+
+@pytest.mark.parametrize("function_error", [None, ""])
+def test_a_processor_answering_without_a_function_error_succeeded(function_error):
+    assert mr.check_processor_answer(function_error, b'{"errorType": "ValueError"}') is None
+    assert mr.item_error(KeyError("x")) == "KeyError"
+
+
+@pytest.mark.parametrize(
+    "count, max_attempts, refused",
+    [(1000, 2, False), (400, 5, False), (200, 10, False), (1001, 2, True), (667, 3, True), (201, 10, True)],
+)
+def test_an_inline_run_may_make_up_to_2000_item_attempts(count, max_attempts, refused):
+    many = items(*(f"I-{n}" for n in range(count)))
+    options = Options(max_attempts=max_attempts, fail_on_remaining=True)
+    if not refused:
+        mr.check_inline_budget(many, options)
+        return
+    with pytest.raises(InvalidItems) as raised:
+        mr.check_inline_budget(many, options)
+    assert str(raised.value) == (
+        f"{count} items x max_attempts {max_attempts} is more than 2000 item attempts for an inline run; "
+        "put the items in S3 and pass items_s3_uri instead"
+    )
+
+
+def test_an_inline_state_may_reach_200_kib_and_not_a_byte_more():
+    # Given: one item whose padding makes the largest inline state exactly 200 KiB
+    def padded(size):
+        return [{"id": "A", "blob": "x" * size}]
+
+    size = 200 * 1024 - mr.inline_peak_bytes(padded(0))  # each ASCII character of padding is one byte
+    assert mr.inline_peak_bytes(padded(size)) == 200 * 1024
+    options = Options(max_attempts=2, fail_on_remaining=True)
+    # Then
+    mr.check_inline_budget(padded(size), options)
+    with pytest.raises(InvalidItems) as raised:
+        mr.check_inline_budget(padded(size + 1), options)
+    assert str(raised.value) == (
+        "these items would make the inline state 200 KiB, more than 200 KiB (Step Functions payloads stop at 256 KiB); "
+        "put the items in S3 and pass items_s3_uri instead"
+    )
+
+
+def test_the_inline_peak_is_every_item_pending_failed_and_in_the_ledger_at_the_last_attempt():
+    # The state "Record Pass Results" holds when every item failed every attempt, measured as UTF-8 bytes
+    two = [{"id": "A", "n": "\u00e9"}, {"id": "B"}]
+    error = "Lambda.ClientExecutionTimeoutException"
+    state = {
+        "pending": [{"item": two[0], "attempt": 10}, {"item": two[1], "attempt": 10}],
+        "pass_results": [{"id": "A", "error": error}, {"id": "B", "error": error}],
+        "result": {"succeeded": [], "failed": [{"id": "A", "error": error}, {"id": "B", "error": error}], "attempts": {"A": 10, "B": 10}},
+    }
+    assert mr.inline_peak_bytes(two) == len(json.dumps(state, ensure_ascii=False).encode("utf-8"))
+
+
+@pytest.mark.parametrize(
+    "uri, cause",
+    [
+        (7, f"items_s3_uri must be a string like s3://{BUCKET}/inputs/<name>.json, got number"),
+        ("inputs/list.json", f'items_s3_uri "inputs/list.json" is not an S3 URI like s3://{BUCKET}/inputs/<name>.json'),
+        (f"s3://{BUCKET}/in/list.json", f'items_s3_uri "s3://{BUCKET}/in/list.json" must name an object like s3://{BUCKET}/inputs/<name>.json'),
+    ],
+)
+def test_a_rejected_items_uri_is_the_executions_cause_word_for_word(uri, cause):
+    with pytest.raises(InvalidItems) as raised:
+        mr.items_key(uri, BUCKET)
+    assert str(raised.value) == cause
+
+
+def test_an_items_document_is_parsed_as_json_and_its_error_quoted():
+    assert mr.parse_items_document(b'[{"id": "A"}]', "s3://b/inputs/x.json") == [{"id": "A"}]
+    with pytest.raises(InvalidItems) as raised:
+        mr.parse_items_document(b"[", "s3://b/inputs/x.json")
+    assert str(raised.value) == "s3://b/inputs/x.json is not valid JSON: Expecting value: line 1 column 2 (char 1)"
+
+
+@pytest.mark.parametrize("count, tail", [(20, ""), (21, " and 1 more")])
+def test_a_summary_names_twenty_ids_then_counts_the_rest(count, tail):
+    ids = [f"I{n:02d}" for n in range(count)]
+    assert mr.summarize(ids) == ", ".join(ids[:20]) + tail
+
+
+@pytest.mark.parametrize("passes, wait", [(0, 2), (1, 2), (2, 4), (3, 8), (5, 32), (6, 60), (10, 60)])
+def test_the_wait_before_a_pass_doubles_from_two_seconds_to_at_most_a_minute(passes, wait):
+    assert mr.backoff_seconds(passes) == wait
+
+
+def test_the_loop_facts_the_choice_reads():
+    # Given: a pass that left one of two items failed, first of three passes
+    options = Options(max_attempts=3, fail_on_remaining=False)
+    result = {"succeeded": ["A"], "failed": [{"id": "B", "error": "E"}], "attempts": {"A": 1, "B": 1}, "passes": 1}
+    # Then
+    assert mr.loop_facts(options, result, "s3://b/runs/x/result.json") == {
+        "max_attempts": 3,
+        "fail_on_remaining": False,
+        "remaining_count": 1,
+        "retry": True,
+        "wait_seconds": 2,
+        "failure_cause": "1 of 2 items still failed after 1 pass: B (E); full result in s3://b/runs/x/result.json",
+    }
+    done = {**result, "failed": [], "succeeded": ["A", "B"], "passes": 2}
+    assert mr.loop_facts(options, done) == {
+        "max_attempts": 3, "fail_on_remaining": False, "remaining_count": 0, "retry": False, "wait_seconds": 4, "failure_cause": "",
+    }
+    assert mr.should_retry(options, {**result, "passes": 2}) and not mr.should_retry(options, {**result, "passes": 3})
+
+
+@pytest.mark.parametrize(
+    "facts, metrics",
+    [
+        ({"remaining_count": 0, "retry": False}, {}),
+        ({"remaining_count": 3, "retry": True}, {"MapItemsRetried": 3}),
+        ({"remaining_count": 2, "retry": False}, {"MapItemsGivenUp": 2}),
+    ],
+)
+def test_a_pass_counts_its_remaining_items_as_retried_or_given_up(facts, metrics):
+    assert mr.pass_metrics(facts) == metrics
+
+
+def test_a_cause_fills_up_to_a_thousand_characters_and_names_how_many_it_left_out():
+    # Given: 15 failed items with 60-character ids
+    result = failing_result(15, id_length=60)
+    # When
+    cause = mr.retry_failed_cause(result)
+    # Then: as many ids as fit, whole, and the count of the others
+    shown = re.findall(r"\d{60} \(ItemProcessingFailed\)", cause)
+    left_out = int(re.search(r" and (\d+) more$", cause).group(1))
+    assert len(shown) + left_out == 15 and left_out > 0
+    assert len(cause) - len(f" and {left_out} more") <= mr.CAUSE_MAX_CHARS
+    part = len(shown[0]) + 2
+    assert len(cause) - len(f" and {left_out} more") + part > mr.CAUSE_MAX_CHARS  # one more would not fit
+
+
+@pytest.mark.parametrize("id_length", range(40, 90, 3))
+@pytest.mark.parametrize("uri", [None, "s3://map-retry-items/runs/exec-with-a-long-name-0123456789/result.json"])
+def test_a_cause_with_its_result_uri_stays_within_a_thousand_characters(id_length, uri):
+    # Given: 20 failed items with long ids, and the full result's URI at the end of the cause
+    cause = mr.retry_failed_cause(failing_result(20, id_length=id_length), uri)
+    # Then: besides the count of the ids left out, the cause fits in 1,000 characters, the URI whole
+    left_out = re.search(r" and (\d+) more(; full result in .*)?$", cause)
+    assert len(cause) - len(f" and {left_out.group(1)} more") <= mr.CAUSE_MAX_CHARS
+    assert cause.endswith(f"; full result in {uri}") if uri else "full result" not in cause
+
+
+def test_an_id_that_is_not_a_string_is_shown_as_json():
+    with pytest.raises(LedgerMismatch, match=r"^item 7 has more than one result in this pass$"):
+        mr.outcomes_from_iterations([{"id": 7, "error": "E"}, {"id": 7, "error": "E"}])
+
+
+def test_a_chunk_starts_an_item_while_its_reserve_and_longest_item_still_fit_exactly():
+    # Given: 1,000 ms left before each item, a 1,000 ms reserve, items taking no time
+    started = []
+    results = mr.process_chunk(
+        [{"item": {"id": "A"}, "attempt": 1}, {"item": {"id": "B"}, "attempt": 2}],
+        lambda item, attempt: started.append((item["id"], attempt)),
+        remaining_ms=lambda: 1000,
+        reserve_ms=1000,
+        journal={},
+        record=lambda position, error: error,
+    )
+    # Then: both ran (1,000 ms left is not less than 1,000 reserved)
+    assert started == [("A", 1), ("B", 2)] and results == ["A", "B"]
+    assert mr.process_chunk([{"item": {"id": "A"}, "attempt": 1}], lambda *_: started.append("late"), lambda: 999, 1000, {}, lambda p, e: e) == []
+    assert started[-1] != "late"
+
+
+def test_the_s3_state_points_at_the_next_pass_and_the_full_result():
+    paths = RunPaths.for_execution("exec-1")
+    result = {"succeeded": ["A"], "failed": [{"id": "B", "error": "E"}], "attempts": {"A": 1, "B": 1}, "passes": 1}
+    state = mr.s3_state(Options(max_attempts=2, fail_on_remaining=True), BUCKET, paths, result)
+    assert state["run_prefix"] == "runs/exec-1/"
+    assert state["manifest"] == {"Bucket": BUCKET, "Key": "runs/exec-1/pass-02/manifest.json"}
+    assert state["result"] == {
+        "succeeded_count": 1, "failed_count": 1, "passes": 1, "result_s3_uri": f"s3://{BUCKET}/runs/exec-1/result.json",
+    }
+    assert state["failure_cause"].endswith(f"; full result in s3://{BUCKET}/runs/exec-1/result.json")

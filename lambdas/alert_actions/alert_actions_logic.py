@@ -207,8 +207,9 @@ def page(status: int, title: str, *paragraphs: str, form: str = "") -> dict[str,
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title>"
-        "<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;"
-        "line-height:1.5}dt{font-weight:600}dd{margin:0 0 .5rem;white-space:pre-wrap}"
+        # The style is presentation only a person sees: no one matches on it.
+        "<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;"  # pragma: no mutate
+        "line-height:1.5}dt{font-weight:600}dd{margin:0 0 .5rem;white-space:pre-wrap}"  # pragma: no mutate
         "button{font-size:1.1rem;padding:.5rem 1.5rem}</style></head>"
         f"<body><h1>{html.escape(title)}</h1>{text}{form}</body></html>"
     )

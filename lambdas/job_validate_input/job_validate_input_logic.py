@@ -86,7 +86,7 @@ def normalize_job_input(event: Any) -> dict[str, Any]:
 def polls_until_timeout(timeout: int, initial_wait: int, poll_interval: int) -> int:
     """Get Job Status calls of a job that never finishes: at initial_wait, then every poll_interval,
     the last one at or past timeout_seconds (it raises JobTimeout)."""
-    return (timeout - initial_wait) // poll_interval + 1
+    return -(-(timeout - initial_wait) // poll_interval) + 1  # the polls before the timeout, rounded up
 
 
 def worst_case_history_events(timeout: int, initial_wait: int, poll_interval: int) -> int:
@@ -99,10 +99,12 @@ def check_history_budget(settings: dict[str, Any]) -> dict[str, Any]:
     timeout, initial_wait = settings["timeout_seconds"], settings["initial_wait_seconds"]
     poll_interval = settings["poll_interval_seconds"]
     budget = MAX_HISTORY_EVENTS - RETRY_RESERVE_EVENTS
-    if worst_case_history_events(timeout, initial_wait, poll_interval) <= budget:
+    # < and <= agree here (an equivalent mutant): 9 x polls + 11 is never exactly the 22,500 of the budget.
+    if worst_case_history_events(timeout, initial_wait, poll_interval) <= budget:  # pragma: no mutate
         return settings
     max_polls = (budget - EVENTS_OUTSIDE_POLLS) // EVENTS_PER_POLL
-    shortest = (timeout - initial_wait) // max_polls + 1  # the least interval giving at most max_polls
+    # The least interval giving at most max_polls: max_polls - 1 intervals must cover the wait.
+    shortest = -(-(timeout - initial_wait) // (max_polls - 1))
     raise InvalidJobInput(
         f"poll_interval_seconds must be at least {shortest} with timeout_seconds {timeout} and "
         f"initial_wait_seconds {initial_wait}: polling every {poll_interval} s would make "

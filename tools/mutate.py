@@ -1,0 +1,158 @@
+"""Mutation testing of the logic modules with mutmut, against the fast runtime tests: `make mutate`.
+
+mutmut names each mutant after the mutated file's path (``lambdas/alert_config/alert_config_logic.py``
+becomes ``lambdas.alert_config.alert_config_logic``) and activates it only inside a module of that
+name, while the tests import a function's modules as top-level modules (``alert_config_logic``, see
+tests/lambda_loader.py) and the layer as ``patterns_common``. So mutmut runs in a staging directory,
+``.mutmut/``, where each module sits at the path its import name says: ``alert_config_logic.py`` at the
+top and ``patterns_common/`` beside it. mutmut puts its copy of that directory first on ``sys.path``;
+the copy of the project it runs the tests in leaves the layer's ``patterns_common`` out, so the tests
+import the mutated modules and nothing has to move.
+
+Usage: ``python tools/mutate.py [MODULE ...]`` with module names as in ``LOGIC_MODULES`` (all eight when
+none is given). Prints, per module, how many mutants the tests killed. Inspect a survivor afterwards
+with ``cd .mutmut && ../.venv/bin/mutmut show NAME`` (``mutmut results`` lists them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGE = ROOT / ".mutmut"
+LAYER = Path("lambdas/shared_layer/python")
+
+# Import name -> the file in the repository.
+LOGIC_MODULES = {
+    "alert_config_logic": Path("lambdas/alert_config/alert_config_logic.py"),
+    "map_retry": LAYER / "patterns_common/map_retry.py",
+    "job_protocol": LAYER / "patterns_common/job_protocol.py",
+    "job_validate_input_logic": Path("lambdas/job_validate_input/job_validate_input_logic.py"),
+    "alert_status": LAYER / "patterns_common/alert_status.py",
+    "alert_action_links": LAYER / "patterns_common/alert_action_links.py",
+    "alert_alarms_logic": Path("lambdas/alert_alarms/alert_alarms_logic.py"),
+    "alert_actions_logic": Path("lambdas/alert_actions/alert_actions_logic.py"),
+}
+# The fast tests a developer runs on every change; the emulator tests would take minutes per mutant.
+FAST_TESTS = "tests/test_*_runtime.py"
+# Two cores, shared: mutmut forks at most this many test runs at a time, at a lower priority.
+MAX_CHILDREN = 2
+NICENESS = 10
+# Top-level entries of the repository the staged copy does not link: mutmut's own output, the
+# mutated sources (staged separately), tests and pytest.ini (mutmut copies these itself), caches.
+NOT_LINKED = {".git", ".mutmut", "lambdas", "tests", "pytest.ini", "cdk.out", ".pytest_cache", ".ruff_cache"}
+
+
+def staged_name(module: str) -> Path:
+    """Where a module sits in the staging directory: the path its import name says."""
+    source = LOGIC_MODULES[module]
+    if source.is_relative_to(LAYER):
+        return source.relative_to(LAYER)
+    return Path(source.name)
+
+
+def stage(modules: list[str]) -> None:
+    """A fresh staging directory, so every run measures the tests as they are now."""
+    shutil.rmtree(STAGE, ignore_errors=True)
+    mutants = STAGE / "mutants"
+    mutants.mkdir(parents=True)
+    (STAGE / "tests").symlink_to(ROOT / "tests")
+    (STAGE / "pytest.ini").symlink_to(ROOT / "pytest.ini")
+    (STAGE / "patterns_common").symlink_to(ROOT / LAYER / "patterns_common")
+    function_modules = [m for m in LOGIC_MODULES if not LOGIC_MODULES[m].is_relative_to(LAYER)]
+    for module in function_modules:
+        (STAGE / staged_name(module)).symlink_to(ROOT / LOGIC_MODULES[module])
+
+    # The project the tests run in: links to the repository, except the layer's patterns_common,
+    # which mutmut's copy at the top of mutants/ stands in for.
+    for entry in ROOT.iterdir():
+        if entry.name not in NOT_LINKED and not entry.name.startswith(".venv"):
+            (mutants / entry.name).symlink_to(entry)
+    for function_dir in (ROOT / "lambdas").iterdir():
+        if function_dir.name != "shared_layer":
+            (mutants / "lambdas" / function_dir.name).parent.mkdir(exist_ok=True)
+            (mutants / "lambdas" / function_dir.name).symlink_to(function_dir)
+    (mutants / LAYER).mkdir(parents=True)
+    for entry in (ROOT / LAYER).iterdir():
+        if entry.name != "patterns_common":
+            (mutants / LAYER / entry.name).symlink_to(entry)
+
+    source_paths = ["patterns_common", *(str(staged_name(m)) for m in function_modules)]
+    only_mutate = [str(staged_name(m)) for m in modules]
+    tests = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(FAST_TESTS))
+    (STAGE / "setup.cfg").write_text(
+        "[mutmut]\n"
+        + "".join(
+            f"{key}=\n" + "".join(f"    {value}\n" for value in values)
+            for key, values in (
+                ("source_paths", source_paths),
+                ("only_mutate", only_mutate),
+                ("also_copy", ["pytest.ini"]),
+                ("pytest_add_cli_args_test_selection", tests),
+            )
+        )
+        # A fresh directory each run: mutmut's git-based invalidation has nothing to compare.
+        + "use_git_change_detection=false\n"
+    )
+
+
+def score(module: str) -> dict[str, int]:
+    """Mutants of one module by outcome, from the results mutmut keeps beside each mutated file."""
+    from mutmut.stats import status_by_exit_code
+
+    meta = json.loads((STAGE / "mutants" / f"{staged_name(module)}.meta").read_text())
+    counts: dict[str, int] = {}
+    for exit_code in meta["exit_code_by_key"].values():
+        status = status_by_exit_code[exit_code]
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", metavar="MODULE", help=", ".join(LOGIC_MODULES))
+    modules = parser.parse_args().modules or list(LOGIC_MODULES)
+    unknown = sorted(set(modules) - set(LOGIC_MODULES))
+    if unknown:
+        parser.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(LOGIC_MODULES)}")
+
+    stage(modules)
+    mutmut = Path(sys.executable).with_name("mutmut")
+    started = time.monotonic()
+    run = subprocess.run(
+        ["nice", "-n", str(NICENESS), str(mutmut), "run", "--max-children", str(MAX_CHILDREN)],
+        cwd=STAGE,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    if run.returncode != 0:
+        print(f"mutmut run failed (exit {run.returncode})", file=sys.stderr)
+        return run.returncode
+
+    print(f"\n{'module':<28}{'mutants':>8}{'survived':>10}{'no tests':>10}{'killed':>9}")
+    below = []
+    for module in modules:
+        counts = score(module)
+        total = sum(counts.values())
+        # A timeout is a kill: the mutant made the tests hang, and they noticed.
+        killed = counts.get("killed", 0) + counts.get("timeout", 0)
+        percent = 100 * killed / total if total else 100.0
+        print(
+            f"{module:<28}{total:>8}{counts.get('survived', 0):>10}{counts.get('no tests', 0):>10}{percent:>8.1f}%"
+        )
+        if percent < 90:
+            below.append(module)
+    print(f"\n{len(modules)} module(s) in {elapsed:.0f} s; below 90% killed: {', '.join(below) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
