@@ -303,8 +303,9 @@ def history_events(
     rounds = len(level_sizes)
     # The Map iteration, the notification's attempts, and the Catch's Pass state for a failure.
     notify_user = 2 + _task(notify_attempts) + (_STATE if notifications_failed else 0)
-    if deferred:  # an attempt ended by SlackChannelBusy, then "Wait For The Channel's Turn"
-        notify_user += 3 + _STATE
+    if deferred:  # an attempt ended by SlackChannelBusy (caught: Notify User is left), "Wait For The
+        # Channel's Turn", then Notify User entered again
+        notify_user += 3 + 2 * _STATE
     events = 2 + _task(fetch_attempts) + _STATE  # the execution, the fetch, the first Choice
     events += rounds * (_MAP + _STATE)  # each round's Map and the Choice after it
     events += (rounds - 1 + delayed) * (_STATE + _task(read_attempts) + _STATE)  # wait, status read, Choice
