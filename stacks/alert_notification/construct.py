@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -23,6 +23,7 @@ from stacks.alert_notification.alarms import AlarmRaisedAlerts
 from stacks.alert_notification.on_call import OnCallSchedules
 from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
+from stacks.common.kept_table import kept_table
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
 from stacks.common.scanners import acknowledge_lint
@@ -78,19 +79,12 @@ class AlertNotification(Construct):
                 "notifier: give exactly one of notifier (your function) or slack_webhook_secret_name (the "
                 "Slack notifier's webhook secret)"
             )
-        self.table = dynamodb.Table(
+        self.table = kept_table(
             self,
             "AlertTable",
             partition_key=dynamodb.Attribute(name="alert_id", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=RemovalPolicy.RETAIN,
+            logical_id=self._table_logical_id("AlertTable"),
         )
-        # Stateful: the logical id must never change, or CloudFormation replaces the table.
-        self.table.node.default_child.override_logical_id(self._table_logical_id("AlertTable"))
         # Alerts by the alarm that raises them (KEYS_ONLY: the alarm handler updates each item by key).
         # Written on the CloudFormation resource: an index CDK knows of widens every Table.grant to
         # <table>/index/*, and only the alarm handler may query it.

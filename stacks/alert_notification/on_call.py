@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -23,6 +23,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from stacks.alert_notification.slack_webhook import let_post_to_slack
+from stacks.common.kept_table import kept_table
 from stacks.common.python_function import LAMBDAS_DIR, PythonFunction
 from stacks.common.team_function import InvalidProp
 
@@ -71,19 +72,12 @@ class OnCallSchedules(Construct):
         super().__init__(scope, id_)
         check_schedules(schedules)
         self.schedules = list(schedules)
-        self.table = dynamodb.Table(
+        self.table = kept_table(
             self,
             "OnCallTable",
             partition_key=dynamodb.Attribute(name="schedule_id", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=RemovalPolicy.RETAIN,
+            logical_id=table_logical_id,
         )
-        # Stateful: the logical id must never change, or CloudFormation replaces the table.
-        self.table.node.default_child.override_logical_id(table_logical_id)
         find = PythonFunction(
             self,
             "FindWhoIsOnCall",
