@@ -51,6 +51,12 @@ IDLE_INSTANCE_SECONDS = 10.0
 # first: each holds memory of its own, and a burst (fifty alerts started together) would otherwise
 # leave dozens idle beside the instances still at work. Busy instances are never stopped.
 MAX_INSTANCES = 100
+# Events of one function handed to it at once from its asynchronous queue. Lambda puts an event in
+# the function's queue and answers at once; "a separate process reads events from the queue and
+# sends them to your function" (invocation-async), at a pace it does not document. Here a few at a
+# time: an alarm storm's hundreds of events, each started at once on two cores, took the CPU from the
+# synchronous calls (a machine's tasks) whose timeouts run meanwhile, and each needed a cold start.
+EVENT_POLLERS_PER_FUNCTION = 8
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 # What a zygote imports before forking instances, per directory it preloads: the bulk of every
 # handler's start-up (boto3; Powertools and the X-Ray SDK its Tracer loads), none of it the handler's
@@ -272,6 +278,7 @@ class LambdaRuntime:
         self._lock = threading.Lock()
         self._zygote_lock = threading.Lock()  # a zygote takes a second to start: not under self._lock
         self.invocations: list[dict] = []  # one record per invocation, for summaries and tests
+        self._event_pollers: dict[str, threading.BoundedSemaphore] = {}  # per function ARN
         self._closed = threading.Event()
         threading.Thread(target=self._stop_idle_instances, name="lambda-idle-instances", daemon=True).start()
 
@@ -331,7 +338,14 @@ class LambdaRuntime:
         """One queued event: its attempts and retries, then its record to the destination (lambda_async)."""
         config = lambda_async.AsyncConfig.of(fn)
         request_id = str(uuid.uuid4())  # every attempt of one event has the same
-        outcome = lambda_async.process(lambda: self._invoke(fn, payload, "Event", request_id, trace_id), config, self.clock)
+        with self._lock:
+            pollers = self._event_pollers.setdefault(fn.function_arn, threading.BoundedSemaphore(EVENT_POLLERS_PER_FUNCTION))
+
+        def attempt() -> InvokeResult:
+            with pollers:  # waits its turn in the queue; between retries it holds no poller
+                return self._invoke(fn, payload, "Event", request_id, trace_id)
+
+        outcome = lambda_async.process(attempt, config, self.clock)
         record = lambda_async.invocation_record(
             function_arn=fn.function_arn, request_id=request_id, payload=payload, outcome=outcome, now=self.clock.now()
         )
@@ -399,7 +413,7 @@ class LambdaRuntime:
 
     def _await_reply(self, worker: _Worker, deadline: float, request_id: str, timeout: float) -> tuple[InvokeResult, bool]:
         while True:
-            if worker.conn.poll(0.01):
+            if worker.conn.poll(self._real_seconds_until(deadline)):
                 try:
                     message = worker.conn.recv()
                 except (EOFError, OSError):
@@ -424,6 +438,18 @@ class LambdaRuntime:
             if not worker.alive():
                 break
         return InvokeResult(error_payload("Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited"), "Runtime.ExitError"), False
+
+    def _real_seconds_until(self, deadline: float) -> float:
+        """How long to block for a worker's message before looking at the clock and the worker again.
+
+        Until the deadline at the clock's rate, at most a second (a pause or a change of speed re-times
+        it; a worker that died is seen at once, its connection closing): a storm holds hundreds of
+        invocations at once, and each waking every few milliseconds to poll kept the emulator's one
+        interpreter too busy to serve their handlers' requests.
+        """
+        rate = self.clock.rate
+        remaining = deadline - self.clock.now()
+        return max(0.0, min(remaining / rate if rate else 1.0, 1.0))
 
     @staticmethod
     def _timed_out(request_id: str, timeout: float) -> InvokeResult:

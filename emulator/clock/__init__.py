@@ -83,10 +83,14 @@ class SimClock:
         self._anchor = (_real_time(), _real_time(), 1.0)
         self._speed: str | float = INSTANT
         self._paused = False
-        self._lock = threading.Condition()
+        # Held for a few statements at a time by every busy, idle and waiting thread, and never waited
+        # on: a plain lock (a storm's hundreds of threads queued on a Condition's RLock).
+        self._lock = threading.Lock()
         self._sleepers: list[_Sleeper] = []
         self._seq = itertools.count()
-        self._busy = 0
+        # One entry per busy token held: list.append and list.pop are atomic, so taking and giving
+        # back a token (every request, every wait) needs no lock; the lock orders the rest.
+        self._tokens: list[None] = []
         self._last_activity = _real_monotonic()
         self._settle = settle_seconds
         self._local = threading.local()
@@ -117,6 +121,11 @@ class SimClock:
     @property
     def paused(self) -> bool:
         return self._paused
+
+    @property
+    def rate(self) -> float:
+        """Simulated seconds per real second now (0 while paused)."""
+        return self._anchor[2]
 
     def set_speed(self, speed: str | float) -> None:
         speed = parse_speed(speed)
@@ -174,7 +183,7 @@ class SimClock:
     def reserve(self) -> "Reservation":
         """Take a busy token now, for a thread that starts later to adopt (async invocations)."""
         with self._lock:
-            self._busy += 1
+            self._tokens.append(None)
             self._last_activity = _real_monotonic()
         return Reservation(self)
 
@@ -187,7 +196,7 @@ class SimClock:
         """
         ticket = uuid.uuid4().hex
         with self._lock:
-            self._busy += 1
+            self._tokens.append(None)
             self._tickets[ticket] = True
             self._last_activity = _real_monotonic()
         return ticket
@@ -206,9 +215,8 @@ class SimClock:
         """The requester has its response: release the ticket's token."""
         with self._lock:
             if self._tickets.pop(ticket, False):
-                self._busy -= 1
+                self._tokens.pop()
             self._last_activity = _real_monotonic()
-            self._lock.notify_all()
 
     def _lend_tickets(self, held: bool) -> None:
         """Release (``held=False``) or take back the tokens of the tickets this thread carries."""
@@ -216,22 +224,21 @@ class SimClock:
             for ticket in getattr(self._local, "carried", ()):
                 if self._tickets.get(ticket) is (not held):
                     self._tickets[ticket] = held
-                    self._busy += 1 if held else -1
+                    if held:
+                        self._tokens.append(None)
+                    else:
+                        self._tokens.pop()
             self._last_activity = _real_monotonic()
-            self._lock.notify_all()
 
     def _acquire(self) -> None:
-        with self._lock:
-            self._busy += 1
-            self._local.tokens = getattr(self._local, "tokens", 0) + 1
-            self._last_activity = _real_monotonic()
+        self._tokens.append(None)
+        self._local.tokens = getattr(self._local, "tokens", 0) + 1
+        self._last_activity = _real_monotonic()
 
     def _release(self) -> None:
-        with self._lock:
-            self._busy -= 1
-            self._local.tokens = getattr(self._local, "tokens", 0) - 1
-            self._last_activity = _real_monotonic()
-            self._lock.notify_all()
+        self._tokens.pop()
+        self._local.tokens = getattr(self._local, "tokens", 0) - 1
+        self._last_activity = _real_monotonic()
 
     # -- waiting -------------------------------------------------------------------------------
     def sleep(self, seconds: float) -> None:
@@ -266,7 +273,7 @@ class SimClock:
                         return False
                     # A SimEvent wakes this sleeper when set; a plain Event is polled. A change of
                     # rate (pause, speed) wakes it too, to re-time the wait.
-                    rate = self._anchor[2]
+                    rate = self.rate
                     real_remaining = remaining / rate if rate and remaining != math.inf else None
                     polled = event is not None and not isinstance(event, SimEvent)
                     sleeper.event.wait(min(real_remaining or 0.02, 0.02) if polled else real_remaining)
@@ -279,8 +286,7 @@ class SimClock:
                     self._sleepers.remove(sleeper)
                     heapq.heapify(self._sleepers)
                 if sleeper.gifted:  # this thread holds its own tokens again
-                    self._busy -= 1
-                    self._lock.notify_all()
+                    self._tokens.pop()
                 sleeper.done = True
                 self._last_activity = _real_monotonic()
 
@@ -291,7 +297,7 @@ class SimClock:
             # for good (seen under load as every execution waiting and the clock never jumping).
             if not sleeper.gifted and not sleeper.done:
                 sleeper.gifted = True
-                self._busy += 1
+                self._tokens.append(None)
                 self._last_activity = _real_monotonic()
 
     def pending_wakeups(self) -> list[float]:
@@ -315,7 +321,7 @@ class SimClock:
             with self._lock:
                 if self._speed != INSTANT or self._paused:
                     continue
-                if not self._sleepers or self._busy > 0:
+                if not self._sleepers or self._tokens:
                     continue
                 if _real_monotonic() - self._last_activity < self._settle:
                     continue
