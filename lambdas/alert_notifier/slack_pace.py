@@ -24,16 +24,22 @@ INTERVAL_SECONDS = 1.25
 BURST = 2
 # The pace item goes once its webhook has been idle this long (the table's TTL).
 IDLE_EXPIRY_SECONDS = 3600
+# The machine's Wait ends at least this long before the slot, and the notifier it then calls sleeps
+# the rest (within its own wait, slack_webhook.MAX_PACING_WAIT_SECONDS): the call's start (a cold
+# start, a loaded machine) is spent before the slot instead of making the post late. Late posts
+# arrive together, and together they outrun Slack's burst.
+WAKE_BEFORE_SLOT_SECONDS = 2
 
 
 class SlackChannelBusy(Exception):
     """This notification's slot is further off than the notifier may wait: the machine waits for it.
 
     The message is JSON, {"slot_at": slot, "wait_seconds": whole seconds}, which the state machine's
-    Catch reads to wait and hand the slot back to the notifier."""
+    Catch reads to wait and hand the slot back to the notifier; the wait ends a little before the slot."""
 
     def __init__(self, slot_at: float, now: float) -> None:
-        super().__init__(json.dumps({"slot_at": slot_at, "wait_seconds": math.ceil(slot_at - now)}))
+        wait_seconds = max(0, math.floor(slot_at - now - WAKE_BEFORE_SLOT_SECONDS))
+        super().__init__(json.dumps({"slot_at": slot_at, "wait_seconds": wait_seconds}))
 
 
 def pace_key(webhook_url: str) -> dict[str, str]:

@@ -19,8 +19,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 REQUEST_TIMEOUT_SECONDS = 5.0
-# A 429 asking for a short pause is honoured here; a longer one is left to the state machine's back-off
-# so the function does not sit idle (and billed) for it.
+# 429s asking for short pauses are honoured here, up to this many seconds of pauses in all (Slack
+# answers a webhook posting a little over its pace with Retry-After: 1, and a post that arrives late
+# may meet a few); beyond, the state machine's back-off takes over so the function does not sit idle
+# (and billed) for long.
 MAX_INLINE_RETRY_AFTER_SECONDS = 5
 # A section block's text holds at most 3,000 characters
 # (https://api.slack.com/reference/block-kit/blocks#section); an alert message may hold 4,000.
@@ -129,15 +131,15 @@ def post_message(
     """POST the JSON ``payload`` and return the HTTP status; raise one of the two errors above otherwise."""
     if urlsplit(webhook_url).scheme not in ("https", "http"):
         raise SlackRejectedError("the webhook secret does not hold an http(s) URL")
-    retried = False
+    paused = 0
     while True:
         try:
             return _post(webhook_url, payload, timeout)
         except _RateLimited as limited:
             wait = limited.retry_after
-            if retried or wait is None or wait > MAX_INLINE_RETRY_AFTER_SECONDS:
+            if wait is None or paused + wait > MAX_INLINE_RETRY_AFTER_SECONDS:
                 raise SlackTransientError(f"Slack answered 429 (Retry-After: {wait})") from None
-        retried = True
+        paused += wait
         sleep(wait)
 
 
