@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import calendar
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -327,23 +328,16 @@ def test_an_alarm_storm_with_redelivered_events_starts_each_escalation_exactly_o
     assert all(alerts.get(alert_id)["status"] == "active" for alert_id in alarms.values())
     # Then: with Slack's webhook pace on (the stand-in's default: about one a second, short bursts, 429
     # beyond: https://api.slack.com/docs/rate-limits), every escalation ends with its notification
-    # delivered, none failed, and the storm's first post within 5 s of the alarms (issue 30)
+    # delivered once, none failed or lost, and the storm's first post within 5 s of the alarms (issue 30)
     wait_for(lambda: not execution_arns(deployment, set(alarms.values()), status="RUNNING"), "the escalations to end",
              timeout=300)
     ended = [follow(deployment.aws, arns[0]) for arns in execution_arns(deployment, set(alarms.values())).values()]
-    outcomes = Counter(r.status for r in ended)
-    if outcomes != {"SUCCEEDED": 200}:
-        # Issue 30's target, not met yet: reported as an expected failure with what was measured, never
-        # as a pass. In the emulator on two cores most of the storm's executions fail on Fetch Alert
-        # Config timing out (15 and 47 of 200 succeeded in two idle runs); every escalation above did
-        # start exactly once.
-        pytest.xfail(f"issue 30: the storm with Slack's pace on lost escalations: {dict(outcomes)}, "
-                     f"{dict(Counter((r.error, (r.cause or '')[:80]) for r in ended if r.status != 'SUCCEEDED'))}")
+    assert Counter(r.status for r in ended) == {"SUCCEEDED": 200}, Counter((r.error, (r.cause or "")[:80]) for r in ended)
     assert all(r.output["notifications_sent"] == 1 and r.output["notifications_failed"] == [] for r in ended)
-    posts = [p for p in slack.posts if any(f"U0STORM{n:03d}" in json.dumps(p.body) for n in range(200))
-             and run in json.dumps(p.body)]
-    delivered = [p for p in posts if p.status == 200]
-    assert len(delivered) == 200 and [p for p in posts if p.status == 429] == []
+    delivered = [p for p in slack.delivered if run in json.dumps(p.body)]
+    # A post a loaded machine sends late may meet a 429; it is sent again after Retry-After, never twice.
+    assert Counter(user for p in delivered for user in set(re.findall(r"U0STORM\d{3}", json.dumps(p.body)))) == {
+        f"U0STORM{n:03d}": 1 for n in range(200)}
     assert min(float(p.ts) for p in delivered) - raised_at <= 5
 
 
