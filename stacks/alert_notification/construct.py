@@ -23,6 +23,7 @@ from stacks.alert_notification.alarms import AlarmRaisedAlerts
 from stacks.alert_notification.on_call import OnCallSchedules
 from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
+from stacks.common.grants import invoke_statement
 from stacks.common.kept_table import kept_table
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
@@ -157,9 +158,7 @@ class AlertNotification(Construct):
             self.functions["HandoffNotice"] = self.on_call.handoff
             # /oncall cover asks Handoff Notice to re-arm: the cover may move the next handoff.
             self.actions.function.add_environment("HANDOFF_FUNCTION_NAME", self.on_call.handoff.function_name)
-            self.actions.function.add_to_role_policy(
-                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.on_call.handoff.function_arn])
-            )
+            self.actions.function.add_to_role_policy(invoke_statement(self.on_call.handoff))
 
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
             notifier = self._slack_notifier(webhook_secret)
