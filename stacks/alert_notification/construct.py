@@ -27,7 +27,7 @@ from stacks.common.grants import invoke_statement
 from stacks.common.kept_table import kept_table
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
-from stacks.common.scanners import acknowledge_lint
+from stacks.common.scanners import acknowledge_rule_permission
 from stacks.common.short_lived_table import short_lived_table
 from stacks.common.state_machine import StandardStateMachine
 from stacks.common.team_function import InvalidProp, check_timeout_within, task_timeout_seconds
@@ -278,15 +278,7 @@ class AlertNotification(Construct):
                 )
             ],
         )
-        [permission] = [c for c in rule.node.find_all() if isinstance(c, lambda_.CfnPermission)]
-        acknowledge_lint(
-            permission,
-            {
-                "ES1007": "The dispatcher has an EventInvokeConfig with an on-failure destination (see "
-                "test_alert_notification_infrastructure); the rule compares FunctionName literally and "
-                "this permission names the function by ARN, the EventInvokeConfig by Ref.",
-            },
-        )
+        acknowledge_rule_permission(rule, "dispatcher")
         self.failure_queues = [
             FailureQueue(
                 schedule_dead_letters,
