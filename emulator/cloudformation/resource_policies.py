@@ -18,12 +18,18 @@ from moto.core.common_models import CloudFormationModel
 class _ResourcePolicy:
     """A policy resource: sets its document on every resource it lists, on create and on update alike."""
 
+    CLOUDFORMATION_TYPE: str
+
     def __init__(self, resource_name: str) -> None:
         self.resource_name = resource_name
 
     @property
     def physical_resource_id(self) -> str:
         return self.resource_name
+
+    @classmethod
+    def cloudformation_type(cls) -> str:
+        return cls.CLOUDFORMATION_TYPE
 
     @staticmethod
     def set_policy(properties: Any, document: str, account_id: str, region_name: str) -> None:
@@ -46,9 +52,7 @@ class _ResourcePolicy:
 
 
 class TopicPolicy(_ResourcePolicy, CloudFormationModel):
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::SNS::TopicPolicy"
+    CLOUDFORMATION_TYPE = "AWS::SNS::TopicPolicy"
 
     @staticmethod
     def set_policy(properties: Any, document: str, account_id: str, region_name: str) -> None:
@@ -59,13 +63,12 @@ class TopicPolicy(_ResourcePolicy, CloudFormationModel):
 
 
 class QueuePolicy(_ResourcePolicy, CloudFormationModel):
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::SQS::QueuePolicy"
+    CLOUDFORMATION_TYPE = "AWS::SQS::QueuePolicy"
 
     @staticmethod
     def set_policy(properties: Any, document: str, account_id: str, region_name: str) -> None:
         from moto.sqs.models import sqs_backends
 
         for queue_url in properties["Queues"]:  # CloudFormation names queues by URL
-            sqs_backends[account_id][region_name].set_queue_attributes(queue_url.rstrip("/").rpartition("/")[2], {"Policy": document})
+            queue_name = queue_url.rstrip("/").rpartition("/")[2]
+            sqs_backends[account_id][region_name].set_queue_attributes(queue_name, {"Policy": document})
