@@ -7,20 +7,60 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from bench import dispatch, docs_pages, emulator_speed, functions, hotswap, oncall, report, scenarios, storm
 from bench.deploy import deploy_bench
 from bench.measure import Run
-from emulator.session import deployed
+from emulator.session import Deployment, deployed
 
 BENCH_DIR = Path(__file__).resolve().parent
-SECTIONS = ("alert", "oncall", "poller", "map-retry", "emulator", "lambda", "dispatch", "storm", "click", "hotswap")
 RUN_SECTIONS = {"alert": scenarios.alert_runs, "poller": scenarios.poller_runs, "map-retry": scenarios.map_runs}
-# What the other sections write into results.json (the run sections write runs, by machine).
-SECTION_KEYS = {"emulator": ("emulator", "deploy_seconds"), "lambda": ("functions",), "dispatch": ("dispatch",),
-                "oncall": ("oncall",), "storm": ("storm",), "click": ("click",), "hotswap": ("hotswap",)}
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section measured on the deployed app after the machines' runs (which write runs, by machine)."""
+
+    title: str
+    keys: tuple[str, ...]  # what it owns in results.json; ``measure``'s figures go under the first
+    measure: Callable[[Deployment], Any]
+    lines: Callable[[Any], Iterable[str]]
+    # Figures measured before deploying, which ``measure``'s own follow.
+    before_deploy: Callable[[], list] | None = None
+
+
+def _emulator_start_up() -> list[dict]:
+    print("Measuring the emulator's start-up in a fresh interpreter...", flush=True)
+    return [t.__dict__ for t in emulator_speed.start_up()]
+
+
+# In the order they run.
+MEASURED = {
+    "oncall": Section("On-call schedules: the cost of resolving one per round", ("oncall",),
+                      oncall.schedule_resolution_cost, oncall.cost_lines),
+    "emulator": Section(
+        "The emulator", ("emulator", "deploy_seconds"),
+        lambda deployment: [t.__dict__ for t in (*emulator_speed.throughput(deployment),
+                                                 *emulator_speed.demo_scenarios(deployment))],
+        lambda timings: (f"  {timing['what']}: {report.timing_value(timing)}" for timing in timings),
+        before_deploy=_emulator_start_up,
+    ),
+    "lambda": Section("Lambda assets", ("functions",), lambda deployment: [a.__dict__ for a in functions.assets(deployment)],
+                      lambda assets: (f"  {asset}" for asset in assets)),
+    "dispatch": Section("Scheduled dispatch at scale", ("dispatch",), dispatch.dispatch_at_scale, report.dispatch_table),
+    "storm": Section("An alarm storm through one webhook, at Slack's pace", ("storm",), storm.alarm_storm,
+                     report.storm_table),
+    "click": Section("A Slack click: the endpoint's work before its answer", ("click",), storm.click_answer,
+                     report.click_table),
+    # Last: it changes the deployed map-retry machine and function.
+    "hotswap": Section("Hot-swap (cdk deploy --hotswap)", ("hotswap",), hotswap.hotswaps, report.hotswap_table),
+}
+SECTIONS = (*RUN_SECTIONS, *MEASURED)
 
 
 def _print_runs(runs: list[Run], machine: str) -> None:
@@ -31,7 +71,7 @@ def merged(previous: dict, data: dict, sections: list[str]) -> dict:
     """The last results with the sections just run replaced: a partial run keeps every other figure."""
     result = {**previous, "runs": [r for r in previous["runs"] if r["machine"] not in sections] + data["runs"]}
     for section in sections:
-        result.update({key: data[key] for key in SECTION_KEYS.get(section, ())})
+        result.update({key: data[key] for key in (MEASURED[section].keys if section in MEASURED else ())})
     result["rerun"] = {**previous.get("rerun", {}), **{section: data["generated_at"] for section in sections}}
     return result
 
@@ -56,9 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         "emulator": [],
         "functions": [],
     }
-    if "emulator" in sections:
-        print("Measuring the emulator's start-up in a fresh interpreter...", flush=True)
-        data["emulator"] += [t.__dict__ for t in emulator_speed.start_up()]
+    before_deploy = {name: section.before_deploy() for name, section in MEASURED.items()
+                     if name in sections and section.before_deploy is not None}
     print("Deploying the app (cdk) and the seed designs into the local emulator...", flush=True)
     with deployed() as deployment:
         data["deploy_seconds"] = deployment.aws.deploy_seconds
@@ -73,37 +112,13 @@ def main(argv: list[str] | None = None) -> int:
             _print_runs(runs, machine)
             print(f"({time.monotonic() - section_started:.0f} s)", flush=True)
             data["runs"] += [r.to_json() for r in runs]
-        if "oncall" in sections:
-            print("\n## On-call schedules: the cost of resolving one per round", flush=True)
-            data["oncall"] = oncall.schedule_resolution_cost(deployment)
-            print("\n".join(oncall.cost_lines(data["oncall"])), flush=True)
-        if "emulator" in sections:
-            print("\n## The emulator", flush=True)
-            data["emulator"] += [t.__dict__ for t in emulator_speed.throughput(deployment)]
-            data["emulator"] += [t.__dict__ for t in emulator_speed.demo_scenarios(deployment)]
-            for timing in data["emulator"]:
-                print(f"  {timing['what']}: {report.timing_value(timing)}", flush=True)
-        if "lambda" in sections:
-            print("\n## Lambda assets", flush=True)
-            data["functions"] = [a.__dict__ for a in functions.assets(deployment)]
-            for asset in data["functions"]:
-                print(f"  {asset}", flush=True)
-        if "dispatch" in sections:
-            print("\n## Scheduled dispatch at scale", flush=True)
-            data["dispatch"] = dispatch.dispatch_at_scale(deployment)
-            print("\n".join(report.dispatch_table(data["dispatch"])), flush=True)
-        if "storm" in sections:
-            print("\n## An alarm storm through one webhook, at Slack's pace", flush=True)
-            data["storm"] = storm.alarm_storm(deployment)
-            print("\n".join(report.storm_table(data["storm"])), flush=True)
-        if "click" in sections:
-            print("\n## A Slack click: the endpoint's work before its answer", flush=True)
-            data["click"] = storm.click_answer(deployment)
-            print("\n".join(report.click_table(data["click"])), flush=True)
-        if "hotswap" in sections:  # last: it changes the deployed map-retry machine and function
-            print("\n## Hot-swap (cdk deploy --hotswap)", flush=True)
-            data["hotswap"] = hotswap.hotswaps(deployment)
-            print("\n".join(report.hotswap_table(data["hotswap"])), flush=True)
+        for name, section in MEASURED.items():
+            if name not in sections:
+                continue
+            print(f"\n## {section.title}", flush=True)
+            figures = section.measure(deployment)
+            data[section.keys[0]] = [*before_deploy[name], *figures] if name in before_deploy else figures
+            print("\n".join(section.lines(data[section.keys[0]])), flush=True)
     data["total_seconds"] = time.monotonic() - started
 
     args.out.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,6 @@ and clients that do not render blocks. A Slack member ID is mentioned, so that p
 from __future__ import annotations
 
 import http.client
-import json
 import re
 import time
 import urllib.error
@@ -17,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from patterns_common.slack_post import json_request
 
 REQUEST_TIMEOUT_SECONDS = 5.0
 # 429s asking for short pauses are honoured here, up to this many seconds of pauses in all (Slack
@@ -150,14 +151,8 @@ class _RateLimited(Exception):
 
 
 def _post(webhook_url: str, payload: Mapping[str, Any], timeout: float) -> int:
-    request = urllib.request.Request(
-        webhook_url,
-        data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json; charset=utf-8"},
-        method="POST",
-    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - scheme checked above
+        with urllib.request.urlopen(json_request(webhook_url, payload), timeout=timeout) as response:  # noqa: S310 - scheme checked above
             return response.status
     except urllib.error.HTTPError as error:
         detail = error.read(200).decode(errors="replace")

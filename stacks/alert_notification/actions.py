@@ -19,12 +19,12 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from stacks.alert_notification.slack_webhook import let_post_to_slack
+from stacks.common.grants import invoke_statement
 from stacks.common.nag import acknowledge
 from stacks.common.python_function import PythonFunction
 from stacks.common.watched_metric import WatchedMetric
@@ -97,10 +97,7 @@ class AlertActions(Construct):
         let_post_to_slack(follow_up.function, webhook_secret)
         # Invoked asynchronously: Lambda would retry a failure twice, and a follow-up must not post three times.
         follow_up.function.configure_async_invoke(retry_attempts=0)
-        # The function itself, not its versions (grant_invoke would add "<arn>:*").
-        endpoint.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[follow_up.function.function_arn])
-        )
+        endpoint.function.add_to_role_policy(invoke_statement(follow_up.function))
         endpoint.function.add_environment("FOLLOW_UP_FUNCTION_NAME", follow_up.function.function_name)
         self.follow_up = follow_up.function
         table.grant(endpoint.function, "dynamodb:GetItem", "dynamodb:UpdateItem")

@@ -12,7 +12,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_stepfunctions as sfn
@@ -22,7 +21,7 @@ from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
-from stacks.common.scanners import acknowledge_lint
+from stacks.common.scanners import acknowledge_rule_permission
 
 # https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html
 ALARM_STATE_CHANGES = events.EventPattern(
@@ -93,15 +92,7 @@ class AlarmRaisedAlerts(Construct):
                 )
             ],
         )
-        [permission] = [c for c in rule.node.find_all() if isinstance(c, lambda_.CfnPermission)]
-        acknowledge_lint(
-            permission,
-            {
-                "ES1007": "The function has an EventInvokeConfig with an on-failure destination (see "
-                "test_alert_notification_infrastructure); the rule compares FunctionName literally and "
-                "this permission names the function by ARN, the EventInvokeConfig by Ref.",
-            },
-        )
+        acknowledge_rule_permission(rule, "function")
         self.function = function
         self.failure_queue = FailureQueue(
             failures,

@@ -23,10 +23,11 @@ from stacks.alert_notification.alarms import AlarmRaisedAlerts
 from stacks.alert_notification.on_call import OnCallSchedules
 from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
+from stacks.common.grants import invoke_statement
 from stacks.common.kept_table import kept_table
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
-from stacks.common.scanners import acknowledge_lint
+from stacks.common.scanners import acknowledge_rule_permission
 from stacks.common.short_lived_table import short_lived_table
 from stacks.common.state_machine import StandardStateMachine
 from stacks.common.team_function import InvalidProp, check_timeout_within, task_timeout_seconds
@@ -157,9 +158,7 @@ class AlertNotification(Construct):
             self.functions["HandoffNotice"] = self.on_call.handoff
             # /oncall cover asks Handoff Notice to re-arm: the cover may move the next handoff.
             self.actions.function.add_environment("HANDOFF_FUNCTION_NAME", self.on_call.handoff.function_name)
-            self.actions.function.add_to_role_policy(
-                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.on_call.handoff.function_arn])
-            )
+            self.actions.function.add_to_role_policy(invoke_statement(self.on_call.handoff))
 
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
             notifier = self._slack_notifier(webhook_secret)
@@ -279,15 +278,7 @@ class AlertNotification(Construct):
                 )
             ],
         )
-        [permission] = [c for c in rule.node.find_all() if isinstance(c, lambda_.CfnPermission)]
-        acknowledge_lint(
-            permission,
-            {
-                "ES1007": "The dispatcher has an EventInvokeConfig with an on-failure destination (see "
-                "test_alert_notification_infrastructure); the rule compares FunctionName literally and "
-                "this permission names the function by ARN, the EventInvokeConfig by Ref.",
-            },
-        )
+        acknowledge_rule_permission(rule, "dispatcher")
         self.failure_queues = [
             FailureQueue(
                 schedule_dead_letters,

@@ -23,6 +23,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from stacks.alert_notification.slack_webhook import let_post_to_slack
+from stacks.common.grants import invoke_statement
 from stacks.common.kept_table import kept_table
 from stacks.common.python_function import LAMBDAS_DIR, PythonFunction
 from stacks.common.team_function import InvalidProp
@@ -143,8 +144,7 @@ class OnCallSchedules(Construct):
             ),
             description="Lets the handoff notice's EventBridge Scheduler schedule invoke Handoff Notice",
         )
-        # The function itself, not its versions (grant_invoke adds "<arn>:*"): only $LATEST is invoked.
-        invoke = iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[handoff.function.function_arn])
+        invoke = invoke_statement(handoff.function)
         invoker.add_to_policy(invoke)
         handoff.function.add_environment("HANDOFF_SCHEDULER_ROLE_ARN", invoker.role_arn)
         # A policy of its own: the function's default policy cannot name the function, which depends on it.

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import jsii
 from aws_cdk import CfnResource, IAspect
+from aws_cdk import aws_events as events
+from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
 ACKNOWLEDGED: dict[str, dict[str, str]] = {
@@ -80,6 +82,20 @@ ACKNOWLEDGED: dict[str, dict[str, str]] = {
 def acknowledge_lint(resource: CfnResource, findings: dict[str, str]) -> None:
     """Acknowledge cfn-lint(-serverless) ``finding id -> reason`` on one resource that ACKNOWLEDGED cannot cover."""
     resource.add_metadata("cfn-lint", {"config": {"ignore_checks": list(findings)}, "reasons": findings})
+
+
+def acknowledge_rule_permission(rule: events.Rule, target: str) -> None:
+    """Acknowledge cfn-lint-serverless ES1007 on the permission that lets ``rule`` invoke its function
+    (``target``: what the reason calls it), which has an asynchronous invoke configuration."""
+    [permission] = [c for c in rule.node.find_all() if isinstance(c, lambda_.CfnPermission)]
+    acknowledge_lint(
+        permission,
+        {
+            "ES1007": f"The {target} has an EventInvokeConfig with an on-failure destination (see "
+            "test_alert_notification_infrastructure); the rule compares FunctionName literally and "
+            "this permission names the function by ARN, the EventInvokeConfig by Ref.",
+        },
+    )
 
 
 @jsii.implements(IAspect)

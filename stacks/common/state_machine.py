@@ -6,13 +6,13 @@ import json
 from typing import Mapping
 
 from aws_cdk import ArnFormat, Names, RemovalPolicy, Stack
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from stacks.common.definitions import definition_path, load_definition
+from stacks.common.grants import invoke_statement
 from stacks.common.nag import acknowledge
 
 # Logs keep what an operator acts on and nothing an execution carries: only error events (an
@@ -91,12 +91,5 @@ class StandardStateMachine(Construct):
         )
 
     def allow_invoke(self, *functions: lambda_.IFunction) -> None:
-        """Let the machine invoke exactly these functions (unqualified ARNs, as the ASL names them).
-
-        Unlike ``grant_invoke`` this adds no ``:*`` version wildcard.
-        """
-        self.state_machine.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["lambda:InvokeFunction"], resources=[fn.function_arn for fn in functions]
-            )
-        )
+        """Let the machine invoke exactly these functions (unqualified ARNs, as the ASL names them)."""
+        self.state_machine.add_to_role_policy(invoke_statement(*functions))

@@ -11,6 +11,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.common.grants import invoke_statement, list_bucket_statement
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction, shared_layer
 from stacks.common.state_machine import StandardStateMachine
@@ -126,12 +127,6 @@ class JobPoller(Construct):
             },
         )
 
-    def _allow_list(self, function: PythonFunction) -> None:
-        # Without ListBucket, S3 answers 403 instead of 404 for status.txt before the runner wrote it.
-        function.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
-        )
-
     def _s3_poller(self, job_runner: lambda_.IFunction | None) -> StandardStateMachine:
         environment = {"JOB_BUCKET_NAME": self.bucket.bucket_name}
         if job_runner is None:
@@ -164,10 +159,8 @@ class JobPoller(Construct):
         self._allow_job_objects(self.run_job, "s3:PutObject", "context.json")
         # A retried Run Job reads the first attempt's record and looks for the runner's status.
         self._allow_job_objects(self.run_job, "s3:GetObject", "context.json", "status.txt")
-        self._allow_list(self.run_job)
-        self.run_job.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[job_runner.function_arn])
-        )
+        self.run_job.function.add_to_role_policy(list_bucket_statement(self.bucket))  # status.txt may not exist yet
+        self.run_job.function.add_to_role_policy(invoke_statement(job_runner))
 
         self.get_status = PythonFunction(
             self,
@@ -180,7 +173,7 @@ class JobPoller(Construct):
         self._allow_job_objects(self.get_status, "s3:GetObject", "context.json", "status.txt", "result.json")
         # A job that ran out of time is recorded as timed_out (result.json only if absent, then status.txt).
         self._allow_job_objects(self.get_status, "s3:PutObject", "status.txt", "result.json")
-        self._allow_list(self.get_status)
+        self.get_status.function.add_to_role_policy(list_bucket_statement(self.bucket))  # status.txt may not exist yet
 
         machine = StandardStateMachine(
             self,

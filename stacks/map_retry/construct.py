@@ -11,6 +11,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.common.grants import invoke_statement, list_bucket_statement
 from stacks.common.nag import acknowledge, acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
 from stacks.common.short_lived_table import short_lived_table
@@ -137,16 +138,12 @@ class MapRetry(Construct):
         self._allow_objects(split_items, read=INPUTS, write=RUNS)
         self._allow_objects(chunk_processor, read=RUNS, write=RUNS)
         self._allow_objects(record_chunks, read=RUNS, write=RUNS)
-        # Without ListBucket, HeadObject on a missing results object answers 403 instead of 404.
-        chunk_processor.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
-        )
+        # HeadObject asks for a chunk's results object, which may not exist yet.
+        chunk_processor.function.add_to_role_policy(list_bucket_statement(self.bucket))
         self.chunk_journal.grant(chunk_processor.function, "dynamodb:Query", "dynamodb:PutItem")
         self.chunk_journal.grant(record_chunks.function, "dynamodb:Query")
         if not made.get("ItemProcessor"):
-            chunk_processor.function.add_to_role_policy(
-                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[item_processor.function_arn])
-            )
+            chunk_processor.function.add_to_role_policy(invoke_statement(item_processor))
 
         self.machine = StandardStateMachine(
             self,

@@ -31,10 +31,36 @@ LAYER_FIELDS = ("members", "start", "shift", "restrictions")
 RESTRICTION_FIELDS = ("days", "start", "end")
 OVERRIDE_FIELDS = ("member", "start", "end")
 MAX_MEMBER_LENGTH = 254  # as an alert's accounts
-_LOCAL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
-_CLOCK_TIME = re.compile(r"\d{2}:\d{2}")
 # Hours, days or weeks, one unit: a mix would be part elapsed, part wall-clock time.
 _SHIFT = re.compile(r"P(?:(?P<weeks>\d+)W|(?P<days>\d+)D|T(?P<hours>\d+)H)")
+
+
+@dataclass(frozen=True)
+class _TimeForm:
+    """A time as a schedule writes it: the text's shape, how it is read, and what a person is told to write."""
+
+    shape: re.Pattern[str]
+    read: Callable[[str], Any]
+    expected: str
+
+    def parse(self, value: Any, field: str, fail: Callable[[str, str], None]) -> Any:
+        parsed = None
+        if isinstance(value, str) and self.shape.fullmatch(value):
+            try:
+                parsed = self.read(value)
+            except ValueError:  # the right shape but no such time, such as 25:00
+                pass
+        if parsed is None:
+            fail(field, f"must be {self.expected}, got {value!r}")
+        return parsed
+
+
+_LOCAL_TIME = _TimeForm(
+    re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}"),
+    datetime.fromisoformat,
+    "a local time YYYY-MM-DDTHH:MM in the schedule's zone (no offset)",
+)
+_CLOCK_TIME = _TimeForm(re.compile(r"\d{2}:\d{2}"), time.fromisoformat, "a local time of day HH:MM")
 
 
 class InvalidSchedule(Exception):
@@ -214,30 +240,6 @@ def _zone(name: Any, fail: Callable[[str, str], None]) -> zoneinfo.ZoneInfo:
     raise AssertionError("unreachable")  # fail() always raises
 
 
-def _local_time(value: Any, field: str, fail: Callable[[str, str], None]) -> datetime:
-    parsed = None
-    if isinstance(value, str) and _LOCAL_TIME.fullmatch(value):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            pass
-    if parsed is None:
-        fail(field, f"must be a local time YYYY-MM-DDTHH:MM in the schedule's zone (no offset), got {value!r}")
-    return parsed
-
-
-def _clock_time(value: Any, field: str, fail: Callable[[str, str], None]) -> time:
-    parsed = None
-    if isinstance(value, str) and _CLOCK_TIME.fullmatch(value):
-        try:
-            parsed = time.fromisoformat(value)
-        except ValueError:
-            pass
-    if parsed is None:
-        fail(field, f"must be a local time of day HH:MM, got {value!r}")
-    return parsed
-
-
 def _member(value: Any, field: str, fail: Callable[[str, str], None]) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_MEMBER_LENGTH or value.startswith(SCHEDULE_PREFIX):
         fail(field, f"must be a person's account (a non-empty string of at most {MAX_MEMBER_LENGTH} characters, not a schedule)")
@@ -252,7 +254,7 @@ def _layer(value: Any, label: str, fail: Callable[[str, str], None]) -> Layer:
     if not isinstance(members, list) or not members:
         fail(f"{label}.members", "must be a non-empty list: a rotation needs someone to rotate")
     members = tuple(_member(member, f"{label}.members[{i}]", fail) for i, member in enumerate(members))
-    start = _local_time(value.get("start"), f"{label}.start", fail)
+    start = _LOCAL_TIME.parse(value.get("start"), f"{label}.start", fail)
     shift = value.get("shift")
     match = _SHIFT.fullmatch(shift) if isinstance(shift, str) else None
     amount = int(next(number for number in match.groupdict().values() if number is not None)) if match else 0
@@ -278,8 +280,8 @@ def _restriction(value: Any, label: str, fail: Callable[[str, str], None]) -> Re
     days = value.get("days")
     if not isinstance(days, list) or not days or any(day not in DAYS for day in days):
         fail(f"{label}.days", f"must be a non-empty list of {', '.join(DAYS)}")
-    start = _clock_time(value.get("start"), f"{label}.start", fail)
-    end = _clock_time(value.get("end"), f"{label}.end", fail)
+    start = _CLOCK_TIME.parse(value.get("start"), f"{label}.start", fail)
+    end = _CLOCK_TIME.parse(value.get("end"), f"{label}.end", fail)
     if start == end:
         fail(f"{label}.end", "must differ from start (an end before start runs past midnight)")
     return Restriction(frozenset(DAYS.index(day) for day in days), start, end)
@@ -290,8 +292,8 @@ def _override(schedule: Schedule, value: Any, label: str, fail: Callable[[str, s
         fail(label, "must be an override {member, start, end}")
     _known_fields(value, OVERRIDE_FIELDS, label, fail)
     member = _member(value.get("member"), f"{label}.member", fail)
-    start = schedule.instant(_local_time(value.get("start"), f"{label}.start", fail))
-    end = schedule.instant(_local_time(value.get("end"), f"{label}.end", fail))
+    start = schedule.instant(_LOCAL_TIME.parse(value.get("start"), f"{label}.start", fail))
+    end = schedule.instant(_LOCAL_TIME.parse(value.get("end"), f"{label}.end", fail))
     if end <= start:
         fail(f"{label}.end", "must be after start")
     return Override(member, start, end)

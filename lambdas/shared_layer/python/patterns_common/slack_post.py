@@ -22,18 +22,22 @@ def post_followup(webhook_url: str, text: str, *, timeout: float = FOLLOWUP_TIME
     return post_json(webhook_url, {"text": text, "unfurl_links": False}, timeout=timeout)
 
 
-def post_json(url: str, body: Mapping[str, Any], *, timeout: float = FOLLOWUP_TIMEOUT_SECONDS) -> str | None:
-    """POST ``body`` as JSON; None when Slack took it, else what went wrong."""
-    if urlsplit(url).scheme not in ("https", "http"):
-        return "the URL is not an http(s) URL"
-    request = urllib.request.Request(
+def json_request(url: str, body: Mapping[str, Any]) -> urllib.request.Request:
+    """The POST of ``body`` as Slack takes JSON (an incoming webhook, a click's ``response_url``)."""
+    return urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json; charset=utf-8"},
         method="POST",
     )
+
+
+def post_json(url: str, body: Mapping[str, Any], *, timeout: float = FOLLOWUP_TIMEOUT_SECONDS) -> str | None:
+    """POST ``body`` as JSON; None when Slack took it, else what went wrong."""
+    if urlsplit(url).scheme not in ("https", "http"):
+        return "the URL is not an http(s) URL"
     try:
-        with urllib.request.urlopen(request, timeout=timeout):  # noqa: S310 - scheme checked above
+        with urllib.request.urlopen(json_request(url, body), timeout=timeout):  # noqa: S310 - scheme checked above
             return None
     except urllib.error.HTTPError as error:
         error.close()
