@@ -22,6 +22,7 @@ from emulator.cloudformation import patches as cloudformation
 from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
 from emulator.iam import enforcement
+from emulator.patches import serialize
 from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
 from emulator.stepfunctions import patches as stepfunctions
 
@@ -106,3 +107,5 @@ def install_all(
     # Speed.
     stepfunctions.install_parse_once_per_definition()
     stepfunctions.install_jsonpath_parse_once()
+    serialize.install_absent_members_skipped()
+    serialize.install_timestamps_converted_once()
