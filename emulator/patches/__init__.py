@@ -22,7 +22,7 @@ from emulator.cloudformation import patches as cloudformation
 from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
 from emulator.iam import enforcement
-from emulator.patches import serialize
+from emulator.patches import dispatch, serialize
 from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
 from emulator.stepfunctions import patches as stepfunctions
 
@@ -107,5 +107,6 @@ def install_all(
     # Speed.
     stepfunctions.install_parse_once_per_definition()
     stepfunctions.install_jsonpath_parse_once()
+    dispatch.install_service_found_once_per_host()
     serialize.install_absent_members_skipped()
     serialize.install_timestamps_converted_once()
