@@ -398,8 +398,17 @@ class LambdaRuntime:
         return result
 
     def _await_reply(self, worker: _Worker, deadline: float, request_id: str, timeout: float) -> tuple[InvokeResult, bool]:
+        # One poll on the reply pipe and the pidfd together, every 10 ms at most to see the simulated
+        # deadline pass: with many invocations in flight, a selector built per look (Connection.poll)
+        # and a second poll per look for the pidfd were most of the emulator's own CPU.
+        poller = select.poll()
+        reply = worker.conn.fileno()
+        poller.register(reply, select.POLLIN)
+        if worker.pidfd is not None:
+            poller.register(worker.pidfd, select.POLLIN)  # a pidfd is readable once the process exited
         while True:
-            if worker.conn.poll(0.01):
+            ready = {fd for fd, _ in poller.poll(10)}
+            if reply in ready:
                 try:
                     message = worker.conn.recv()
                 except (EOFError, OSError):
@@ -421,7 +430,7 @@ class LambdaRuntime:
                 return InvokeResult(body, error_type), not error_type.startswith("Runtime.")
             if self.clock.now() > deadline:
                 return self._timed_out(request_id, timeout), False
-            if not worker.alive():
+            if worker.pidfd is None or worker.pidfd in ready:
                 break
         return InvokeResult(error_payload("Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited"), "Runtime.ExitError"), False
 
