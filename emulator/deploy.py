@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TextIO
@@ -49,36 +53,73 @@ def _run(args: list[str], env: dict[str, str], log: Path, cwd: Path) -> None:
 
 
 def deploy_app(
-    aws: LocalAws, context: dict[str, str] | None = None, app_dir: Path = ROOT, also: Sequence[Path] = ()
+    aws: LocalAws, context: dict[str, str] | None = None, app_dir: Path = ROOT, also: Sequence[Path] = (),
+    assemblies: Path | None = None,
 ) -> dict[str, dict[str, str]]:
     """Bootstrap and deploy every stack of the CDK app in ``app_dir``, then of each app in ``also``
-    (such as examples/: its own log and templates); returns outputs by stack."""
+    (such as examples/: its own log and templates); returns outputs by stack.
+
+    Each app is synthesized with `cdk synth`, then deployed from that cloud assembly with `cdk deploy
+    --app`. With ``assemblies``, a directory several deployments share (tests/parallel.py's shards),
+    an app already synthesized there with the same ``context`` is deployed from there: every
+    LocalAws has the same account and region, so the assembly is the same.
+    """
     if not CDK.exists():
         raise DeployError(f"{CDK} is missing: run `make setup` (npm ci) first")
     env = cdk_environment(aws)
     started = time.monotonic()
 
-    def cdk(app: Path, *command: str, assembly: Path | None = None) -> None:
-        suffix = "" if app == app_dir else f"-{app.name}"
-        outdir = aws.workdir / f"cdk.out{suffix}"
-        source = ["--app", str(assembly)] if assembly else ["--output", str(outdir), "--app", f"{sys.executable} app.py"]
-        common = ["--no-notices", *source, *_context_arguments(context)]
-        _run([str(CDK), *command, *common], env, aws.workdir / f"cdk{suffix}.log", app)
+    def log(app: Path) -> Path:
+        return aws.workdir / ("cdk.log" if app == app_dir else f"cdk-{app.name}.log")
 
-    def assembly(app: Path) -> Path:
-        return aws.workdir / f"cdk.out-{app.name}"
+    def synthesized(app: Path) -> Path:
+        if assemblies is None:
+            outdir = aws.workdir / ("cdk.out" if app == app_dir else f"cdk.out-{app.name}")
+            return _synthesize(app, outdir, context, env, log(app))
+        outdir = assemblies / f"{app.name}-{_digest(context)}"
+        with _locked(outdir.with_suffix(".lock")):
+            if not outdir.with_suffix(".done").exists():
+                _synthesize(app, outdir, context, env, log(app))
+                outdir.with_suffix(".done").touch()
+        return outdir
 
-    # The other apps synthesize (most of a deployment's time) while this one deploys; their stacks are
-    # deployed after it, one app at a time: moto's change sets are not safe to create concurrently.
+    def deploy(app: Path, assembly: Path) -> None:
+        _run([str(CDK), "deploy", "--all", "--require-approval", "never", "--no-notices", "--app", str(assembly)],
+             env, log(app), app)
+
+    # Every app synthesizes (most of a deployment's time) while the account is bootstrapped; the stacks
+    # are then deployed one app at a time: moto's change sets are not safe to create concurrently.
+    # Bootstrapping runs outside the app's directory: given an app, the CLI synthesizes it only to list
+    # its environments, and the environment is named here.
     with ThreadPoolExecutor(max_workers=1 + len(also)) as pool:
-        synthesized = [pool.submit(cdk, app, "synth", "--quiet") for app in also]
-        cdk(app_dir, "bootstrap", f"aws://{ACCOUNT_ID}/{REGION}")
-        cdk(app_dir, "deploy", "--all", "--require-approval", "never")
-        for app, synth in zip(also, synthesized):
-            synth.result()
-            cdk(app, "deploy", "--all", "--require-approval", "never", assembly=assembly(app))
+        assemblies_of = {app: pool.submit(synthesized, app) for app in (app_dir, *also)}
+        _run([str(CDK), "bootstrap", f"aws://{ACCOUNT_ID}/{REGION}", "--no-notices"], env, aws.workdir / "cdk-bootstrap.log",
+             aws.workdir)
+        for app, assembly in assemblies_of.items():
+            deploy(app, assembly.result())
     aws.deploy_seconds = time.monotonic() - started
     return aws.stack_outputs()
+
+
+def _synthesize(app: Path, outdir: Path, context: dict[str, str] | None, env: dict[str, str], log: Path) -> Path:
+    _run([str(CDK), "synth", "--quiet", "--no-notices", "--output", str(outdir), "--app", f"{sys.executable} app.py",
+          *_context_arguments(context)], env, log, app)
+    return outdir
+
+
+def _digest(context: dict[str, str] | None) -> str:
+    return hashlib.sha256(json.dumps(context or {}, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Held by one process at a time (and released if it dies)."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def run_cdk(

@@ -113,7 +113,7 @@ class Deployment:
 def deployed(
     workdir: Path | None = None, *, auto_schedules: bool = False, progress: TextIO | None = None,
     mock_config: MockConfig | None = None, also: Sequence[Path] = (), account_concurrency: int | None = None,
-    enforce_iam: bool | None = None,
+    enforce_iam: bool | None = None, assemblies: Path | None = None,
 ) -> Iterator[Deployment]:
     """Start the Slack stand-in and a LocalAws, store the Slack secrets, deploy the app (and after it the
     CDK apps in ``also``, such as examples/).
@@ -124,7 +124,8 @@ def deployed(
     has that endpoint). With ``progress``, says what it is doing and each stack as CloudFormation
     completes it; with ``mock_config``, executions can run its test cases (Deployment.use_mock_config);
     ``account_concurrency`` is the account's Lambda concurrency quota (LocalAws).
-    ``enforce_iam`` False leaves IAM unchecked (None: as ``EMULATOR_IAM`` says, on by default).
+    ``enforce_iam`` False leaves IAM unchecked (None: as ``EMULATOR_IAM`` says, on by default);
+    ``assemblies`` is a directory of cloud assemblies deployments share (``deploy_app``).
     """
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # moto logs each resource type it skips and every failed state; the timeline shows what matters.
@@ -139,11 +140,11 @@ def deployed(
         secretsmanager.create_secret(Name=SLACK_SECRET_NAME, SecretString=slack.url)
         secretsmanager.create_secret(Name=SLACK_SIGNING_SECRET_NAME, SecretString=signing_secret)
         if progress is None:
-            outputs = deploy_app(aws, APP_CONTEXT, also=also)
+            outputs = deploy_app(aws, APP_CONTEXT, also=also, assemblies=assemblies)
         else:
             print("Deploying the app into the local emulator with the real cdk CLI...", file=progress, flush=True)
             with _reporting_stacks(aws, progress):
-                outputs = deploy_app(aws, APP_CONTEXT, also=also)
+                outputs = deploy_app(aws, APP_CONTEXT, also=also, assemblies=assemblies)
             print(f"Deployed in {aws.deploy_seconds:.1f} s at {aws.endpoint_url}", file=progress, flush=True)
         request_url = outputs.get("AlertNotificationStack", {}).get("AlertActionsUrl")
         if request_url:

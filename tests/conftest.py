@@ -83,9 +83,13 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
     moto's ``mock_aws``, used by the handler tests, resets moto's backends whenever it starts.
     """
     from emulator.session import deployed
+    from tests.parallel import SHARED_ASSEMBLIES
 
     # The example app (a team's app using the constructs, examples/) is deployed beside it, at the same time.
-    with deployed(tmp_path_factory.mktemp("local-aws"), also=[ROOT / "examples"]) as deployment:
+    # tests/parallel.py's shards deploy the apps the first of them synthesizes.
+    shared = os.environ.get(SHARED_ASSEMBLIES)
+    with deployed(tmp_path_factory.mktemp("local-aws"), also=[ROOT / "examples"],
+                  assemblies=Path(shared) if shared else None) as deployment:
         yield deployment
 
 

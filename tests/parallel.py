@@ -11,14 +11,25 @@ reports follow it. Extra arguments go to every process, e.g. ``python -m tests.p
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
 
 SHARDS = 2
+# The environment variable naming the directory where the shards share the apps' cloud assemblies
+# (tests/conftest.py's deployment).
+SHARED_ASSEMBLIES = "TESTS_SHARED_ASSEMBLIES"
 
 
 def main(extra: list[str]) -> int:
+    with tempfile.TemporaryDirectory(prefix="cdk-assemblies-") as assemblies:
+        # The shards deploy the same apps: the first to get there synthesizes each, the other waits for it.
+        os.environ[SHARED_ASSEMBLIES] = assemblies
+        return _run_parts(extra)
+
+
+def _run_parts(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
     parts = {
         **{f"emulator shard {i + 1}/{SHARDS}": ["-m", "emulator", f"--emulator-shard={i}/{SHARDS}"] for i in range(SHARDS)},

@@ -412,8 +412,17 @@ class LambdaRuntime:
         return result
 
     def _await_reply(self, worker: _Worker, deadline: float, request_id: str, timeout: float) -> tuple[InvokeResult, bool]:
+        # One poll on the reply pipe and the pidfd together, blocking until the simulated deadline (see
+        # _real_seconds_until): with many invocations in flight, a selector built per look
+        # (Connection.poll) and a second poll per look for the pidfd were most of the emulator's own CPU.
+        poller = select.poll()
+        reply = worker.conn.fileno()
+        poller.register(reply, select.POLLIN)
+        if worker.pidfd is not None:
+            poller.register(worker.pidfd, select.POLLIN)  # a pidfd is readable once the process exited
         while True:
-            if worker.conn.poll(self._real_seconds_until(deadline)):
+            ready = {fd for fd, _ in poller.poll(self._real_seconds_until(deadline) * 1000)}
+            if reply in ready:
                 try:
                     message = worker.conn.recv()
                 except (EOFError, OSError):
@@ -435,7 +444,7 @@ class LambdaRuntime:
                 return InvokeResult(body, error_type), not error_type.startswith("Runtime.")
             if self.clock.now() > deadline:
                 return self._timed_out(request_id, timeout), False
-            if not worker.alive():
+            if worker.pidfd is None or worker.pidfd in ready:
                 break
         return InvokeResult(error_payload("Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited"), "Runtime.ExitError"), False
 
@@ -443,7 +452,7 @@ class LambdaRuntime:
         """How long to block for a worker's message before looking at the clock and the worker again.
 
         Until the deadline at the clock's rate, at most a second (a pause or a change of speed re-times
-        it; a worker that died is seen at once, its connection closing): a storm holds hundreds of
+        it; a worker that exits is seen at once, its pidfd becoming readable): a storm holds hundreds of
         invocations at once, and each waking every few milliseconds to poll kept the emulator's one
         interpreter too busy to serve their handlers' requests.
         """

@@ -1,9 +1,9 @@
 """Changes to moto that make the deployed app behave as it does on AWS: the one list of them.
 
-Every patch but one corrects a difference between moto (the release requirements-dev.txt pins) and
+Every patch but those under "Speed" corrects a difference between moto (the release requirements-dev.txt pins) and
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
 tests/test_emulator_conformance.py; for CloudWatch tests/test_emulator_cloudwatch.py; for what `cdk deploy
---hotswap` calls tests/test_emulator_hotswap_apis.py; for IAM tests/test_iam_execution.py) pins it. The ones under "Speed" change only how fast
+--hotswap` calls tests/test_emulator_hotswap_apis.py; for IAM tests/test_iam_execution.py) pins it. Those under "Speed" change only how fast
 moto works.
 Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
 Each lives beside the rest of its service's emulation (``emulator/<service>/patches.py`` and, for
@@ -22,7 +22,7 @@ from emulator.cloudformation import patches as cloudformation
 from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
 from emulator.iam import enforcement
-from emulator.patches._moto import install_backend_lookup_once_per_host
+from emulator.patches import dispatch, serialize
 from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
 from emulator.stepfunctions import patches as stepfunctions
 
@@ -106,4 +106,7 @@ def install_all(
     enforcement.install_trust_checks(iam)
     # Speed.
     stepfunctions.install_parse_once_per_definition()
-    install_backend_lookup_once_per_host()
+    stepfunctions.install_jsonpath_parse_once()
+    dispatch.install_service_found_once_per_host()
+    serialize.install_absent_members_skipped()
+    serialize.install_timestamps_converted_once()

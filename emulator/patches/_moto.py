@@ -52,23 +52,3 @@ def error_name(error_name: str | None) -> Any:
         except ValueError:
             return ErrorName(error_name=error_name)
     return CustomErrorName(error_name=error_name)
-
-
-def install_backend_lookup_once_per_host() -> None:
-    """moto's server finds the backend for a request's host once per host, not once per request.
-
-    Every request took moto's dispatcher lock and, holding it, listed moto's package directory (a few
-    hundred ``isdir`` calls) and matched the host against every service's URL patterns: under a storm
-    of concurrent requests, hundreds of threads queued on that lock. The answer depends on the host alone.
-    """
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
-
-    find = DomainDispatcherApplication.get_backend_for_host
-    found: dict[str | None, Any] = {}
-
-    def get_backend_for_host(self: DomainDispatcherApplication, host: str | None) -> Any:
-        if host not in found:
-            found[host] = find(self, host)
-        return found[host]
-
-    DomainDispatcherApplication.get_backend_for_host = get_backend_for_host

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as _datetime
 import functools
 import importlib
@@ -369,22 +370,38 @@ def install_history_paging() -> None:
     from moto.stepfunctions.exceptions import InvalidToken
 
     def get_execution_history(self: Any) -> Any:
-        history = self.stepfunction_backend.get_execution_history(self._get_param("executionArn"))
-        events = history["events"]  # oldest first: the engine numbers events as it records them
-        if self._get_param("reverseOrder"):
-            events = events[::-1]
+        execution = self.stepfunction_backend.describe_execution(self._get_param("executionArn"))
         size = min(self._get_param("maxResults") or HISTORY_PAGE_DEFAULT, HISTORY_PAGE_MAX)
         token = self._get_param("nextToken")
         try:
             start = int(token) if token else 0
         except ValueError:
             raise InvalidToken(f"'{token}'") from None
-        page: dict[str, Any] = {"events": events[start : start + size]}
-        if start + size < len(events):
+        events, total = _history_page(execution, start, size, reverse=bool(self._get_param("reverseOrder")))
+        page: dict[str, Any] = {"events": events}
+        if start + size < total:
             page["nextToken"] = str(start + size)
         return sfn_responses.ActionResult(page)
 
     sfn_responses.StepFunctionResponse.get_execution_history = get_execution_history
+
+
+def _history_page(execution: Any, start: int, size: int, *, reverse: bool) -> tuple[list[dict], int]:
+    """Events ``start`` to ``start + size`` of the execution's history (oldest first unless ``reverse``),
+    copied, and how many it holds. moto's own read deep-copied the whole history for every page: reading
+    a finished 25,000-event history a thousand at a time copied 625,000 events."""
+    env = execution.exec_worker.env
+    if env is None:  # the execution has not started yet
+        return [], 0
+    manager = env.event_manager
+    with manager._mutex:  # the engine appends under it
+        events = manager._history_event_list  # oldest first: the engine numbers events as it records them
+        total = len(events)
+        if reverse:
+            chosen = events[max(total - start - size, 0) : max(total - start, 0)][::-1]
+        else:
+            chosen = events[start : start + size]
+        return copy.deepcopy(chosen), total
 
 
 def install_definition_string_escapes() -> None:
@@ -459,6 +476,24 @@ def install_parse_once_per_definition() -> None:
         return Preprocessor().visit(tree), tree
 
     AmazonStateLanguageParser.parse = staticmethod(parse)
+
+
+def install_jsonpath_parse_once() -> None:
+    """Speed, not behaviour: each JSONPath text is parsed once, not at every evaluation.
+
+    moto parses a path every time a state reads or writes it (``ResultPath``, ``InputPath``, a
+    ``.$`` parameter...), and jsonpath-ng builds a new LALR parser for each parse: about 0.4 ms, most
+    of a Pass state's cost (a 25,000-event execution of Pass states took 5.7 s of CPU, 0.8 s without). A parsed path is a
+    tree jsonpath-ng never changes after building it, so one per text serves every execution and
+    thread; a path that does not parse raises as before and is not kept.
+    """
+    import jsonpath_ng
+    import jsonpath_ng.ext
+
+    for module, cached in ((jsonpath_ng, functools.lru_cache(maxsize=4096)(jsonpath_ng.parse)),
+                           (jsonpath_ng.ext, functools.lru_cache(maxsize=4096)(jsonpath_ng.ext.parse))):
+        for module_name in modules_importing(module, "parse", module.parse):
+            setattr(importlib.import_module(module_name), "parse", cached)
 
 
 def install_execution_logging() -> None:
