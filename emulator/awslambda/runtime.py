@@ -51,12 +51,13 @@ IDLE_INSTANCE_SECONDS = 10.0
 # first: each holds memory of its own, and a burst (fifty alerts started together) would otherwise
 # leave dozens idle beside the instances still at work. Busy instances are never stopped.
 MAX_INSTANCES = 100
-# Events of one function handed to it at once from its asynchronous queue. Lambda puts an event in
-# the function's queue and answers at once; "a separate process reads events from the queue and
-# sends them to your function" (invocation-async), at a pace it does not document. Here a few at a
-# time: an alarm storm's hundreds of events, each started at once on two cores, took the CPU from the
+# Events of one function its asynchronous queue starts at once. Lambda puts an event in the
+# function's queue and answers at once; "a separate process reads events from the queue and sends
+# them to your function" (invocation-async), at a pace it does not document. Here a few at a time,
+# each until its handler returns or first sleeps (a job runner sleeping through its job holds none):
+# an alarm storm's hundreds of events, each started at once on two cores, took the CPU from the
 # synchronous calls (a machine's tasks) whose timeouts run meanwhile, and each needed a cold start.
-EVENT_POLLERS_PER_FUNCTION = 8
+EVENT_STARTS_PER_FUNCTION = 8
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 # What a zygote imports before forking instances, per directory it preloads: the bulk of every
 # handler's start-up (boto3; Powertools and the X-Ray SDK its Tracer loads), none of it the handler's
@@ -66,6 +67,18 @@ PRELOAD_MODULES = {"runtime": ("boto3",), "powertools": ("aws_lambda_powertools"
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "emulator", "AWS_SECRET_ACCESS_KEY": "emulator", "AWS_SESSION_TOKEN": "emulator"}
 # Lambda sets these for every function alike (PATH as the python3.13 runtime has it, minus /var/lang/bin).
 _COMMON_ENV = {"PATH": "/usr/local/bin:/usr/bin/:/bin:/opt/bin", "LANG": "en_US.UTF-8", "TZ": "UTC"}
+
+
+class _StartSlot:
+    """One event's hold on its function's start slots, given back once however often it is released."""
+
+    def __init__(self, slots: threading.Semaphore) -> None:
+        self._slots: threading.Semaphore | None = slots
+
+    def release(self) -> None:
+        slots, self._slots = self._slots, None
+        if slots is not None:
+            slots.release()
 
 
 @dataclass
@@ -278,7 +291,8 @@ class LambdaRuntime:
         self._lock = threading.Lock()
         self._zygote_lock = threading.Lock()  # a zygote takes a second to start: not under self._lock
         self.invocations: list[dict] = []  # one record per invocation, for summaries and tests
-        self._event_pollers: dict[str, threading.BoundedSemaphore] = {}  # per function ARN
+        self._event_starts: dict[str, threading.Semaphore] = {}  # per function ARN
+        self._local = threading.local()  # .event_start: the start slot this thread's event holds
         self._closed = threading.Event()
         threading.Thread(target=self._stop_idle_instances, name="lambda-idle-instances", daemon=True).start()
 
@@ -339,11 +353,16 @@ class LambdaRuntime:
         config = lambda_async.AsyncConfig.of(fn)
         request_id = str(uuid.uuid4())  # every attempt of one event has the same
         with self._lock:
-            pollers = self._event_pollers.setdefault(fn.function_arn, threading.BoundedSemaphore(EVENT_POLLERS_PER_FUNCTION))
+            starts = self._event_starts.setdefault(fn.function_arn, threading.Semaphore(EVENT_STARTS_PER_FUNCTION))
 
         def attempt() -> InvokeResult:
-            with pollers:  # waits its turn in the queue; between retries it holds no poller
+            starts.acquire()  # waits its turn in the queue; between retries it holds no slot
+            self._local.event_start = _StartSlot(starts)
+            try:
                 return self._invoke(fn, payload, "Event", request_id, trace_id)
+            finally:
+                self._local.event_start.release()
+                self._local.event_start = None
 
         outcome = lambda_async.process(attempt, config, self.clock)
         record = lambda_async.invocation_record(
@@ -430,6 +449,8 @@ class LambdaRuntime:
                 if message is None:
                     break
                 if message["type"] == "sleep":
+                    if getattr(self._local, "event_start", None) is not None:
+                        self._local.event_start.release()  # started: the next event may start
                     remaining = deadline - self.clock.now()
                     if message["seconds"] >= remaining:
                         self.clock.sleep(max(0.0, remaining))
