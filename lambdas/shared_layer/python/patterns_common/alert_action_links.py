@@ -130,17 +130,14 @@ class ActionLinkKeys:
 
     def verify(self, token: Any, *, now: float) -> ActionClaim:
         try:
-            return verify_with_any(self._held(), token, now=now)
+            return verify_with_any(self.held(), token, now=now)
         except ForeignActionToken:
             if self._clock() - self._fetched_at < self._refetch_interval:
                 raise
-        return verify_with_any(self._held(refresh=True), token, now=now)
+        return verify_with_any(self.held(refresh=True), token, now=now)
 
-    def held(self) -> Sequence[bytes]:
-        """The keys held now, fetched first if none are or they are older than ``max_age``."""
-        return self._held()
-
-    def _held(self, *, refresh: bool = False) -> Sequence[bytes]:
+    def held(self, *, refresh: bool = False) -> Sequence[bytes]:
+        """The keys held now, fetched first if asked to, if none are, or if they are older than ``max_age``."""
         if refresh or self._fetched_at is None or self._clock() - self._fetched_at >= self._max_age:
             self._keys, self._fetched_at = tuple(self._fetch()), self._clock()
         return self._keys
