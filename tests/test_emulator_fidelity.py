@@ -466,6 +466,28 @@ def test_start_execution_refuses_input_over_262144_utf8_bytes(aws, role_arn):
     assert len(sfn.list_executions(stateMachineArn=arn)["executions"]) == 1
 
 
+def test_a_list_executions_token_goes_on_after_the_execution_heading_the_next_page_ended(aws, role_arn):
+    # API_ListExecutions.html: nextToken fetches the next page "with all other arguments unchanged" and
+    # expires after 24 hours; moto refused it ("Resource not found!") once the execution heading the
+    # next page had left the listing, which failed a storm's listing of its RUNNING executions
+    arn = _machine(aws, role_arn, {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 3600, "End": True}}})
+    sfn = aws.client("stepfunctions")
+    with aws.clock.busy():  # the hour's Waits hold: the five run until stopped
+        started = [sfn.start_execution(stateMachineArn=arn, name=f"run-{n}")["executionArn"] for n in range(5)]
+        first = sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING", maxResults=2)
+        heading_next = sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING", maxResults=1,
+                                           nextToken=first["nextToken"])["executions"][0]["executionArn"]
+        sfn.stop_execution(executionArn=heading_next)
+        rest = sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING", nextToken=first["nextToken"])
+        for execution in started:
+            if execution != heading_next:
+                sfn.stop_execution(executionArn=execution)
+    listed = [e["executionArn"] for e in first["executions"] + rest["executions"]]
+    assert sorted(listed) == sorted(set(started) - {heading_next}) and "nextToken" not in rest
+    with pytest.raises(sfn.exceptions.InvalidToken):  # a token is for the listing it came from
+        sfn.list_executions(stateMachineArn=arn, statusFilter="SUCCEEDED", nextToken=first["nextToken"])
+
+
 @pytest.mark.parametrize("value", ["plain text", None, 42, [1, 2], {"a": "b"}, True])
 def test_describe_execution_output_is_json_text_for_every_output_type(aws, role_arn, value):
     # AWS: output is the JSON encoding of the result ("\"plain text\"", "null", ...); moto

@@ -75,6 +75,7 @@ def install_all(
     test_state.install_test_state()
     redrive.install_redrive(on_status_change)
     redrive.install_redrive_filter()
+    stepfunctions.install_list_executions_paging()  # pages the listing the redrive filter narrows
     redrive.install_inline_map_redrive()
     redrive.install_parallel_redrive()
     # Mocked service integrations (Step Functions Local's mock configuration).

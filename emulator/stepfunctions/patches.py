@@ -553,3 +553,50 @@ def install_execution_logging() -> None:
         group.put_log_events(config.log_stream_name, [{"timestamp": timestamp, "message": message}])
 
     sfn_logging.CloudWatchLoggingSession.publish_history_log = publish_history_log
+
+
+def install_list_executions_paging() -> None:
+    """AWS: a ListExecutions ``nextToken`` fetches the next page "with all other arguments unchanged"
+    and stays valid for 24 hours, however the executions change meanwhile
+    (https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html). moto's
+    token names the execution that heads the next page and is refused ("Invalid Token: Resource not
+    found!") once that execution leaves the list: paging through RUNNING executions while they end
+    failed at random. Here the token holds that execution's place in the order (newest start first,
+    then ARN), and the next page starts at the first execution listed now that is not before it.
+    """
+    import base64
+    import datetime as _datetime
+    import json
+
+    from moto.stepfunctions.exceptions import InvalidToken
+    from moto.stepfunctions.models import StepFunctionBackend
+
+    # The listing before moto's paging (the redrive filter's, installed first, over moto's own)
+    listed = StepFunctionBackend.list_executions.__wrapped__
+
+    def place(execution: Any) -> tuple:
+        return execution.start_date, execution.execution_arn
+
+    def list_executions(self: Any, state_machine_arn: str, status_filter: str | None = None,
+                        max_results: int | None = None, next_token: str | None = None) -> tuple[list, str | None]:
+        executions = sorted(listed(self, state_machine_arn, status_filter), key=place, reverse=True)
+        start = 0
+        if next_token:
+            try:
+                token = json.loads(base64.urlsafe_b64decode(next_token.encode()))
+                after = (_datetime.datetime.fromisoformat(token["start"]), token["arn"])
+            except (ValueError, TypeError, KeyError):
+                raise InvalidToken(f"'{next_token}'") from None
+            if token.get("listing") != [state_machine_arn, status_filter]:
+                raise InvalidToken("the token is for another listing") from None
+            start = next((i for i, execution in enumerate(executions) if place(execution) <= after), len(executions))
+        end = start + (max_results or 100)
+        if end >= len(executions):
+            return executions[start:], None
+        heading = executions[end]
+        token = {"listing": [state_machine_arn, status_filter], "start": heading.start_date.isoformat(),
+                 "arn": heading.execution_arn}
+        return executions[start:end], base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
+
+    list_executions.__wrapped__ = listed
+    StepFunctionBackend.list_executions = list_executions
