@@ -20,7 +20,7 @@ import pytest
 
 from emulator.events import render_input_transformer
 from emulator.follow import follow, run
-from tests.emulator_helpers import create_function, put_target, unique, wait_for_event
+from tests.emulator_helpers import create_function, put_target, unique, wait_for, wait_for_event
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -478,6 +478,7 @@ def test_a_list_executions_token_goes_on_after_the_execution_heading_the_next_pa
         heading_next = sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING", maxResults=1,
                                            nextToken=first["nextToken"])["executions"][0]["executionArn"]
         sfn.stop_execution(executionArn=heading_next)
+        wait_for(lambda: sfn.describe_execution(executionArn=heading_next)["status"] == "ABORTED", "the stop")
         rest = sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING", nextToken=first["nextToken"])
         for execution in started:
             if execution != heading_next:
