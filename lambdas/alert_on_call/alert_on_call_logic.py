@@ -1,10 +1,12 @@
 """Find Who Is On Call: the people a round pages when its escalation level names on-call schedules.
 
 A ``schedule:<id>`` target stands for whoever the schedule has on call at the moment the round
-notifies. A schedule with nobody on call (a gap), or one that cannot be read, hands the round on to
-the next level's targets, and the round's message says which schedule and why: never silent. A gap
-with no next level is reported as the round's failure ``NobodyOnCall``; an unreadable schedule with
-no later level that pages anyone fails the alert (``ScheduleUnreadable``, naming it).
+notifies. A level pages every target it can. A schedule with nobody on call (a gap), or one that
+cannot be used for any reason (no item, an item that does not parse, a read that failed after its
+retries), also hands the round to the next level's targets, and the round's message says which
+schedule and why: never silent. A gap with no next level is reported as the round's failure
+``NobodyOnCall``. Only a round that pages nobody at all while a schedule was unusable fails the alert,
+with ``ScheduleUnreadable`` naming each such schedule.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ NOBODY_ON_CALL = "NobodyOnCall"
 
 
 class ScheduleUnreadable(Exception):
-    """A schedule an escalation names is missing or invalid; the message starts with the target."""
+    """Schedules an escalation names that cannot be used: ``schedule:<id>: <reason>`` for each, joined by '; '."""
 
-    def __init__(self, schedule_id: str, reason: str) -> None:
-        super().__init__(f"schedule:{schedule_id}: {reason}")
+    def __init__(self, schedule_id: str, reason: str, *more: tuple[str, str]) -> None:
+        self.problems = dict([(schedule_id, reason), *more])
+        super().__init__("; ".join(f"schedule:{name}: {why}" for name, why in self.problems.items()))
         self.schedule_id = schedule_id
         self.reason = reason
 
@@ -47,10 +50,23 @@ def level_of_round(levels: list[list[str]], round_: int) -> int:
 def find_round_targets(
     levels: list[list[str]], level: int, at: datetime, read: Callable[[str], Schedule]
 ) -> RoundTargets:
-    """Who ``levels[level]`` pages at ``at``; ``read(schedule_id)`` raises ScheduleUnreadable."""
+    """Who ``levels[level]`` pages at ``at``; ``read(schedule_id)`` raises ScheduleUnreadable for a schedule
+    that cannot be used. Raises ScheduleUnreadable, naming every unusable schedule, only when nobody is paged."""
+    found, unreadable = _targets_from(levels, level, at, read)
+    if unreadable and not found.users:
+        [(schedule_id, reason), *more] = unreadable.items()
+        raise ScheduleUnreadable(schedule_id, reason, *more)
+    return found
+
+
+def _targets_from(
+    levels: list[list[str]], level: int, at: datetime, read: Callable[[str], Schedule]
+) -> tuple[RoundTargets, dict[str, str]]:
+    """The level's people, and the next level's too where a schedule had a gap or could not be used;
+    with the reasons of the unusable schedules, by id."""
     found = RoundTargets()
     gaps: list[str] = []
-    unreadable: list[ScheduleUnreadable] = []
+    unreadable: dict[str, str] = {}
     for target in levels[level]:
         schedule_id = schedule_id_of(target)
         if schedule_id is None:
@@ -59,7 +75,7 @@ def find_round_targets(
         try:
             member = read(schedule_id).on_call(at)
         except ScheduleUnreadable as error:
-            unreadable.append(error)
+            unreadable[schedule_id] = error.reason
             found.notes.append(f"Schedule {schedule_id} could not be read ({error.reason}).")
             continue
         if member is None:
@@ -67,22 +83,16 @@ def find_round_targets(
             found.notes.append(f"Schedule {schedule_id} has nobody on call.")
         else:
             found.add([member])
-    if not (gaps or unreadable):
-        return found
-    if level + 1 < len(levels):
-        later = find_round_targets(levels, level + 1, at, read)
+    if (gaps or unreadable) and level + 1 < len(levels):
+        later, later_unreadable = _targets_from(levels, level + 1, at, read)
         if later.users:
             found.notes.append("The next escalation level is paged in its place.")
         found.add(later.users)
         found.notes.extend(later.notes)
         found.failed.extend(later.failed)
-        if unreadable and not later.users:
-            raise unreadable[0]
-        return found
-    if unreadable:
-        raise unreadable[0]
+        return found, {**unreadable, **later_unreadable}
     found.failed.extend({"user": target, "error": NOBODY_ON_CALL} for target in gaps)
-    return found
+    return found, unreadable
 
 
 def round_message(message: str, notes: list[str]) -> str:

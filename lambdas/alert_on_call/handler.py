@@ -35,7 +35,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 
     @cache
     def read(schedule_id: str) -> Schedule:
-        item = table.get_item(Key={"schedule_id": schedule_id}, ConsistentRead=True).get("Item")
+        try:
+            item = table.get_item(Key={"schedule_id": schedule_id}, ConsistentRead=True).get("Item")
+        except Exception as error:  # noqa: BLE001 - throttled or failed after the SDK's retries: a gap, said so
+            logger.exception("On-call table not read", extra={"schedule_id": schedule_id})
+            raise ScheduleUnreadable(schedule_id, f"the on-call table could not be read ({type(error).__name__})") from error
         if item is None:
             raise ScheduleUnreadable(schedule_id, "the on-call table has no such schedule")
         try:

@@ -9,7 +9,13 @@ at runtime, so nothing the app deploys can be refused later.
 Day and week shifts hand off at the same local wall-clock time, so a day is 23 or 25 hours across a
 daylight-saving change; hour shifts are elapsed hours. A wall-clock time is read with fold 0: a time
 skipped in spring is taken at the offset before the change (02:30 on a night that skips 02:00-03:00
-is 03:30), a time repeated in autumn is its first occurrence.
+is 03:30), a time repeated in autumn is its first occurrence unless an override's time carries the
+offset that names the second (``2026-11-01T01:30-05:00``), as ``/oncall cover`` writes it.
+
+Nothing given to the parser raises anything but ``InvalidSchedule``, and nothing given to a parsed
+schedule raises at all: a local time is from 1970 on, a shift at most a year, and an ``end`` as late as
+``9999-12-31T23:59`` in any zone is FOREVER, "until further notice"; instants asked about are taken
+within [EARLIEST, LATEST].
 
 Zones come from the operating system's time zone database through the standard library's zoneinfo.
 """
@@ -21,18 +27,31 @@ import zoneinfo
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
+from decimal import Decimal
 from typing import Any
 
 SCHEDULE_PREFIX = "schedule:"
 SCHEDULE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 DAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
-FIELDS = ("schedule_id", "time_zone", "layers", "overrides")
+FIELDS = ("schedule_id", "time_zone", "layers", "overrides", "coverers", "max_cover_days")
 LAYER_FIELDS = ("members", "start", "shift", "restrictions")
 RESTRICTION_FIELDS = ("days", "start", "end")
 OVERRIDE_FIELDS = ("member", "start", "end")
 MAX_MEMBER_LENGTH = 254  # as an alert's accounts
 # Hours, days or weeks, one unit: a mix would be part elapsed, part wall-clock time.
-_SHIFT = re.compile(r"P(?:(?P<weeks>\d+)W|(?P<days>\d+)D|T(?P<hours>\d+)H)")
+_SHIFT = re.compile(r"P(?:(?P<weeks>[0-9]+)W|(?P<days>[0-9]+)D|T(?P<hours>[0-9]+)H)")
+MAX_SHIFT = timedelta(days=366)  # a rotation handing off less than yearly is one person: write it so
+# A cover lasts at most this long unless the schedule's max_cover_days says otherwise.
+DEFAULT_MAX_COVER_DAYS = 14
+MAX_COVER_DAYS_LIMIT = 366
+MAX_COVERERS = 100
+# The instants a schedule works in. FOREVER is a day short of the largest datetime, so that it has a
+# local time in every zone (UTC-12 to UTC+14); a time at or past it is "until further notice".
+EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
+FOREVER = datetime(9999, 12, 30, tzinfo=timezone.utc)
+# The latest instant asked about: a look a month ahead of it (its shifts, their day boundaries) stays before FOREVER.
+LATEST = datetime(9999, 10, 1, tzinfo=timezone.utc)
+_DAY = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -55,12 +74,31 @@ class _TimeForm:
         return parsed
 
 
+def _local_date_time(text: str) -> datetime | None:
+    local = datetime.fromisoformat(text)
+    return local if local.year >= EARLIEST.year else None
+
+
+def _clock_time(text: str) -> timedelta:
+    """A time of day as the time since midnight on the clock; 24:00 is the end of the day."""
+    hours, minutes = int(text[:2]), int(text[3:])
+    if hours > 24 or minutes > 59 or (hours == 24 and minutes):
+        raise ValueError(text)
+    return timedelta(hours=hours, minutes=minutes)
+
+
 _LOCAL_TIME = _TimeForm(
-    re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}"),
-    datetime.fromisoformat,
-    "a local time YYYY-MM-DDTHH:MM in the schedule's zone (no offset)",
+    re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}"),
+    _local_date_time,
+    "a local time YYYY-MM-DDTHH:MM from 1970 on, in the schedule's zone (no offset)",
 )
-_CLOCK_TIME = _TimeForm(re.compile(r"\d{2}:\d{2}"), time.fromisoformat, "a local time of day HH:MM")
+# An override's time may carry the offset that tells the two occurrences of an autumn hour apart.
+_OVERRIDE_TIME = _TimeForm(
+    re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(?:[+-][0-9]{2}:[0-9]{2})?"),
+    _local_date_time,
+    "a local time YYYY-MM-DDTHH:MM from 1970 on, in the schedule's zone, optionally with its offset (+01:00)",
+)
+_CLOCK_TIME = _TimeForm(re.compile(r"[0-9]{2}:[0-9]{2}"), _clock_time, "a local time of day HH:MM, 00:00 to 24:00")
 
 
 class InvalidSchedule(Exception):
@@ -74,11 +112,12 @@ class InvalidSchedule(Exception):
 @dataclass(frozen=True)
 class Restriction:
     days: frozenset[int]  # 0 is Monday, as date.weekday()
-    start: time
-    end: time  # before start: the window runs past midnight into the next day
+    start: timedelta  # the clock's time since midnight, 00:00 to 23:59
+    end: timedelta  # up to 24:00; before start: the window runs past midnight into the next day
 
     def covers(self, local: datetime) -> bool:
-        clock, day = local.time(), local.weekday()
+        day = local.weekday()
+        clock = timedelta(hours=local.hour, minutes=local.minute, seconds=local.second, microseconds=local.microsecond)
         if self.start < self.end:
             return day in self.days and self.start <= clock < self.end
         return (day in self.days and clock >= self.start) or ((day - 1) % 7 in self.days and clock < self.end)
@@ -115,18 +154,32 @@ class Schedule:
     zone: zoneinfo.ZoneInfo
     layers: tuple[Layer, ...]
     overrides: tuple[Override, ...]
+    coverers: tuple[str, ...] = ()  # who may cover besides the layers' members
+    max_cover_days: int = DEFAULT_MAX_COVER_DAYS
 
     def instant(self, local: datetime) -> datetime:
-        """The instant a local wall-clock time names (fold 0, see the module's docstring)."""
-        return local.replace(tzinfo=self.zone).astimezone(timezone.utc)
+        """The instant a local wall-clock time names (its fold, 0 unless set: see the module's
+        docstring); FOREVER at or past it."""
+        try:
+            return min(local.replace(tzinfo=self.zone).astimezone(timezone.utc), FOREVER)
+        except OverflowError:  # past the last datetime in UTC: 9999-12-31T23:59 west of Greenwich
+            return FOREVER
 
     def handoff(self, layer: Layer, n: int) -> datetime:
-        if layer.wall_clock:
-            return self.instant(layer.start + n * layer.shift)
-        return self.instant(layer.start) + n * layer.shift
+        try:
+            if layer.wall_clock:
+                return self.instant(layer.start + n * layer.shift)
+            return min(self.instant(layer.start) + n * layer.shift, FOREVER)
+        except OverflowError:  # before the first datetime or after the last: no shift reaches it
+            return FOREVER if n > 0 else datetime.min.replace(tzinfo=timezone.utc)
+
+    def members(self) -> frozenset[str]:
+        """Everyone a layer rotates."""
+        return frozenset(member for layer in self.layers for member in layer.members)
 
     def shift_index(self, layer: Layer, at: datetime) -> int:
         """The shift of ``layer`` running at ``at`` (negative before the layer's start)."""
+        at = within(at)
         if layer.wall_clock:
             local = at.astimezone(self.zone).replace(tzinfo=None)
             n = (local - layer.start) // layer.shift  # at most one off, around a daylight-saving change
@@ -148,6 +201,7 @@ class Schedule:
 
     def on_call(self, at: datetime) -> str | None:
         """Who is on call at the aware instant ``at``; None when nobody is (a gap)."""
+        at = within(at)
         for override in self.overrides:
             if override.start <= at < override.end:
                 return override.member
@@ -159,6 +213,7 @@ class Schedule:
 
     def shifts(self, start: datetime, end: datetime) -> list[Shift]:
         """The final schedule from ``start`` to ``end``: consecutive shifts, gaps included, times in the zone."""
+        start, end = within(start), within(end)
         edges = {start, end, *self._edges(start, end)}
         instants = sorted(edge for edge in edges if start <= edge <= end)
         shifts: list[Shift] = []
@@ -181,8 +236,14 @@ class Schedule:
             for restriction in layer.restrictions:
                 for offset in range(days):
                     day = first_day + timedelta(days=offset)
-                    yield self.instant(datetime.combine(day, restriction.start))
-                    yield self.instant(datetime.combine(day, restriction.end))
+                    midnight = datetime.combine(day, time())
+                    yield self.instant(midnight + restriction.start)
+                    yield self.instant(midnight + restriction.end)
+
+
+def within(at: datetime) -> datetime:
+    """``at`` taken within the instants a schedule answers for, [EARLIEST, LATEST]."""
+    return min(max(at, EARLIEST), LATEST)
 
 
 def schedule_id_of(target: str) -> str | None:
@@ -212,7 +273,18 @@ def parse_schedule(item: Any) -> Schedule:
         for j, earlier in enumerate(parsed[:i]):
             if later.start < earlier.end and earlier.start < later.end:
                 fail(f"overrides[{i}]", f"overlaps overrides[{j}]: two overrides cannot cover the same time")
-    return Schedule(raw_id, zone, schedule.layers, tuple(parsed))
+    coverers = item.get("coverers", [])
+    if not isinstance(coverers, list) or len(coverers) > MAX_COVERERS:
+        fail("coverers", f"must be a list of at most {MAX_COVERERS} accounts who may cover besides the layers' members")
+    max_cover_days = item.get("max_cover_days", DEFAULT_MAX_COVER_DAYS)
+    if isinstance(max_cover_days, bool) or not isinstance(max_cover_days, (int, Decimal)) or max_cover_days != int(max_cover_days) \
+            or not 1 <= max_cover_days <= MAX_COVER_DAYS_LIMIT:
+        fail("max_cover_days", f"must be a whole number of days from 1 to {MAX_COVER_DAYS_LIMIT}, got {max_cover_days!r}")
+    return Schedule(
+        raw_id, zone, schedule.layers, tuple(parsed),
+        tuple(_member(member, f"coverers[{i}]", fail) for i, member in enumerate(coverers)),
+        int(max_cover_days),
+    )
 
 
 def _failing(schedule_id: str) -> Callable[[str, str], None]:
@@ -223,7 +295,7 @@ def _failing(schedule_id: str) -> Callable[[str, str], None]:
 
 
 def _known_fields(value: Mapping[str, Any], known: tuple[str, ...], label: str, fail: Callable[[str, str], None]) -> None:
-    unknown = sorted(set(value) - set(known))
+    unknown = sorted(str(name) for name in set(value) - set(known))
     if unknown:
         fail(f"{label}{'.' if label else ''}{unknown[0]}", f"is not a field here (the fields are {', '.join(known)})")
 
@@ -233,7 +305,7 @@ def _zone(name: Any, fail: Callable[[str, str], None]) -> zoneinfo.ZoneInfo:
         fail("time_zone", "is required: an IANA zone such as Europe/Berlin")
     try:
         return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name no file can have
         if not zoneinfo.available_timezones():
             fail("time_zone", f"{name!r} cannot be looked up: this machine has no time zone database (tzdata)")
         fail("time_zone", f"{name!r} is not an IANA time zone (such as Europe/Berlin or America/New_York)")
@@ -261,6 +333,8 @@ def _layer(value: Any, label: str, fail: Callable[[str, str], None]) -> Layer:
     if amount <= 0:
         fail(f"{label}.shift", f"must be an ISO 8601 duration in hours, days or weeks (PT12H, P1D, P1W), got {shift!r}")
     unit = next(name for name, number in match.groupdict().items() if number is not None)
+    if amount > MAX_SHIFT // timedelta(**{unit: 1}):
+        fail(f"{label}.shift", f"must be at most a year (P366D, P52W, PT8784H), got {shift!r}")
     restrictions = value.get("restrictions", [])
     if not isinstance(restrictions, list):
         fail(f"{label}.restrictions", "must be a list of {days, start, end}")
@@ -281,6 +355,8 @@ def _restriction(value: Any, label: str, fail: Callable[[str, str], None]) -> Re
     if not isinstance(days, list) or not days or any(day not in DAYS for day in days):
         fail(f"{label}.days", f"must be a non-empty list of {', '.join(DAYS)}")
     start = _CLOCK_TIME.parse(value.get("start"), f"{label}.start", fail)
+    if start == _DAY:
+        fail(f"{label}.start", "must be 00:00 to 23:59 (a window ends at 24:00, it cannot start there)")
     end = _CLOCK_TIME.parse(value.get("end"), f"{label}.end", fail)
     if start == end:
         fail(f"{label}.end", "must differ from start (an end before start runs past midnight)")
@@ -292,11 +368,34 @@ def _override(schedule: Schedule, value: Any, label: str, fail: Callable[[str, s
         fail(label, "must be an override {member, start, end}")
     _known_fields(value, OVERRIDE_FIELDS, label, fail)
     member = _member(value.get("member"), f"{label}.member", fail)
-    start = schedule.instant(_LOCAL_TIME.parse(value.get("start"), f"{label}.start", fail))
-    end = schedule.instant(_LOCAL_TIME.parse(value.get("end"), f"{label}.end", fail))
+    start = _override_instant(schedule, value.get("start"), f"{label}.start", fail)
+    end = _override_instant(schedule, value.get("end"), f"{label}.end", fail)
     if end <= start:
         fail(f"{label}.end", "must be after start")
     return Override(member, start, end)
+
+
+def _override_instant(schedule: Schedule, value: Any, field: str, fail: Callable[[str, str], None]) -> datetime:
+    written = _OVERRIDE_TIME.parse(value, field, fail)
+    local = written.replace(tzinfo=None)
+    if written.tzinfo is None:
+        return schedule.instant(local)
+    for fold in (0, 1):
+        if local.replace(tzinfo=schedule.zone, fold=fold).utcoffset() == written.utcoffset():
+            return schedule.instant(local.replace(fold=fold))
+    fail(field, f"has the offset {value[16:]}, which {schedule.zone.key} does not have at {value[:16]}")
+    raise AssertionError("unreachable")  # fail() always raises
+
+
+def stored_time(instant: datetime, zone: zoneinfo.ZoneInfo) -> str:
+    """An instant as an override writes it: local YYYY-MM-DDTHH:MM, with the offset only when that local
+    time happens twice (the hour the clocks repeat in autumn), so that it reads back as this instant."""
+    local = instant.astimezone(zone)
+    text = f"{local:%Y-%m-%dT%H:%M}"
+    if local.replace(fold=1 - local.fold).utcoffset() == local.utcoffset():
+        return text
+    offset = local.strftime("%z")
+    return f"{text}{offset[:3]}:{offset[3:]}"
 
 
 def local_text(instant: datetime, zone: zoneinfo.ZoneInfo) -> str:
