@@ -63,7 +63,7 @@ def test_the_action_endpoint_lists_schedules_and_writes_covers_on_the_on_call_ta
     }
 
 
-def test_declared_schedules_are_a_custom_resource_whose_function_only_puts_and_deletes_on_call_items():
+def test_declared_schedules_are_a_custom_resource_whose_function_only_reads_puts_and_deletes_on_call_items():
     app = App()
     stack = Stack(app, "S")
     AlertNotification(stack, "A", schedule="rate(1 hour)", slack_webhook_secret_name="w", schedules=[PRIMARY])
@@ -74,9 +74,11 @@ def test_declared_schedules_are_a_custom_resource_whose_function_only_puts_and_d
     service_token = resource["Properties"]["ServiceToken"]["Fn::GetAtt"][0]
     assert template.to_json()["Resources"][service_token]["Properties"]["Runtime"].startswith("python")
     granted = statements_for(template, "DeclaredSchedules")
-    # Its items and nothing else; and it asks Handoff Notice to arm the first notice.
-    assert set(granted) == {"dynamodb:PutItem", "dynamodb:DeleteItem", "lambda:InvokeFunction"}
-    assert granted["dynamodb:PutItem"] == granted["dynamodb:DeleteItem"] == [{"Fn::GetAtt": ["OnCallTable", "Arn"]}]
+    # Its items and nothing else (GetItem: the runtime covers a put keeps); and it asks Handoff Notice
+    # to arm the first notice.
+    assert set(granted) == {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "lambda:InvokeFunction"}
+    assert granted["dynamodb:GetItem"] == granted["dynamodb:PutItem"] == granted["dynamodb:DeleteItem"] \
+        == [{"Fn::GetAtt": ["OnCallTable", "Arn"]}]
     assert granted["lambda:InvokeFunction"] == {"Fn::GetAtt": [function_id(template, "HandoffNotice"), "Arn"]}
 
 

@@ -201,7 +201,7 @@ def declared_request(kind: str, schedules: list, old: list | None = None) -> dic
 def test_create_puts_every_declared_schedule():
     declared = load_lambda_module("alert_oncall_declared", "alert_oncall_declared_logic")
     writes = declared.plan(declared_request("Create", [DAILY, BUSINESS_HOURS]))
-    assert writes.puts == [DAILY, BUSINESS_HOURS] and writes.deletes == []
+    assert writes.puts == [declared.Put(DAILY, None), declared.Put(BUSINESS_HOURS, None)] and writes.deletes == []
 
 
 def test_update_puts_the_changed_deletes_the_undeclared_and_leaves_the_unchanged_with_their_overrides():
@@ -210,8 +210,9 @@ def test_update_puts_the_changed_deletes_the_undeclared_and_leaves_the_unchanged
     weekly = {**DAILY, "layers": [{**DAILY["layers"][0], "shift": "P7D"}]}
     unchanged = {**BUSINESS_HOURS, "schedule_id": "kept"}
     writes = declared.plan(declared_request("Update", [weekly, unchanged], old=[DAILY, BUSINESS_HOURS, unchanged]))
-    # Then: only the changed one is written (a put would drop /oncall cover's overrides of "kept")
-    assert writes.puts == [weekly] and writes.deletes == ["business"]
+    # Then: only the changed one is written, beside what it declared before (its runtime covers are
+    # kept by merge: tests/test_alert_oncall_declared_runtime.py)
+    assert writes.puts == [declared.Put(weekly, DAILY)] and writes.deletes == ["business"]
 
 
 def test_delete_deletes_the_schedules_the_resource_wrote():

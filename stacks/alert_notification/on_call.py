@@ -95,8 +95,8 @@ class OnCallSchedules(Construct):
         self.function = find.function
 
         # The declared schedules are written at deploy by a custom resource of a Python function: it
-        # puts the new and changed items, deletes the ones no longer declared, and on stack deletion
-        # the ones it wrote.
+        # puts the new and changed items (read first: a put keeps the covers added at runtime), deletes
+        # the ones no longer declared, and on stack deletion the ones it wrote.
         writer = PythonFunction(
             self,
             "DeclaredSchedules",
@@ -105,7 +105,7 @@ class OnCallSchedules(Construct):
             timeout=Duration.seconds(30),
             environment={"ON_CALL_TABLE_NAME": self.table.table_name},
         )
-        self.table.grant(writer.function, "dynamodb:PutItem", "dynamodb:DeleteItem")
+        self.table.grant(writer.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")
         self.declared = CustomResource(
             self,
             "Declared",
