@@ -18,6 +18,8 @@ VALID_STATUSES = {"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PEN
 # CloudFormation cuts the stack name to fit the names it generates (64 characters for functions and
 # roles, 63 for buckets), and a stage cut off there no longer tells two copies apart.
 STAGE = re.compile(r"[A-Za-z](?:[-A-Za-z0-9]{0,18}[A-Za-z0-9])?")
+# A DynamoDB table name (Amazon DynamoDB Developer Guide, "Supported data types and naming rules").
+TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,10 @@ class AppConfig:
     # so the app deploys on an account at the new-account concurrency quota (10): Lambda keeps 100
     # unreserved, so reserving N needs an account quota of at least N + 100.
     action_endpoint_reserved_concurrency: int | None = None
+    # Tables a deleted copy of the stack left behind (they are retained), adopted by a new deployment
+    # instead of creating empty ones: the stack grants on them and never creates nor deletes them.
+    alert_table_name: str | None = None
+    on_call_table_name: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.monitored_statuses) - VALID_STATUSES
@@ -51,6 +57,12 @@ class AppConfig:
                 "a hyphen (it prefixes the stack names, and CloudFormation stack names allow only these); "
                 f"got {self.stage!r}"
             )
+        for key, name in (("alertTableName", self.alert_table_name), ("onCallTableName", self.on_call_table_name)):
+            if name is not None and not TABLE_NAME.fullmatch(name):
+                raise ValueError(
+                    f"{key} must be the name of a DynamoDB table (3 to 255 letters, digits, '_', '-' or '.'), "
+                    f"or unset to create the table; got {name!r}"
+                )
         reserved = self.action_endpoint_reserved_concurrency
         if reserved is not None and (isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 1):
             raise ValueError(
@@ -75,6 +87,8 @@ class AppConfig:
             "monitored_statuses": tuple(statuses),
             "stage": _text(get("stage")),
             "action_endpoint_reserved_concurrency": _whole_number(get("actionEndpointReservedConcurrency")),
+            "alert_table_name": _text(get("alertTableName")),
+            "on_call_table_name": _text(get("onCallTableName")),
         }
         return cls(**values)
 

@@ -228,3 +228,16 @@ def test_a_cover_on_an_item_without_overrides_written_meanwhile_is_merged_again_
     assert answers[0]["Status"] == "SUCCESS", answers
     assert len(reads) == 2
     assert table.get_item(Key={"schedule_id": "primary"})["Item"] == {**daily, "overrides": [COVER_B]}
+
+
+def test_an_update_that_adopts_another_table_writes_every_declared_schedule_there(declared):
+    # Given: the deployment now names a kept table (-c onCallTableName=...), the declaration unchanged
+    def request(old_table: str | None) -> dict:
+        old = {"Schedules": json.dumps([BEFORE]), **({"TableName": old_table} if old_table else {})}
+        return {"RequestType": "Update", "ResourceProperties": {"Schedules": json.dumps([BEFORE]), "TableName": "kept"},
+                "OldResourceProperties": old}
+    # Then: the schedule is put into the adopted table, as newly declared (its overrides there are kept)
+    assert declared.plan(request("created")) == declared.Writes([declared.Put(BEFORE, None)], [])
+    # ... while the same table, or one a resource written before TableName was passed, leaves it as it is
+    assert declared.plan(request("kept")) == declared.Writes([], [])
+    assert declared.plan(request(None)) == declared.Writes([], [])

@@ -4,7 +4,8 @@ and how a put keeps the covers added at runtime.
 ``AlertNotification(schedules=[...])`` hands the items to the resource as ``Schedules`` (JSON text,
 so CloudFormation passes them as written). Create puts every item; Update puts the new and changed
 ones and deletes the ones no longer declared; Delete deletes the ones the resource wrote. An item
-left as it was is not written again.
+left as it was is not written again. An Update whose ``TableName`` changed (the deployment adopted
+another table) puts every item into the new table, as Create does.
 
 A put writes the declared fields and keeps the overrides added at runtime (``/oncall cover``): those
 in the table that the previous declaration did not have. Overrides the declaration itself removed go.
@@ -59,13 +60,23 @@ def declared(properties: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 def plan(request: Mapping[str, Any]) -> Writes:
     new = declared(request["ResourceProperties"])
-    old = declared(request.get("OldResourceProperties")) if request["RequestType"] == "Update" else {}
+    old = declared(request.get("OldResourceProperties")) if _same_table_updated(request) else {}
     if request["RequestType"] == "Delete":
         return Writes([], sorted(new))
     return Writes(
         [Put(item, old.get(schedule_id)) for schedule_id, item in new.items() if old.get(schedule_id) != item],
         sorted(set(old) - set(new)),
     )
+
+
+def _same_table_updated(request: Mapping[str, Any]) -> bool:
+    """An Update of the schedules in the table the resource wrote before. One that moves them to another
+    table (a deployment adopting a kept table) writes every one there, as a Create does; a resource
+    written before it named its table (no TableName) wrote to the same one."""
+    if request["RequestType"] != "Update":
+        return False
+    table = request["ResourceProperties"].get("TableName")
+    return request.get("OldResourceProperties", {}).get("TableName", table) == table
 
 
 def merge(put: Put, current: Mapping[str, Any] | None) -> Merged:

@@ -58,6 +58,11 @@ class AlertNotification(Construct):
     functions this construct made, by name, and ``failure_queues`` and ``watched_metrics``, what a
     monitoring construct should alarm on.
 
+    ``existing_alert_table``, ``existing_on_call_table``: a table to use instead of creating one, such
+    as the retained table of a deleted deployment (docs/deploying.md); it must have the key (and the
+    alert table its ``AlarmName`` index) of the table this construct creates. It gets the same grants
+    and environment variables, and the stack never creates, changes nor deletes it.
+
     Several may share a stack: the first keeps its tables' logical ids ``AlertTable`` and
     ``OnCallTable``, each later one's are its construct id followed by those.
     """
@@ -73,6 +78,8 @@ class AlertNotification(Construct):
         notifier: lambda_.IFunction | None = None,
         actions_reserved_concurrency: int | None = None,
         schedules: Sequence[Mapping[str, Any]] = (),
+        existing_alert_table: dynamodb.ITable | None = None,
+        existing_on_call_table: dynamodb.ITable | None = None,
     ) -> None:
         super().__init__(scope, id_)
         if (notifier is None) == (slack_webhook_secret_name is None):
@@ -80,29 +87,7 @@ class AlertNotification(Construct):
                 "notifier: give exactly one of notifier (your function) or slack_webhook_secret_name (the "
                 "Slack notifier's webhook secret)"
             )
-        self.table = kept_table(
-            self,
-            "AlertTable",
-            partition_key=dynamodb.Attribute(name="alert_id", type=dynamodb.AttributeType.STRING),
-            logical_id=self._table_logical_id("AlertTable"),
-        )
-        # Alerts by the alarm that raises them (KEYS_ONLY: the alarm handler updates each item by key).
-        # Written on the CloudFormation resource: an index CDK knows of widens every Table.grant to
-        # <table>/index/*, and only the alarm handler may query it.
-        table_resource = self.table.node.default_child
-        table_resource.add_property_override(
-            "AttributeDefinitions.1", {"AttributeName": "alarm_name", "AttributeType": "S"}
-        )
-        table_resource.add_property_override(
-            "GlobalSecondaryIndexes",
-            [
-                {
-                    "IndexName": ALARM_INDEX_NAME,
-                    "KeySchema": [{"AttributeName": "alarm_name", "KeyType": "HASH"}],
-                    "Projection": {"ProjectionType": "KEYS_ONLY"},
-                }
-            ],
-        )
+        self.table: dynamodb.ITable = existing_alert_table or self._alert_table()
 
         # The secret is created by whoever deploys (it holds a credential), so it is only referenced.
         webhook_secret = (
@@ -127,6 +112,7 @@ class AlertNotification(Construct):
             signing_key=self.actions.signing_key,
             webhook_secret=webhook_secret,
             table_logical_id=self._table_logical_id("OnCallTable"),
+            existing_table=existing_on_call_table,
         )
         # /oncall: the endpoint lists the schedules (Scan) and writes a person's cover (UpdateItem).
         self.on_call.table.grant(self.actions.function, "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
@@ -296,6 +282,32 @@ class AlertNotification(Construct):
             ),
             self.alarms.failure_queue,
         ]
+
+    def _alert_table(self) -> dynamodb.Table:
+        table = kept_table(
+            self,
+            "AlertTable",
+            partition_key=dynamodb.Attribute(name="alert_id", type=dynamodb.AttributeType.STRING),
+            logical_id=self._table_logical_id("AlertTable"),
+        )
+        # Alerts by the alarm that raises them (KEYS_ONLY: the alarm handler updates each item by key).
+        # Written on the CloudFormation resource: an index CDK knows of widens every Table.grant to
+        # <table>/index/*, and only the alarm handler may query it.
+        table_resource = table.node.default_child
+        table_resource.add_property_override(
+            "AttributeDefinitions.1", {"AttributeName": "alarm_name", "AttributeType": "S"}
+        )
+        table_resource.add_property_override(
+            "GlobalSecondaryIndexes",
+            [
+                {
+                    "IndexName": ALARM_INDEX_NAME,
+                    "KeySchema": [{"AttributeName": "alarm_name", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                }
+            ],
+        )
+        return table
 
     def _table_logical_id(self, name: str) -> str:
         """``name`` (``AlertTable``, ``OnCallTable``) for the stack's first alert setup (the id every

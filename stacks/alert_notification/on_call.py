@@ -57,8 +57,9 @@ def check_schedules(schedules: Sequence[Mapping[str, Any]]) -> None:
 
 
 class OnCallSchedules(Construct):
-    """The on-call table (one item per schedule, key ``schedule_id``), Find Who Is On Call, the declared
-    schedules' custom resource and, with a Slack webhook, the handoff notices."""
+    """The on-call table (one item per schedule, key ``schedule_id``; ``existing_table`` to use one that
+    exists, such as a deleted deployment's), Find Who Is On Call, the declared schedules' custom resource
+    and, with a Slack webhook, the handoff notices."""
 
     def __init__(
         self,
@@ -69,11 +70,12 @@ class OnCallSchedules(Construct):
         signing_key: secretsmanager.ISecret,
         webhook_secret: secretsmanager.ISecret | None,
         table_logical_id: str,
+        existing_table: dynamodb.ITable | None = None,
     ) -> None:
         super().__init__(scope, id_)
         check_schedules(schedules)
         self.schedules = list(schedules)
-        self.table = kept_table(
+        self.table: dynamodb.ITable = existing_table or kept_table(
             self,
             "OnCallTable",
             partition_key=dynamodb.Attribute(name="schedule_id", type=dynamodb.AttributeType.STRING),
@@ -114,8 +116,12 @@ class OnCallSchedules(Construct):
             # A function that fails before answering is retried by Lambda twice (1 and 2 minutes
             # later); after that the deployment should fail, not wait CloudFormation's default hour.
             service_timeout=Duration.minutes(5),
-            # JSON text: CloudFormation hands the items to the function exactly as declared.
-            properties={"Schedules": json.dumps(self.schedules, sort_keys=True, separators=(",", ":"))},
+            # JSON text: CloudFormation hands the items to the function exactly as declared. The table's
+            # name too: adopting another table (docs/deploying.md) is an Update that writes them all there.
+            properties={
+                "Schedules": json.dumps(self.schedules, sort_keys=True, separators=(",", ":")),
+                "TableName": self.table.table_name,
+            },
         )
         self.writer = writer.function
         self.handoff = self._handoff_notices(webhook_secret, writer.function) if webhook_secret is not None else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from stacks.alert_notification.construct import AlertNotification
@@ -21,6 +22,8 @@ class AlertNotificationStack(Stack):
             schedule=config.alert_schedule,
             slack_signing_secret_name=config.slack_signing_secret_name,
             actions_reserved_concurrency=config.action_endpoint_reserved_concurrency,
+            existing_alert_table=self._adopted("AdoptedAlertTable", config.alert_table_name),
+            existing_on_call_table=self._adopted("AdoptedOnCallTable", config.on_call_table_name),
         )
         self.state_machines = pattern.state_machines
         self.failure_queues = pattern.failure_queues
@@ -39,3 +42,9 @@ class AlertNotificationStack(Stack):
             value=pattern.actions.url,
             description="Endpoint of the Acknowledge/Resolve links; a Slack app's interactivity Request URL",
         )
+
+    def _adopted(self, id_: str, table_name: str | None) -> dynamodb.ITable | None:
+        """The kept table named by a context key, or None to create one. By name alone: the tables are
+        encrypted with the AWS managed key, which needs no grant, and the alert table's index is
+        granted by its own ARN (alarms.py), so no index is named here."""
+        return dynamodb.Table.from_table_name(self, id_, table_name) if table_name is not None else None
