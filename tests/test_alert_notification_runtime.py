@@ -894,6 +894,19 @@ def test_a_claim_expires_only_after_the_machine_timeout(config_logic):
     assert config_logic.claim_to_check(item, me="arn:me", now=1000 + ASL["TimeoutSeconds"]) is None
 
 
+def test_a_claim_of_another_machines_execution_never_blocks(config_logic):
+    # Given: an alert table adopted from a deleted deployment (docs/deploying.md): its claim names an
+    # execution of the deleted machine, which this function's role may not describe (its grant names
+    # this machine's executions only), within the claim's 48 hours
+    old = "arn:aws:states:us-east-1:123456789012:execution:MachineStateMachineOLD-abc:alert-1"
+    me = "arn:aws:states:us-east-1:123456789012:execution:MachineStateMachineNEW-def:alert-2"
+    item = {"escalation_execution_arn": old, "escalation_claim_expires_at": Decimal(alert_executions.claim_expiry(1000))}
+    # Then: the alert is free for this machine's execution; one of this machine is still asked about
+    assert config_logic.claim_to_check(item, me=me, now=1001) is None
+    sibling = me.replace("alert-2", "alert-1")
+    assert config_logic.claim_to_check({**item, "escalation_execution_arn": sibling}, me=me, now=1001) == sibling
+
+
 # --------------------------------------------------------------------------------------------------
 # Notify Next User: Slack webhook client against the real HTTP stand-in
 # --------------------------------------------------------------------------------------------------

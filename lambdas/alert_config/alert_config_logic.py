@@ -409,14 +409,21 @@ def _most_rounds(config: AlertConfig, fits: Callable[[AlertConfig], bool]) -> in
     return low
 
 
+def _machine_of(execution_arn: str) -> str:
+    """arn:aws:states:<region>:<account>:execution:<machine> of an execution's ARN (a name has no ':')."""
+    return execution_arn.rsplit(":", 1)[0]
+
+
 def claim_to_check(item: Mapping[str, Any], *, me: str, now: float) -> str | None:
     """The execution that may still hold the alert's claim and must be asked whether it runs.
 
-    None when the alert is free for ``me``: no claim, ``me``'s own (a retried fetch), or a claim
-    whose execution has ended for certain (past its expiry, the machine's timeout).
+    None when the alert is free for ``me``: no claim, ``me``'s own (a retried fetch), a claim
+    whose execution has ended for certain (past its expiry, the machine's timeout), or one of another
+    machine's execution: only this machine escalates this table's alerts, so it is a deleted
+    deployment's, left in the table a new deployment adopted (and this function may not ask about it).
     """
     holder = item.get(CLAIM_ATTRIBUTE)
-    if not isinstance(holder, str) or holder == me:
+    if not isinstance(holder, str) or holder == me or _machine_of(holder) != _machine_of(me):
         return None
     expires_at = item.get(CLAIM_EXPIRY_ATTRIBUTE)
     if isinstance(expires_at, (int, Decimal)) and not isinstance(expires_at, bool) and expires_at <= now:
