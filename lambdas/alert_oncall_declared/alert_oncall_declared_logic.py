@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -48,8 +48,8 @@ class Dropped:
 @dataclass(frozen=True)
 class Merged:
     item: dict[str, Any]  # what to write
-    kept: list[dict[str, Any]] = field(default_factory=list)  # the runtime covers kept, as written
-    dropped: list[Dropped] = field(default_factory=list)
+    kept: list[dict[str, Any]]  # the runtime covers kept, as written
+    dropped: list[Dropped]
 
 
 def declared(properties: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
