@@ -116,11 +116,14 @@ class EventInvokeConfig(CloudFormationModel):
     def delete_from_cloudformation_json(  # type: ignore[misc]
         cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
     ) -> None:
+        from moto.awslambda.exceptions import UnknownFunctionException
         from moto.awslambda.models import lambda_backends
 
-        lambda_backends[account_id][region_name].delete_function_event_invoke_config(
-            cloudformation_json["Properties"]["FunctionName"]
-        )
+        # As for LambdaUrl below: the properties are unresolved here; the physical id is <function>:<qualifier>.
+        try:
+            lambda_backends[account_id][region_name].delete_function_event_invoke_config(resource_name.rsplit(":", 1)[0])
+        except UnknownFunctionException:
+            pass  # moto deleted the function first (CloudFormation would not): its config went with it
 
 
 class SecretsManagerSecret(CloudFormationModel):
@@ -242,8 +245,12 @@ class LambdaUrl(CloudFormationModel):
     def delete_from_cloudformation_json(  # type: ignore[misc]
         cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
     ) -> None:
+        from moto.awslambda.exceptions import UnknownFunctionException
         from moto.awslambda.models import lambda_backends
 
-        lambda_backends[account_id][region_name].delete_function_url_config(
-            cloudformation_json["Properties"]["TargetFunctionArn"]
-        )
+        # moto deletes a stack's resource with the template's unresolved properties (TargetFunctionArn
+        # is still a Fn::GetAtt) and its physical id as ``resource_name``: here the function's ARN.
+        try:
+            lambda_backends[account_id][region_name].delete_function_url_config(resource_name)
+        except UnknownFunctionException:
+            pass  # moto deleted the function first (CloudFormation would not): its URL went with it

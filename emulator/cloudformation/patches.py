@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
@@ -289,3 +290,62 @@ def _roll_back(stack: Any, change_set: Any, failed: ResourceFailed, event_class:
     stack._add_stack_event(f"{rollback}_COMPLETE")
     stack.status = f"{rollback}_COMPLETE"
     change_set.execution_status = "EXECUTE_FAILED"
+
+
+def install_dependents_first_deletion() -> None:
+    """A stack's resources are deleted dependents first, as CloudFormation deletes them: a resource goes
+    only after every resource that names it (Ref, Fn::GetAtt, Fn::Sub, DependsOn). moto tried them in a
+    set's order and retried what failed, so a custom resource whose function had gone first could not be
+    sent its Delete, and deleting the stack failed, or not, with the process's hash seed.
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-dependson.html
+    ("resources are deleted in the reverse order"); pinned by tests/test_alert_redeploy_execution.py.
+    Whatever fails in that order is left to moto's own passes, which report it.
+    """
+    from moto.cloudformation.parsing import ResourceMap
+
+    original_delete = ResourceMap.delete
+
+    def delete(self: Any) -> None:
+        templates = self._resource_json_map
+        kept = {logical_id for logical_id, resource in templates.items() if resource.get("DeletionPolicy") == "Retain"}
+        needs = {logical_id: _named(resource, set(templates)) - {logical_id} for logical_id, resource in templates.items()}
+        remaining = set(templates) - kept
+        while remaining:
+            free = sorted(x for x in remaining if not any(x in needs[other] for other in remaining if other != x))
+            if not free:
+                break  # a cycle CloudFormation would have refused at create: moto's passes take the rest
+            for logical_id in free:
+                parsed = self._parsed_resources.get(logical_id)
+                if parsed is not None and not isinstance(parsed, str):
+                    try:
+                        self._delete_resource(parsed, templates[logical_id])
+                    except Exception:  # noqa: BLE001 - moto's passes below try it again and report it
+                        continue
+                    self._parsed_resources.pop(logical_id)
+            remaining -= set(free)
+        original_delete(self)
+
+    ResourceMap.delete = delete
+
+
+def _named(value: Any, logical_ids: set[str]) -> set[str]:
+    """The logical ids a resource's template names."""
+    if isinstance(value, list):
+        return set().union(*(_named(item, logical_ids) for item in value)) if value else set()
+    if not isinstance(value, dict):
+        return set()
+    found: set[str] = set()
+    for key, item in value.items():
+        if key == "Ref" and isinstance(item, str):
+            found.add(item)
+        elif key == "Fn::GetAtt":
+            found.add(item[0] if isinstance(item, list) else str(item).split(".", 1)[0])
+        elif key == "Fn::Sub":
+            text = item[0] if isinstance(item, list) else item
+            found.update(name.split(".", 1)[0] for name in re.findall(r"\$\{([^}!]+)\}", str(text)))
+            found |= _named(item[1:] if isinstance(item, list) else [], logical_ids)
+        elif key == "DependsOn":
+            found.update([item] if isinstance(item, str) else item)
+        else:
+            found |= _named(item, logical_ids)
+    return found & logical_ids
