@@ -2,8 +2,8 @@
 
 Expected people are worked out by hand from issue 31: ``schedule:<id>`` is whoever the schedule has on
 call when the round notifies; a schedule with nobody on call hands the round to the next level and the
-message says which schedule had the gap; an unreadable schedule fails the alert naming it, unless a
-later level can be paged (then it is paged and told).
+message says which schedule had the gap; an unusable schedule is a gap whose message says why (issue 38),
+and the alert fails, naming every unusable schedule, only when the round pages nobody.
 """
 
 from __future__ import annotations
@@ -291,3 +291,61 @@ def test_with_no_handoff_within_four_weeks_it_looks_again_in_four_weeks_and_with
     assert (arming.expression, arming.time_zone) == ("at(2026-12-02T09:00:00)", "UTC")
     assert handoff.notices([parse_schedule(alone)], arming.handoff_at) == []
     assert handoff.next_handoff([], WED_10H) is None
+
+
+# Issue 38: a level pages every target it can; a schedule that cannot be used is a gap on its level.
+def test_an_unreadable_schedule_beside_a_lead_pages_the_lead_on_the_same_level_and_says_why(logic):
+    found = logic.find_round_targets([["schedule:gone", LEAD]], 0, WED_10H, reader(logic))
+    assert found.users == [LEAD]
+    assert found.failed == []
+    assert found.notes == ["Schedule gone could not be read (the on-call table has no such schedule)."]
+
+
+def test_an_unreadable_schedule_on_the_first_level_pages_its_other_targets_and_the_next_level(logic):
+    found = logic.find_round_targets([["schedule:gone", "schedule:primary"], [LEAD]], 0, WED_10H, reader(logic, DAILY))
+    # Wed 10:00 CET is shift 2 of primary (A); the next level stands in for the unusable schedule, as for a gap
+    assert found.users == [A, LEAD]
+    assert "The next escalation level is paged in its place." in found.notes
+
+
+def test_when_no_level_pages_anyone_the_error_names_every_unusable_schedule(logic):
+    levels = [["schedule:gone"], ["schedule:lost", "schedule:business"]]
+    with pytest.raises(logic.ScheduleUnreadable) as raised:
+        logic.find_round_targets(levels, 0, WED_20H, reader(logic, BUSINESS_HOURS))
+    assert str(raised.value) == ("schedule:gone: the on-call table has no such schedule; "
+                                 "schedule:lost: the on-call table has no such schedule")
+
+
+def test_an_override_overlapping_another_makes_a_gap_and_the_lead_beside_it_is_paged(logic):
+    # The docs' update-item appends an override without checking it: the schedule is then InvalidSchedule
+    overlapping = {**DAILY, "overrides": [{"member": B, "start": "2026-11-04T09:00", "end": "2026-11-06T09:00"},
+                                          {"member": C, "start": "2026-11-05T09:00", "end": "2026-11-07T09:00"}]}
+
+    def read(schedule_id):
+        try:
+            return parse_schedule(overlapping)
+        except Exception as invalid:
+            raise logic.ScheduleUnreadable(schedule_id, str(invalid)) from invalid
+
+    found = logic.find_round_targets([["schedule:primary", LEAD]], 0, WED_10H, read)
+    assert found.users == [LEAD]
+    assert found.notes[0].startswith("Schedule primary could not be read (schedule 'primary', overrides[1]: overlaps")
+
+
+def test_the_handler_pages_the_lead_when_the_on_call_table_cannot_be_read(on_call_table, monkeypatch):
+    # Given: the table is gone (ResourceNotFoundException on every read, after the SDK's retries)
+    handler = load_lambda_module("alert_on_call", "handler")
+    monkeypatch.setattr(handler, "table", boto3.resource("dynamodb").Table("no-such-table"))
+    event = {"alert_id": "disk-full", "message": "Disk full", "levels": [["schedule:primary", LEAD]],
+             "round": 1, "rounds": 1, "interval_seconds": 300, "occurrence": None, "actions_url": ACTIONS_URL}
+    # When
+    result = handler.lambda_handler(event, FakeLambdaContext())
+    # Then
+    assert result["users"] == [LEAD]
+    assert "Schedule primary could not be read (the on-call table could not be read (ResourceNotFoundException))." \
+        in result["message"]
+    # And with nobody beside it, the alert fails naming the schedule
+    with pytest.raises(Exception) as raised:
+        handler.lambda_handler({**event, "levels": [["schedule:primary"]]}, FakeLambdaContext())
+    assert type(raised.value).__name__ == "ScheduleUnreadable"
+    assert str(raised.value) == "schedule:primary: the on-call table could not be read (ResourceNotFoundException)"
