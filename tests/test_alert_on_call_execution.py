@@ -127,6 +127,46 @@ def test_an_unreadable_schedule_with_no_later_level_fails_the_alert_naming_it(de
     assert notifications(slack, alert_id) == []
 
 
+def test_an_override_until_9999_in_new_york_pages_its_member(deployment, slack, alerts, on_call):
+    # Given (issue 38): "until further notice" written as 9999-12-31T23:59 in New York, which is past the
+    # last datetime in UTC and used to fail Find Who Is On Call with OverflowError, paging nobody
+    (rotating,), (covering,) = _users("rotating"), _users("covering")
+    now = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc)
+    schedule_id = on_call.put(
+        schedule_id=unique("until-further-notice"), time_zone="America/New_York",
+        layers=[{"members": [rotating], "start": _local_minute(now - timedelta(days=3)), "shift": "P1D"}],
+        overrides=[{"member": covering, "start": _local_minute(now - timedelta(hours=1)), "end": "9999-12-31T23:59"}])
+    alert_id = alerts.put(alert_id=unique("forever"), notification_count=1,
+                          escalation=[[f"schedule:{schedule_id}"]], message="Disk full")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the override's member is paged, as the override wins over every layer
+    assert result.status == "SUCCEEDED", result.cause
+    assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [(1, covering)]
+
+
+def test_a_broken_schedule_beside_a_lead_pages_the_lead_on_the_same_level_and_says_why(deployment, slack, alerts, on_call):
+    # Given (issue 38): two overlapping overrides, as the docs' update-item can append without a check, make
+    # the schedule unusable; the lead is named beside it on the only level
+    (member,), (lead,) = _users("member"), _users("lead")
+    now = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc)
+    schedule_id = on_call.put(
+        schedule_id=unique("overlapping"), time_zone="America/New_York",
+        layers=[{"members": [member], "start": _local_minute(now - timedelta(days=3)), "shift": "P1D"}],
+        overrides=[{"member": member, "start": _local_minute(now - timedelta(hours=2)), "end": _local_minute(now + timedelta(hours=2))},
+                   {"member": lead, "start": _local_minute(now - timedelta(hours=1)), "end": _local_minute(now + timedelta(hours=3))}])
+    alert_id = alerts.put(alert_id=unique("broken-beside-lead"), notification_count=1,
+                          escalation=[[f"schedule:{schedule_id}", lead]], message="Error rate above 5%")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the lead was paged, and the message says which schedule could not be read and why
+    assert result.status == "SUCCEEDED", result.cause
+    [sent] = notifications(slack, alert_id)
+    assert (sent.round, sent.user) == (1, lead)
+    assert (f"Schedule {schedule_id} could not be read (schedule '{schedule_id}', overrides[1]: overlaps overrides[0]"
+            in sent.message)
+
+
 def _slash(deployment, text: str, *, user: str, age_seconds: float = 0) -> tuple[int, str]:
     """/oncall as Slack sends a slash command: a form POST to the Request URL (AlertActionsUrl), signed by
     the stand-in with the app's signing secret (https://api.slack.com/interactivity/slash-commands)."""
