@@ -358,17 +358,16 @@ def test_who_may_cover_and_for_how_long_are_read_as_dynamodb_gives_them():
     assert parse_schedule(GOOD).max_cover_days == 14
 
 
-def test_shifts_asked_from_a_time_of_the_repeated_hour_in_the_zone_have_no_empty_shift():
-    # 2026-11-01T06:30Z is 01:30 EST, the second 01:30 in New York (fold 1); PEP 495 makes it unequal to
-    # 06:30 UTC, so without care the edges held the instant twice and a zero-length shift came out
+def test_shifts_asked_up_to_a_time_of_the_repeated_hour_in_the_zone_have_no_empty_shift():
+    # 2026-11-01T06:00Z is 01:00 EST, the second 01:00 in New York (fold 1), and a handoff; PEP 495 makes it
+    # unequal to 06:00 UTC, so the edges held the instant twice and a zero-length shift came out last
     from zoneinfo import ZoneInfo
 
     hourly = schedule("America/New_York", {"members": [A, B], "start": "2026-10-31T00:00", "shift": "PT1H"})
-    second = utc("2026-11-01T06:30").astimezone(ZoneInfo("America/New_York"))
+    second = utc("2026-11-01T06:00").astimezone(ZoneInfo("America/New_York"))
     assert second.fold == 1
-    found = hourly.shifts(second, utc("2026-11-01T09:00"))
-    assert all(shift.start < shift.end for shift in found)
-    # hour shifts from 2026-10-31 00:00 EDT (04:00Z): 06:00Z begins shift 26 (A), 07:00Z 27 (B), 08:00Z 28 (A)
+    found = hourly.shifts(utc("2026-11-01T04:00"), second)
+    # hour shifts from 2026-10-31 00:00 EDT (04:00Z): 04:00Z begins shift 24 (A), 05:00Z 25 (B), until 06:00Z
     # (in UTC: compared across zones, a fold-1 time is unequal to everything, PEP 495)
-    assert [(s.member, s.start.astimezone(timezone.utc)) for s in found] == [
-        (A, utc("2026-11-01T06:30")), (B, utc("2026-11-01T07:00")), (A, utc("2026-11-01T08:00"))]
+    assert [(s.member, s.start.astimezone(timezone.utc), s.end.astimezone(timezone.utc)) for s in found] == [
+        (A, utc("2026-11-01T04:00"), utc("2026-11-01T05:00")), (B, utc("2026-11-01T05:00"), utc("2026-11-01T06:00"))]
