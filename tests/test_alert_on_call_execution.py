@@ -159,6 +159,9 @@ def test_oncall_signed_by_slack_lists_the_schedule_and_a_stale_one_is_refused(de
     started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=1)
     schedule_id = on_call.put(schedule_id=unique("two-hourly"), time_zone="America/New_York",
                               layers=[{"members": [first, second], "start": _local_minute(started), "shift": "PT2H"}])
+    # And: a schedule whose shift is a month, which the parser refuses (hours, days or weeks only)
+    broken = on_call.put(schedule_id=unique("monthly"), time_zone="UTC",
+                         layers=[{"members": [first], "start": _local_minute(started), "shift": "P1M"}])
     # When: /oncall, signed now
     status, body = _slash(deployment, "", user="U0ASKING1")
     # Then: 200 and, for this schedule, A until the handoff and B for the shift after, in New York time
@@ -171,6 +174,9 @@ def test_oncall_signed_by_slack_lists_the_schedule_and_a_stale_one_is_refused(de
         f"• now: <@{first}> until {_local_text(handoff)}\n"
         f"• next: <@{second}> from {_local_text(handoff)} until {_local_text(handoff + timedelta(hours=2))}"
     ) in answer["text"]
+    # And: the broken schedule is listed with its error, not left out
+    assert (f"*{broken}* cannot be read: schedule '{broken}', layers[0].shift: must be an ISO 8601 duration in "
+            "hours, days or weeks (PT12H, P1D, P1W), got 'P1M'") in answer["text"].splitlines()
     # When: the same command signed six minutes ago (Slack: refuse more than five minutes)
     status, _ = _slash(deployment, f"cover {schedule_id}", user="U0ASKING1", age_seconds=360)
     # Then: refused, and nobody covers anything
