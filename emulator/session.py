@@ -17,7 +17,7 @@ from emulator import samples
 from emulator.deploy import ROOT, deploy_app
 from emulator.follow import ExecutionResult, run
 from emulator.server import LocalAws
-from emulator.slack import SlackStandIn
+from emulator.slack import TEAM, SlackStandIn
 from emulator.stepfunctions.mocks import MockConfig
 
 # The secret the alert stack reads the webhook URL from: cdk.json's context names it (one place).
@@ -26,8 +26,9 @@ SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slac
 # Where the deployer keeps the Slack app's signing secret, and the context key that tells the app its name.
 SLACK_SIGNING_SECRET_NAME = "step-functions-patterns/slack-signing-secret"
 SLACK_SIGNING_SECRET_CONTEXT = "slackSigningSecretName"
-# The context the app is deployed with here; `cdk watch` on it synthesizes with the same.
-APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME}
+# The context the app is deployed with here; `cdk watch` on it synthesizes with the same. /oncall is
+# taken from the stand-in's workspace, as a deployer names theirs.
+APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"]}
 
 # Machines by the name users type (`python -m emulator run NAME`): (stack, output key).
 MACHINES: dict[str, tuple[str, str]] = {

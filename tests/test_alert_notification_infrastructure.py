@@ -407,6 +407,8 @@ def test_the_action_endpoint_reads_its_key_updates_only_alert_items_and_hands_th
     assert variables["SIGNING_KEY_SECRET_ARN"] == {"Ref": secret}
     assert variables["FOLLOW_UP_FUNCTION_NAME"] == {"Ref": follow_up}
     assert "SLACK_SIGNING_SECRET_NAME" not in variables and "SLACK_WEBHOOK_SECRET_NAME" not in variables
+    # cdk.json names no workspace: /oncall is refused to every one (docs/on-call-schedules.md)
+    assert "SLACK_TEAM_ID" not in variables
 
 
 def test_the_follow_up_reads_only_the_webhook_and_is_not_retried(template):
@@ -428,6 +430,12 @@ def test_a_configured_slack_signing_secret_is_referenced_by_name_and_readable_by
     assert ":secret:team-x/slack-signing-??????" in granted
     # Still only the generated key is created: the signing secret belongs to whoever set up the Slack app
     custom.resource_count_is("AWS::SecretsManager::Secret", 1)
+
+
+def test_the_workspace_slack_team_id_names_reaches_the_endpoint():
+    custom = synthesize(app_config(slack_team_id="T0001ABCD"))
+    endpoint = custom.to_json()["Resources"][function_id(custom, "ActionsEndpoint")]["Properties"]
+    assert endpoint["Environment"]["Variables"]["SLACK_TEAM_ID"] == "T0001ABCD"
 
 
 # -- alarms ----------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from selenium.webdriver.common.by import By
 
+from emulator.slack import TEAM
 from tests.browser import until
 from tests.emulator_helpers import unique, wait_for
 from tests.test_alert_notification_execution import MACHINE, STACK, AlertTable, _users, notifications
@@ -167,10 +168,11 @@ def test_a_broken_schedule_beside_a_lead_pages_the_lead_on_the_same_level_and_sa
             in sent.message)
 
 
-def _slash(deployment, text: str, *, user: str, age_seconds: float = 0) -> tuple[int, str]:
+def _slash(deployment, text: str, *, user: str, age_seconds: float = 0, team_id: str = TEAM["id"]) -> tuple[int, str]:
     """/oncall as Slack sends a slash command: a form POST to the Request URL (AlertActionsUrl), signed by
-    the stand-in with the app's signing secret (https://api.slack.com/interactivity/slash-commands)."""
-    body = urlencode({"token": "stand-in-verification-token", "team_id": "T0001", "channel_id": "C0001",
+    the stand-in with the app's signing secret (https://api.slack.com/interactivity/slash-commands), from
+    the stand-in's workspace, the one the emulator deploys the app for (slackTeamId) unless told otherwise."""
+    body = urlencode({"token": "stand-in-verification-token", "team_id": team_id, "channel_id": "C0001",
                       "user_id": user, "command": "/oncall", "text": text,
                       "response_url": "https://hooks.slack.com/commands/T0001/1/abc", "trigger_id": "1.2.3"})
     stamp = str(int(deployment.aws.clock.now() - age_seconds))
@@ -197,6 +199,9 @@ def test_oncall_signed_by_slack_lists_the_schedule_and_a_stale_one_is_refused(de
     started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=1)
     schedule_id = on_call.put(schedule_id=unique("two-hourly"), time_zone="America/New_York",
                               layers=[{"members": [first, second], "start": _local_minute(started), "shift": "PT2H"}])
+    # And: a schedule whose shift is a month, which the parser refuses (hours, days or weeks only)
+    broken = on_call.put(schedule_id=unique("monthly"), time_zone="UTC",
+                         layers=[{"members": [first], "start": _local_minute(started), "shift": "P1M"}])
     # When: /oncall, signed now
     status, body = _slash(deployment, "", user="U0ASKING1")
     # Then: 200 and, for this schedule, A until the handoff and B for the shift after, in New York time
@@ -209,12 +214,63 @@ def test_oncall_signed_by_slack_lists_the_schedule_and_a_stale_one_is_refused(de
         f"• now: <@{first}> until {_local_text(handoff)}\n"
         f"• next: <@{second}> from {_local_text(handoff)} until {_local_text(handoff + timedelta(hours=2))}"
     ) in answer["text"]
+    # And: the broken schedule is listed with its error, not left out
+    assert (f"*{broken}* cannot be read: schedule '{broken}', layers[0].shift: must be an ISO 8601 duration in "
+            "hours, days or weeks (PT12H, P1D, P1W), got 'P1M'") in answer["text"].splitlines()
     # When: the same command signed six minutes ago (Slack: refuse more than five minutes)
     status, _ = _slash(deployment, f"cover {schedule_id}", user="U0ASKING1", age_seconds=360)
     # Then: refused, and nobody covers anything
     assert status == 401
     item = deployment.client("dynamodb").get_item(TableName=on_call.name, Key={"schedule_id": {"S": schedule_id}})["Item"]
     assert "overrides" not in item
+
+
+def test_a_cover_is_refused_to_an_outsider_told_to_the_channel_and_undone_by_uncover(deployment, slack, on_call):
+    # Given: daily shifts in UTC, A then B, A's started an hour ago (to the minute)
+    first, second, outsider = "U0COVERA1", "U0COVERB2", "U0OUTSIDE"
+    started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=1)
+    schedule_id = on_call.put(schedule_id=unique("covered"), time_zone="UTC",
+                              layers=[{"members": [first, second], "start": f"{started:%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    dynamodb = deployment.client("dynamodb")
+
+    def overrides() -> list:
+        item = dynamodb.get_item(TableName=on_call.name, Key={"schedule_id": {"S": schedule_id}}, ConsistentRead=True)["Item"]
+        return TypeDeserializer().deserialize(item["overrides"]) if "overrides" in item else None
+
+    def answer(text: str, user: str, **kwargs) -> str:
+        status, body = _slash(deployment, text, user=user, **kwargs)
+        assert status == 200, body
+        return json.loads(body)["text"]
+
+    def told(text: str) -> None:
+        wait_for(lambda: any(isinstance(post.body, dict) and post.body.get("text") == text for post in slack.delivered), f"{text!r} in the channel")
+
+    # When: someone in no layer covers the schedule, then a member from another workspace
+    # Then: both refused, nothing written
+    assert answer(f"cover {schedule_id}", outsider) == (
+        f"Not covered: only the members of *{schedule_id}*'s layers and its coverers may cover it: <@{first}>, <@{second}>.")
+    assert answer(f"cover {schedule_id}", second, team_id="T0OTHER99") == (
+        "/oncall takes requests only from the Slack workspace this app is deployed for.")
+    assert overrides() is None
+
+    # When: B covers two to three hours after A's start, inside A's shift
+    begins, ends = started + timedelta(hours=2), started + timedelta(hours=3)
+    covered = (f"<@{second}> covers <@{first}> on *{schedule_id}* from {begins:%a %Y-%m-%d %H:%M} UTC to "
+               f"{ends:%a %Y-%m-%d %H:%M} UTC (UTC).")
+    assert answer(f"cover {schedule_id} {begins:%Y-%m-%dT%H:%M} {ends:%Y-%m-%dT%H:%M}", second) == covered
+    # Then: written, and the channel is told, not only B
+    assert overrides() == [{"member": second, "start": f"{begins:%Y-%m-%dT%H:%M}", "end": f"{ends:%Y-%m-%dT%H:%M}"}]
+    told(covered)
+
+    # When: B uncovers; the cover has not started
+    handoff_arms = deployment.aws.runtime.count("HandoffNotice")
+    uncovered = (f"<@{second}> uncovers *{schedule_id}*: the cover from {begins:%a %Y-%m-%d %H:%M} UTC to "
+                 f"{ends:%a %Y-%m-%d %H:%M} UTC is removed (UTC).")
+    assert answer(f"uncover {schedule_id}", second) == uncovered
+    # Then: removed, told to the channel, and Handoff Notice asked to arm again (the cover moved handoffs)
+    assert overrides() == []
+    told(uncovered)
+    wait_for(lambda: deployment.aws.runtime.count("HandoffNotice") > handoff_arms, "Handoff Notice invoked to re-arm")
 
 
 def test_the_console_shows_each_schedules_next_two_weeks_in_its_zone(deployment, on_call, console, browser):

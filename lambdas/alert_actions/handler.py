@@ -145,7 +145,7 @@ def slack_interaction(request: Request, fields: dict[str, str], now: float) -> d
         raise Refused(403, "Slack requests are not accepted", "No Slack app signing secret is configured.")
     check_slack_signature(_secret(secret_name).encode(), request, now)
     if fields.get("command") == COMMAND:
-        return oncall_slash.answer(fields, now)
+        return oncall_slash.answer(fields, now, hand_off)
     click = slack_click(fields)
     claim = claim_of(signing_keys, click.token, now)
     outcome = act(claim, by=click.user_id, now=now, clicked=click.message, response_url=click.response_url)
