@@ -1,6 +1,6 @@
 """A stand-in for Slack as an app meets it: a real HTTP server on 127.0.0.1 that records and scripts answers.
 
-An incoming webhook, and the interactivity of the app behind it:
+An incoming webhook, and the Slack app behind it (its interactivity and slash commands):
 
     with SlackStandIn() as slack:
         slack.fail_next(2, status=500)          # the next two POSTs get 500, then 200 "ok" again
@@ -237,7 +237,7 @@ class SlackStandIn:
 
     def reset(self) -> None:
         """Forget what was received and every scripted answer, back to the pace it was made with (a full
-        burst); interactivity stays set up."""
+        burst); the installed app stays."""
         with self._lock:
             self._posts.clear()
             self._script.clear()
