@@ -300,7 +300,7 @@ class SlackStandIn:
                 raise ManifestRefused(f"features.slash_commands[{n}].command: {command!r} is not a slash command")
             commands[command] = _checked_url(entry.get("url"), f"features.slash_commands[{n}].url")
         if commands and "commands" not in ((manifest.get("oauth_config") or {}).get("scopes") or {}).get("bot", []):
-            # Slack's manifest validation: "Slash Commands requires `commands` bot scope".
+            # Slack's manifest validation (apps.manifest.validate): "Slash Commands requires `commands` bot scope".
             raise ManifestRefused("oauth_config.scopes.bot: slash commands require the `commands` bot scope")
         with self._lock:
             self.request_url, self._slash_commands, self._signing_secret = request_url, commands, signing_secret

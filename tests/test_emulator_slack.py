@@ -357,8 +357,10 @@ def test_a_commands_response_url_posts_a_new_message_five_times_within_30_minute
     ids=["no-commands-scope", "command-url-unfilled", "request-url-unfilled", "no-slash"],
 )
 def test_a_manifest_slack_would_refuse_is_refused_and_the_app_stays_as_it_was(slack, app, changed, refusal):
-    # Slack refuses a manifest whose slash commands lack the `commands` bot scope ("Slash Commands requires
-    # `commands` bot scope", apps.manifest.validate), or whose URLs are not URLs.
+    # Slack refuses a manifest whose slash commands lack the `commands` bot scope (apps.manifest.validate:
+    # `requires_commands_bot_scope`, "Slash Commands requires `commands` bot scope", as reported in
+    # derive-to/derive#558). A URL that is not http(s) (the placeholder left unfilled) could reach no app:
+    # the stand-in refuses it at once rather than fail at the first click or command.
     slack.install(manifest(app.url), SECRET)
     refused = manifest("http://127.0.0.1:9/other")
     changed(refused)
