@@ -285,9 +285,9 @@ class SlackStandIn:
 
         Plays what the manifest declares and nothing else: clicks reach ``settings.interactivity``'s
         ``request_url`` only if ``is_enabled``; each of ``features.slash_commands`` reaches its ``url``.
-        A manifest Slack refuses is refused (ManifestRefused): a slash command without the ``commands``
-        bot scope, a URL that is not http(s) (a placeholder left unfilled), a command not starting with "/".
-        """
+        Refused (ManifestRefused): what Slack refuses, a slash command without the ``commands`` bot scope;
+        and what could reach no app, a URL that is not http(s) (a placeholder left unfilled), a command
+        not starting with "/"."""
         interactivity = (manifest.get("settings") or {}).get("interactivity") or {}
         request_url = None
         if interactivity.get("is_enabled"):
