@@ -51,6 +51,8 @@ def _serve(args: argparse.Namespace) -> int:
         if deployment.slack.interactive:
             print(f"Slack app interactivity: request URL {deployment.slack.request_url}, "
                   f"signing secret in Secrets Manager {SLACK_SIGNING_SECRET_NAME}")
+        for command, url in deployment.slack.slash_commands.items():
+            print(f"Slack app slash command {command}: URL {url} (send one from the console's Slack page)")
         print("IAM: enforced for handlers and executions (each acts as its role; the keys above are the account's "
               "administrator's)" if deployment.aws.iam is not None else "IAM: not enforced (--no-iam or EMULATOR_IAM=off)")
         print("Stack outputs:")
