@@ -341,3 +341,53 @@ def test_a_re_arm_in_the_minute_a_notice_is_due_leaves_it_where_it_is(deployment
         assert handoff.timestamp() <= float(notice.ts) < handoff.timestamp() + 60
     finally:
         aws.scheduler.fire_on_clock(set())
+
+
+def test_a_notice_slack_refuses_on_every_attempt_lands_on_the_failure_queue_the_status_topic_watches(
+    deployment, slack, on_call
+):
+    # Given: a schedule handing off to F ten minutes from now, its notice armed, and Slack refusing
+    # the invocation and both of Lambda's asynchronous retries (Lambda Developer Guide, "Asynchronous
+    # invocation": two retries, then the on-failure destination)
+    aws = deployment.aws
+    notices = HandoffNotices(deployment)
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
+    member = "U0HANDFAIL"
+    schedule_id = on_call.put(schedule_id=unique("failing"), time_zone="UTC", layers=[
+        {"members": [member], "start": f"{handoff:%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    name = notice_schedule_name(schedule_id, handoff)
+    assert name in notices.invoke({})["created"]
+    queue_name = notices.lam.get_function_configuration(FunctionName=notices.function)["Environment"]["Variables"][
+        "HANDOFF_FAILURE_QUEUE_ARN"].rsplit(":", 1)[-1]
+    sqs = deployment.client("sqs")
+    queue_url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+    slack.fail_next(3, status=500)
+    aws.scheduler.fire_on_clock({name})
+    try:
+        # When: the handoff comes
+        aws.clock.advance(max(0.0, handoff.timestamp() - aws.clock.now()))
+        records: list[dict] = []
+
+        def recorded() -> bool:
+            for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+                record = json.loads(message["Body"])
+                if record["requestPayload"].get("schedule_id") == schedule_id:
+                    records.append(record)
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            return bool(records)
+
+        wait_for(recorded, "the failure record")
+        # Then: three attempts, none delivered, then one record naming the schedule and the instant
+        [record] = records
+        assert record["requestContext"]["condition"] == "RetriesExhausted"
+        assert record["requestContext"]["approximateInvokeCount"] == 3
+        assert record["requestPayload"] == {"schedule_id": schedule_id, "handoff_at": handoff.isoformat()}
+        assert record["responsePayload"]["errorType"] == "HandoffNoticeUndelivered"
+        assert len(_posts_to(slack, member, delivered=False)) == 3 and _posts_to(slack, member) == []
+        # And: that queue's alarm notifies the status topic
+        [alarm] = deployment.client("cloudwatch").describe_alarms(AlarmNames=["MonitoringStack-HandoffNoticeFailed"])[
+            "MetricAlarms"]
+        assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": queue_name}]
+        assert alarm["AlarmActions"] == [deployment.output("MonitoringStack", "StatusTopicArn")]
+    finally:
+        aws.scheduler.fire_on_clock(set())
