@@ -200,13 +200,15 @@ class Scheduler:
         return sorted(listed, key=lambda entry: entry["next"])
 
     def _schedules(self) -> list[Any]:
-        try:
-            from moto.scheduler.models import scheduler_backends
+        for _ in range(3):  # a schedule created or deleted while the groups are listed: list them again
+            try:
+                from moto.scheduler.models import scheduler_backends
 
-            groups = list(scheduler_backends[self.account_id][self.region].schedule_groups.values())
-            return [schedule for group in groups for schedule in list(group.schedules.values())]
-        except Exception:  # noqa: BLE001 - the backend may be mid-reset between runs
-            return []
+                groups = list(scheduler_backends[self.account_id][self.region].schedule_groups.values())
+                return [schedule for group in groups for schedule in list(group.schedules.values())]
+            except Exception:  # noqa: BLE001 - the backend may be mid-reset between runs
+                continue
+        return []
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):
