@@ -175,6 +175,9 @@ def clock_lines(status: dict) -> list[str]:
         lines.append(f"  next wake-up in {duration(status['next_wakeup'] - now)} ({status['waiting']} waiting)")
     for schedule in status["schedules"]:
         lines.append(f"  next firing of {schedule['rule']} in {duration(max(0.0, schedule['at'] - now))} ({_when(schedule['at'])})")
+    for schedule in status.get("scheduler", []):
+        lines.append(f"  schedule {schedule['group']}/{schedule['name']} {schedule['expression']} ({schedule['time_zone']}): "
+                     f"next firing in {duration(max(0.0, schedule['next'] - now))} ({_when(schedule['next'])})")
     return lines
 
 

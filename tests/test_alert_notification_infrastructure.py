@@ -279,7 +279,9 @@ def test_notifier_waits_for_slack_less_than_its_task_timeout(template):
 
 
 def test_an_eventbridge_rule_runs_the_dispatcher_on_the_default_schedule(template):
-    template.resource_count_is("AWS::Scheduler::Schedule", 0)
+    # The one Scheduler schedule the stack creates re-arms the handoff notices; the dispatcher's is a rule
+    [rearm] = template.find_resources("AWS::Scheduler::Schedule").values()
+    assert rearm["Properties"]["Target"]["Arn"] == {"Fn::GetAtt": [function_id(template, "HandoffNotice"), "Arn"]}
     template.has_resource_properties(
         "AWS::Events::Rule",
         {

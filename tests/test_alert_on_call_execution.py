@@ -7,6 +7,7 @@ against the emulator's simulated clock, which the app's handlers read as the tim
 
 from __future__ import annotations
 
+import hashlib
 import json
 import urllib.error
 import urllib.request
@@ -27,7 +28,6 @@ from tests.test_alert_notification_execution import MACHINE, STACK, AlertTable, 
 
 FIND = "Find Who Is On Call"
 NEW_YORK = ZoneInfo("America/New_York")
-A = "U0HANDOFF1"  # the incoming person of the handoff notice test
 
 
 class OnCallTable:
@@ -305,38 +305,185 @@ def test_schedules_declared_with_the_app_are_in_its_on_call_table_after_deployme
     assert {key: TypeDeserializer().deserialize(value) for key, value in item.items()} == TEAM_ON_CALL
 
 
-def test_the_incoming_person_is_told_in_slack_at_the_handoff_minute(deployment, slack):
-    # Given: a schedule in Kolkata (UTC+05:30, no daylight saving) whose only layer starts ten minutes
-    # from now: nobody before, A from then on, so A is handed the shift at that instant (issue 31:
-    # "before its start, a layer has no one")
-    kolkata = ZoneInfo("Asia/Kolkata")
+class HandoffNotices:
+    """The deployed Handoff Notice: its function, the group of its one-time schedules, its hourly re-arm."""
+
+    def __init__(self, deployment) -> None:
+        self.lam = deployment.client("lambda")
+        self.scheduler = deployment.client("scheduler")
+        [function] = [f for f in self.lam.list_functions()["Functions"]
+                      if f["FunctionName"].startswith(STACK) and "HandoffNotice" in f["FunctionName"]]
+        self.function = function["FunctionName"]
+        self.group = self.lam.get_function_configuration(FunctionName=self.function)["Environment"]["Variables"][
+            "HANDOFF_SCHEDULE_GROUP"]
+        [self.rearm] = [s["Name"] for s in self.scheduler.list_schedules(GroupName=self.group)["Schedules"]
+                        if self.schedule(s["Name"])["ScheduleExpression"] == "rate(1 hour)"]
+
+    def schedule(self, name: str) -> dict:
+        found = self.scheduler.get_schedule(GroupName=self.group, Name=name)
+        found.pop("ResponseMetadata")  # the request's id and time, not the schedule's
+        return found
+
+    def exists(self, name: str) -> bool:
+        return name in [s["Name"] for s in self.scheduler.list_schedules(GroupName=self.group)["Schedules"]]
+
+    def invoke(self, event: dict) -> dict:
+        return json.loads(self.lam.invoke(FunctionName=self.function, Payload=json.dumps(event).encode())["Payload"].read())
+
+
+def notice_schedule_name(schedule_id: str, handoff: datetime) -> str:
+    # docs/on-call-schedules.md: handoff-<id, first 16 characters>-<first 10 hex of its SHA-256>-<UTC minute>
+    return f"handoff-{schedule_id[:16]}-{hashlib.sha256(schedule_id.encode()).hexdigest()[:10]}-{handoff:%Y%m%dT%H%MZ}"
+
+
+def _posts_to(slack, member: str, delivered: bool = True) -> list:
+    return [post for post in (slack.delivered if delivered else slack.posts) if f"<@{member}>" in str(post.body)]
+
+
+def test_a_schedule_put_by_hand_gets_its_notice_through_the_hourly_re_arm_with_no_invoke(deployment, slack, on_call):
+    # Given: a schedule put by hand (docs: `aws dynamodb put-item`) in Kolkata (UTC+05:30, no daylight
+    # saving) whose only layer starts 90 minutes from now: A is handed the shift then (issue 31:
+    # "before its start, a layer has no one"); nobody invokes Handoff Notice
     aws = deployment.aws
-    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
-    table = OnCallTable(deployment)
-    table.put(schedule_id=unique("handoff"), time_zone="Asia/Kolkata",
-              layers=[{"members": [A], "start": f"{handoff.astimezone(kolkata):%Y-%m-%dT%H:%M}", "shift": "P1D"}])
-    lam = deployment.client("lambda")
-    [function] = [f for f in lam.list_functions()["Functions"]
-                  if f["FunctionName"].startswith(STACK) and "HandoffNotice" in f["FunctionName"]]
-    name = function["FunctionName"]  # its schedule is named as the function (docs/on-call-schedules.md)
-    aws.scheduler.fire_on_clock({name})
+    notices = HandoffNotices(deployment)
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 90 * 60, timezone.utc)
+    member = "U0HANDHAND"
+    schedule_id = on_call.put(schedule_id=unique("by-hand"), time_zone="Asia/Kolkata", layers=[
+        {"members": [member], "start": f"{handoff.astimezone(ZoneInfo('Asia/Kolkata')):%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    name = notice_schedule_name(schedule_id, handoff)
+    aws.scheduler.fire_on_clock({notices.rearm, "handoff-*"})
     try:
-        # When: Handoff Notice is asked to arm (as the deployment and /oncall cover ask it)
-        lam.invoke(FunctionName=function["FunctionName"], Payload=b"{}")
-        # Then: its one-time schedule names the handoff in the schedule's own zone (EventBridge Scheduler
-        # User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss) evaluated in ScheduleExpressionTimezone)
-        armed = deployment.client("scheduler").get_schedule(Name=name)
-        assert armed["ScheduleExpression"] == f"at({handoff.astimezone(kolkata):%Y-%m-%dT%H:%M:%S})"
-        assert armed["ScheduleExpressionTimezone"] == "Asia/Kolkata"
+        # When: the clock reaches the re-arm's next firing, within the hour (rate(1 hour))
+        [rearm] = [e for e in aws.scheduler.armed() if e["name"] == notices.rearm]
+        assert aws.clock.now() - 60 <= rearm["next"] <= aws.clock.now() + 3600
+        aws.clock.advance(max(0.0, rearm["next"] - aws.clock.now()))
+        wait_for(lambda: notices.exists(name), "the handoff's one-time schedule, armed by the re-arm")
+        # Then: the handoff has its own one-time schedule, in UTC, deleted after it fires (EventBridge Scheduler
+        # User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss) in ScheduleExpressionTimezone)
+        armed = notices.schedule(name)
+        assert (armed["ScheduleExpression"], armed["ScheduleExpressionTimezone"]) == (f"at({handoff:%Y-%m-%dT%H:%M:%S})", "UTC")
+        assert armed["ActionAfterCompletion"] == "DELETE"
+        assert json.loads(armed["Target"]["Input"]) == {"schedule_id": schedule_id, "handoff_at": handoff.isoformat()}
 
         # When: simulated time reaches the handoff
         aws.clock.advance(max(0.0, handoff.timestamp() - aws.clock.now()))
-        wait_for(lambda: any(A in str(post.body) for post in slack.posts), "the handoff notice in Slack")
+        wait_for(lambda: _posts_to(slack, member), "the handoff notice in Slack")
 
-        # Then: one notice, mentioning A, posted within the handoff's minute (Scheduler's precision)
-        [notice] = [post for post in slack.posts if A in str(post.body)]
-        assert f"<@{A}>" in notice.body["text"] and "starts now" in notice.body["text"]
+        # Then: one notice, posted within the handoff's minute (Scheduler's precision), and its schedule is gone
+        [notice] = _posts_to(slack, member)
+        assert notice.body["text"].startswith(f"<@{member}> your on-call shift for *{schedule_id}* starts now, ")
+        assert handoff.timestamp() <= float(notice.ts) < handoff.timestamp() + 60
+        wait_for(lambda: not notices.exists(name), "the fired schedule's deletion")
+    finally:
+        aws.scheduler.fire_on_clock(set())
+
+
+def test_a_notice_slack_refused_is_posted_once_by_the_retry_and_the_other_of_that_instant_once(deployment, slack, on_call):
+    # Given: two schedules handing off at the same instant, ten minutes from now, to P and Q; the
+    # notices armed (as a deploy or a cover asks), and Slack refusing the next post
+    aws = deployment.aws
+    notices = HandoffNotices(deployment)
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
+    p, q = "U0HANDRETP", "U0HANDRETQ"
+    ids = [on_call.put(schedule_id=unique("retry"), time_zone="UTC", layers=[
+        {"members": [member], "start": f"{handoff:%Y-%m-%dT%H:%M}", "shift": "P1D"}]) for member in (p, q)]
+    notices.invoke({})
+    names = [notice_schedule_name(schedule_id, handoff) for schedule_id in ids]
+    assert all(notices.exists(name) for name in names)
+    slack.fail_next(1, status=500)
+    aws.scheduler.fire_on_clock(set(names))
+    try:
+        # When: the handoff comes; the refused notice's invocation fails and Lambda retries it
+        aws.clock.advance(max(0.0, handoff.timestamp() - aws.clock.now()))
+        wait_for(lambda: _posts_to(slack, p) and _posts_to(slack, q), "both notices delivered")
+        # Then: three posts reached Slack (one refused with 500), and each person was told once
+        assert len(_posts_to(slack, p, delivered=False)) + len(_posts_to(slack, q, delivered=False)) == 3
+        assert len(_posts_to(slack, p)) == len(_posts_to(slack, q)) == 1
+
+        # When: a notice's event comes again (a duplicate delivery, a retry after the post)
+        again = notices.invoke({"schedule_id": ids[0], "handoff_at": handoff.isoformat()})
+        # Then: its record says it was posted: nothing is posted
+        assert again == {"posted": False, "reason": "posted already"}
+        assert len(_posts_to(slack, p, delivered=False)) + len(_posts_to(slack, q, delivered=False)) == 3
+    finally:
+        aws.scheduler.fire_on_clock(set())
+
+
+def test_a_re_arm_in_the_minute_a_notice_is_due_leaves_it_where_it_is(deployment, slack, on_call):
+    # Given: a schedule handing off to R ten minutes from now, its notice armed
+    aws = deployment.aws
+    notices = HandoffNotices(deployment)
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
+    member = "U0HANDDUE1"
+    schedule_id = on_call.put(schedule_id=unique("due"), time_zone="Europe/Berlin", layers=[
+        {"members": [member], "start": f"{handoff.astimezone(ZoneInfo('Europe/Berlin')):%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    name = notice_schedule_name(schedule_id, handoff)
+    assert name in notices.invoke({})["created"]
+    armed = notices.schedule(name)
+    # When: a re-arm runs a second before the handoff, and another 20 s into its minute, before the notice fired
+    aws.clock.advance(max(0.0, handoff.timestamp() - 1 - aws.clock.now()))
+    before = notices.invoke({})
+    aws.clock.advance(21)
+    during = notices.invoke({})
+    # Then: neither created or moved it: the one armed stays as it was (a ConflictException counts as armed)
+    assert name not in before["created"] and name not in during["created"]
+    assert notices.schedule(name) == armed
+    # When: it fires (let fire now, in its minute)
+    aws.scheduler.fire_on_clock({name})
+    try:
+        wait_for(lambda: _posts_to(slack, member), "the handoff notice in Slack")
+        # Then: posted once, within the handoff's minute
+        [notice] = _posts_to(slack, member)
         assert handoff.timestamp() <= float(notice.ts) < handoff.timestamp() + 60
     finally:
         aws.scheduler.fire_on_clock(set())
-        table.delete_all()
+
+
+def test_a_notice_slack_refuses_on_every_attempt_lands_on_the_failure_queue_the_status_topic_watches(
+    deployment, slack, on_call
+):
+    # Given: a schedule handing off to F ten minutes from now, its notice armed, and Slack refusing
+    # the invocation and both of Lambda's asynchronous retries (Lambda Developer Guide, "Asynchronous
+    # invocation": two retries, then the on-failure destination)
+    aws = deployment.aws
+    notices = HandoffNotices(deployment)
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
+    member = "U0HANDFAIL"
+    schedule_id = on_call.put(schedule_id=unique("failing"), time_zone="UTC", layers=[
+        {"members": [member], "start": f"{handoff:%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    name = notice_schedule_name(schedule_id, handoff)
+    assert name in notices.invoke({})["created"]
+    queue_name = notices.lam.get_function_configuration(FunctionName=notices.function)["Environment"]["Variables"][
+        "HANDOFF_FAILURE_QUEUE_ARN"].rsplit(":", 1)[-1]
+    sqs = deployment.client("sqs")
+    queue_url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+    slack.fail_next(3, status=500)
+    aws.scheduler.fire_on_clock({name})
+    try:
+        # When: the handoff comes
+        aws.clock.advance(max(0.0, handoff.timestamp() - aws.clock.now()))
+        records: list[dict] = []
+
+        def recorded() -> bool:
+            for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+                record = json.loads(message["Body"])
+                if record["requestPayload"].get("schedule_id") == schedule_id:
+                    records.append(record)
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            return bool(records)
+
+        wait_for(recorded, "the failure record")
+        # Then: three attempts, none delivered, then one record naming the schedule and the instant
+        [record] = records
+        assert record["requestContext"]["condition"] == "RetriesExhausted"
+        assert record["requestContext"]["approximateInvokeCount"] == 3
+        assert record["requestPayload"] == {"schedule_id": schedule_id, "handoff_at": handoff.isoformat()}
+        assert record["responsePayload"]["errorType"] == "HandoffNoticeUndelivered"
+        assert len(_posts_to(slack, member, delivered=False)) == 3 and _posts_to(slack, member) == []
+        # And: that queue's alarm notifies the status topic
+        [alarm] = deployment.client("cloudwatch").describe_alarms(AlarmNames=["MonitoringStack-HandoffNoticeFailed"])[
+            "MetricAlarms"]
+        assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": queue_name}]
+        assert alarm["AlarmActions"] == [deployment.output("MonitoringStack", "StatusTopicArn")]
+    finally:
+        aws.scheduler.fire_on_clock(set())

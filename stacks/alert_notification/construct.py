@@ -165,6 +165,7 @@ class AlertNotification(Construct):
 
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
             notifier = self._slack_notifier(webhook_secret)
+            self.on_call.post_on_shared_pace(self.idempotency_table)  # Handoff Notice's posts take their turn
         else:
             check_timeout_within(
                 notifier,
@@ -299,6 +300,8 @@ class AlertNotification(Construct):
             ),
             self.alarms.failure_queue,
         ]
+        if self.on_call.handoff is not None:
+            self.failure_queues.append(self.on_call.handoff_failures)
 
     def _table_logical_id(self, name: str) -> str:
         """``name`` (``AlertTable``, ``OnCallTable``) for the stack's first alert setup (the id every
