@@ -298,6 +298,8 @@ class LocalAws:
             "next_wakeup": wakeups[0] if wakeups else None,
             "waiting": len(wakeups),
             "schedules": [{"rule": rule, "at": at} for rule, at in self.router.next_firings()],
+            # EventBridge Scheduler's: every enabled schedule with a firing to come, fired on the clock or not
+            "scheduler": self.scheduler.armed(),
         }
 
     def control_clock(self, action: str, body: dict) -> dict:

@@ -1,7 +1,7 @@
 """The local console: a web page like the Step Functions console, served beside `python -m emulator serve`.
 
 A small JSON API over the deployed app (machines and their definitions, executions, histories,
-the clock, the Slack stand-in's posts, alarms, what the app's topics received and each on-call
+the clock, the Slack stand-in's posts and slash commands, alarms, what the app's topics received and each on-call
 schedule's next two weeks) and static pages that draw it with plain JavaScript and
 the graph layout library pinned in package.json, all served from this machine (no CDN).
 """
@@ -57,6 +57,8 @@ class Console:
             Rule("/api/execution", endpoint="execution"),
             Rule("/api/slack", endpoint="slack"),
             Rule("/api/slack/click", endpoint="click", methods=["POST"]),
+            Rule("/api/slack/commands", endpoint="commands", methods=["GET"]),
+            Rule("/api/slack/commands", endpoint="command", methods=["POST"]),
             Rule("/api/alarms", endpoint="alarms"),
             Rule("/api/topics", endpoint="topics"),
             Rule("/api/oncall", endpoint="oncall"),
@@ -241,6 +243,19 @@ class Console:
         except LookupError as exc:
             return _json({"error": str(exc.args[0])}, 404)
         return _json({**clicked, "interactive": slack.interactive})
+
+    def _commands(self, request: Request) -> Response:
+        """The slash commands the Slack app's manifest declares, each with its URL."""
+        return _json({"declared": self.deployment.slack.slash_commands})
+
+    def _command(self, request: Request) -> Response:
+        """A member types a slash command: POST {"user", "command", "text"}; what Slack sent and was answered."""
+        body = request.get_json(force=True, silent=True)
+        if not isinstance(body, dict) or not all(isinstance(body.get(key), str) for key in ("user", "command", "text")):
+            raise ValueError('POST {"user": "U0123ABCD", "command": "/oncall", "text": "..."}: who types which command')
+        if not body["user"].strip() or not body["command"].startswith("/"):
+            raise ValueError("a member id, and a command starting with /")
+        return _json(self.deployment.slack.slash_command(body["command"].strip(), body["text"].strip(), user=body["user"].strip()))
 
     def _alarms(self, request: Request) -> Response:
         """Every metric alarm with its state, and the latest state changes (newest first)."""

@@ -21,6 +21,7 @@ class AlertNotificationStack(Stack):
             slack_webhook_secret_name=config.slack_webhook_secret_name,
             schedule=config.alert_schedule,
             slack_signing_secret_name=config.slack_signing_secret_name,
+            slack_team_id=config.slack_team_id,
             actions_reserved_concurrency=config.action_endpoint_reserved_concurrency,
             existing_alert_table=self._adopted("AdoptedAlertTable", config.alert_table_name),
             existing_on_call_table=self._adopted("AdoptedOnCallTable", config.on_call_table_name),

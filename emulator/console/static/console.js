@@ -244,6 +244,7 @@ function startedBy({ rule, target, event }) {
 async function slackPage() {
   const slack = el("ol", { id: "slack", class: "tall", reversed: "" });
   view.replaceChildren(el("h1", {}, "Slack"),
+    await slashCommandBox(),
     el("p", { class: "muted" }, "The messages the app posted to the Slack stand-in, newest first, as a person sees them. " +
       "A button opens its link; where the app's interactivity is set up, a click also sends the app what Slack sends."),
     el("div", { class: "card" }, slack));
