@@ -78,9 +78,6 @@ def copy(deployment, tmp_path_factory):
             delete()
         for name in set(kept):
             dynamodb.delete_table(TableName=name)
-        scheduler = deployment.client("scheduler")
-        for schedule in scheduler.list_schedules(GroupName="default", NamePrefix=STACK)["Schedules"]:
-            scheduler.delete_schedule(GroupName="default", Name=schedule["Name"])
 
 
 def put(deployment, table: str, **item) -> None:
@@ -111,11 +108,24 @@ def test_a_new_deployment_adopting_the_kept_tables_pages_the_schedule_and_takes_
         # the claim's 48 hours, far from over on the simulated clock the handlers read
         escalation_claim_expires_at=int(deployment.aws.clock.now()) + 2 * 86400)
 
+    scheduler = deployment.client("scheduler")
+
+    def groups() -> list[str]:
+        return [g["Name"] for g in scheduler.list_schedule_groups()["ScheduleGroups"] if g["Name"].startswith(STACK)]
+
+    [group] = groups()  # the handoff notices' group, with the hourly re-arm in it
+    assert [s["Name"] for s in scheduler.list_schedules(GroupName=group)["Schedules"]]
+
     # When: the stack is deleted
     delete()
     # Then: both tables are still there (DeletionPolicy Retain), with their items
     for table in (first["AlertTableName"], first["OnCallTableName"]):
         assert dynamodb.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE"
+    assert dynamodb.get_item(TableName=first["OnCallTableName"], Key={"schedule_id": {"S": schedule_id}}).get("Item")
+    # And: no Scheduler schedule is left: the handoff group went with the stack, its re-arm with it
+    # (docs/deploying.md; EventBridge Scheduler API Reference, DeleteScheduleGroup)
+    assert groups() == []
+    assert [s["Name"] for s in scheduler.list_schedules()["Schedules"] if s["GroupName"] == group] == []
 
     # When: deployed again, adopting them
     second = deploy(alertTableName=first["AlertTableName"], onCallTableName=first["OnCallTableName"])
