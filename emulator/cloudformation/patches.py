@@ -298,7 +298,7 @@ def install_dependents_first_deletion() -> None:
     set's order and retried what failed, so a custom resource whose function had gone first could not be
     sent its Delete, and deleting the stack failed, or not, with the process's hash seed.
     https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-dependson.html
-    ("resources are deleted in the reverse order"); pinned by tests/test_alert_redeploy_execution.py.
+    ("resources are deleted in the reverse order"); pinned by tests/test_emulator_stack_deletion.py.
     Whatever fails in that order is left to moto's own passes, which report it.
     """
     from moto.cloudformation.parsing import ResourceMap
@@ -349,3 +349,20 @@ def _named(value: Any, logical_ids: set[str]) -> set[str]:
         else:
             found |= _named(item, logical_ids)
     return found & logical_ids
+
+
+def install_retained_on_removal() -> None:
+    """A resource whose ``DeletionPolicy`` is ``Retain`` outlives its removal from the template, as it
+    outlives the stack's deletion: CloudFormation takes it out of the stack and leaves it. moto deleted
+    it on an update. https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-deletionpolicy.html
+    ("when you remove a resource from your stack"); pinned by tests/test_emulator_stack_deletion.py.
+    """
+    from moto.cloudformation.parsing import ResourceMap
+
+    original_delete_resource = ResourceMap._delete_resource
+
+    def _delete_resource(self: Any, parsed_resource: Any, resource_json: dict) -> None:
+        if resource_json.get("DeletionPolicy") != "Retain":
+            original_delete_resource(self, parsed_resource, resource_json)
+
+    ResourceMap._delete_resource = _delete_resource

@@ -97,6 +97,7 @@ def install_all(
     cloudformation.install_previous_ssm_parameter_values()
     cloudformation.install_resource_failures()
     cloudformation.install_dependents_first_deletion()
+    cloudformation.install_retained_on_removal()
     custom_resources.install_custom_resources(clock)  # after install_cloudformation_fidelity: it wraps its change sets
     # CloudWatch.
     cloudwatch.install_initial_alarm_state()
