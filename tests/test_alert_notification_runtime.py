@@ -201,6 +201,7 @@ def test_map_form_user_accounts_are_notified_in_numeric_key_order(config_logic):
         ({"user_accounts": None, "escalation": [["schedules:primary"]]}, "escalation[0][0]", "not spelled schedule:<id>"),
         ({"user_accounts": None, "escalation": [["a@example.com"], ["schedule :primary"]]}, "escalation[1][0]", "not spelled"),
         ({"user_accounts": ["SCHEDULE: primary"]}, "user_accounts[0]", "not spelled schedule:<id>"),
+        ({"user_accounts": ["a@example.com", " schedule:primary"]}, "user_accounts[1]", "not spelled schedule:<id>"),
         ({"user_accounts": ["schedule: primary"]}, "user_accounts[0]", "schedule:<id> names an on-call schedule: 1 to 64 letters"),
     ],
 )

@@ -145,6 +145,21 @@ def test_a_refused_item_is_refused_alike_in_the_plain_form_the_docs_show(table, 
     assert table.scan()["Items"] == []
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ('["orders-db-cpu"]', 'Refused, not written: item: must be a JSON object, e.g. {"alert_id": "orders-db-cpu", ...}\n'),
+    ('{"alert_id": {"S": "a"}, "notification_count": {"N": "three"}}',
+     "Refused, not written: item: is not valid typed JSON: notification_count: 'three' is not a number\n"),
+    ('{"alert_id": {"S": "a"}, "user_accounts": {"M": ["a"]}}', "Refused, not written: item: is not valid typed JSON: user_accounts: "),
+])
+def test_a_file_that_is_no_item_is_refused_in_one_line(table, capsys, tmp_path, text, expected):
+    path = tmp_path / "item.json"
+    path.write_text(text)
+    code, out, err = put(path, capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(expected) and err.count("\n") == 1
+    assert table.scan()["Items"] == []
+
+
 def test_the_plain_form_is_written_as_its_typed_form_would_be(table, capsys, tmp_path):
     # Given: the sample disk-full-web-1 item in the plain form the docs show
     plain = {"alert_id": "disk-full-web-1", "notification_count": 3, "status": "active", "interval_seconds": 300,
@@ -188,6 +203,18 @@ def test_a_schedule_in_the_on_call_table_is_written_the_table_read_from_the_stac
     assert out == ("Put into alerts: alert paging-on-call: status active, 1 people and 1 schedule(s) in 2 level(s), "
                    "2 round(s) 300 s apart\n")
     assert table.get_item(Key={"alert_id": "paging-on-call"})["Item"]["notification_count"] == 2
+
+
+def test_a_schedule_the_functions_cannot_read_is_written_with_a_warning(on_call, table, capsys):
+    # Given: primary is in the table with a zone no database has: each round pages the level's other
+    # targets (docs/on-call-schedules.md), so the alert still pages someone
+    on_call.put_item(Item={**TEAM_B, "schedule_id": "primary", "time_zone": "Europe/Berln"})
+    # When
+    code, out, err = put(PAGING, capsys)
+    # Then
+    assert code == 0 and out.startswith("Put into alerts: alert paging-on-call:")
+    assert err.startswith("Warning: schedule:primary cannot be read, so its level pages only its other targets: "
+                          "InvalidSchedule: schedule 'primary', time_zone: ")
 
 
 def test_the_on_call_table_given_on_the_command_line_is_the_one_looked_in(on_call, table, capsys):

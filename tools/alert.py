@@ -59,7 +59,7 @@ def plain_item(written: Any) -> dict[str, Any]:
         return written
     try:
         return from_typed(written)
-    except (TypeError, ValueError) as error:
+    except ValueError as error:
         raise InvalidAlertConfig("item", f"is not valid typed JSON: {error}") from None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -19,9 +20,25 @@ def is_typed(written: dict[str, Any]) -> bool:
     )
 
 
+class _Deserializer(TypeDeserializer):
+    def _deserialize_n(self, value: str) -> Decimal:
+        # boto3 reads {"N": "three"} as NaN, a number DynamoDB refuses to store.
+        number = super()._deserialize_n(value)
+        if not number.is_finite():
+            raise ValueError(f"{value!r} is not a number")
+        return number
+
+
 def from_typed(written: dict[str, Any]) -> dict[str, Any]:
-    """The plain item (numbers as Decimal, as the functions read it); TypeError or ValueError if a value is not valid typed JSON."""
-    return {name: TypeDeserializer().deserialize(value) for name, value in written.items()}
+    """The plain item (numbers as Decimal, as the functions read it); ValueError naming the attribute
+    whose value is not valid typed JSON."""
+    plain = {}
+    for name, value in written.items():
+        try:
+            plain[name] = _Deserializer().deserialize(value)
+        except (AttributeError, TypeError, ValueError, ArithmeticError) as error:
+            raise ValueError(f"{name}: {error}") from None
+    return plain
 
 
 def one_line(error: ClientError | BotoCoreError, table: str, output: str) -> str:

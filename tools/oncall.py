@@ -43,7 +43,7 @@ def plain_item(written: Any) -> dict[str, Any]:
         return written
     try:
         return from_typed(written)
-    except (TypeError, ValueError) as error:
+    except ValueError as error:
         raise InvalidSchedule(str(written.get("schedule_id", {}).get("S", "?")), "item", f"is not valid typed JSON: {error}") from None
 
 
