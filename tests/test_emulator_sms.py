@@ -408,3 +408,56 @@ def test_the_console_api_lists_texts_calls_and_mail_and_sends_a_reply(aws, conso
     _mail(aws, "ana@example.com")
     assert _get(console, "api/email") == [{"to": "ana@example.com", "from": "alerts@example.com", "subject": "Disk full on db-1",
                                        "text": "Acknowledge: https://example.com/ack"}]
+
+
+# -- the console's pages, in a real headless Chromium ---------------------------------------------------------------
+
+def test_the_phone_page_shows_texts_and_calls_per_phone_and_its_reply_box_texts_the_account(aws, console, browser):
+    from selenium.webdriver.common.by import By
+
+    from tests.browser import until
+
+    # Given: two-way SMS to a queue-read topic, Ana texted and called, Ben texted
+    sns, sqs = aws.client("sns"), aws.client("sqs")
+    topic = sns.create_topic(Name="sms-replies")["TopicArn"]
+    queue = sqs.create_queue(QueueName="sms-replies")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"})
+    aws.client("pinpoint-sms-voice-v2").update_phone_number(PhoneNumberId=PHONE_NUMBER_ID, TwoWayEnabled=True,
+                                                            TwoWayChannelArn=topic)
+    verify(aws, ANA)
+    verify(aws, BEN)
+    text(aws, ANA, "Disk full on db-1: reply 12a to acknowledge, 12r to resolve")
+    call(aws, ANA)
+    # When: the Phone page is open
+    browser.get(console.url + "#/phone")
+    ana = f'section[data-phone="{ANA}"]'
+    until(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, f"{ana} .phone-log li")) == 3, "Ana's texts and call drawn")
+    # Then: each phone has its own card: Ana's code, alert and call; Ben's code
+    items = browser.find_elements(By.CSS_SELECTOR, f"{ana} .phone-log li")
+    assert [i.get_attribute("data-kind") for i in items] == ["sms", "sms", "voice"]
+    assert "reply 12a to acknowledge" in items[1].text and items[2].find_element(By.CSS_SELECTOR, ".badge").text == "call"
+    assert len(browser.find_elements(By.CSS_SELECTOR, f'section[data-phone="{BEN}"] .phone-log li')) == 1
+    # When: a person types a reply in Ana's box
+    box = browser.find_element(By.CSS_SELECTOR, f"{ana} .reply-text")
+    box.send_keys("12a")
+    browser.find_element(By.CSS_SELECTOR, f"{ana} .reply-form button").click()
+    # Then: her card shows it, sent from her phone, and the page says it was published
+    until(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, f"{ana} .phone-log li.from-phone")) == 1, "reply drawn")
+    assert browser.find_element(By.CSS_SELECTOR, f"{ana} .phone-log li.from-phone .phone-body").text == "12a"
+    until(browser, lambda: "published to the number's two-way topic" in browser.find_element(By.ID, "reply-outcome").text,
+          "outcome shown")
+    browser.save_screenshot("/tmp/console-phone.png")
+    # And: the topic's reader got her reply
+    [message] = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1)["Messages"]
+    assert json.loads(message["Body"])["originationNumber"] == ANA
+    # When: a mail is sent and the E-mail page is open
+    aws.client("sesv2").create_email_identity(EmailIdentity="example.com")
+    _mail(aws, "ana@example.com")
+    browser.get(console.url + "#/email")
+    until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, '#email tr[data-to="ana@example.com"]'), "mail drawn")
+    # Then: its recipient, subject and text body are shown
+    row = browser.find_element(By.CSS_SELECTOR, '#email tr[data-to="ana@example.com"]')
+    assert row.find_element(By.CSS_SELECTOR, ".subject").text == "Disk full on db-1"
+    assert "Acknowledge: https://example.com/ack" in row.text
+    browser.save_screenshot("/tmp/console-email.png")
