@@ -137,14 +137,13 @@ class SmsVoice:
         if channel and not channel.startswith("arn:aws:sns:") and not channel.startswith("connect."):
             raise SmsError("ValidationException", f"TwoWayChannelArn {channel} is not an SNS topic ARN",
                            Reason="INVALID_ARN")
+        if "OptOutListName" in body:
+            self._opt_out_list(body["OptOutListName"])
         self._number["TwoWayEnabled"] = bool(enabled)
         for key in ("TwoWayChannelArn", "TwoWayChannelRole", "SelfManagedOptOutsEnabled", "OptOutListName",
                     "DeletionProtectionEnabled", "InternationalSendingEnabled"):
             if key in body:
                 self._number[key] = body[key]
-        if self._number["OptOutListName"] not in self._opted_out:
-            raise SmsError("ResourceNotFoundException", f"Opt-out list {self._number['OptOutListName']} not found",
-                           ResourceType="opt-out-list", ResourceId=self._number["OptOutListName"])
         return dict(self._number)
 
     # -- sending ----------------------------------------------------------------------------------
