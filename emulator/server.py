@@ -215,7 +215,8 @@ class LocalAws:
         port = self._server.server_address[1]
         self.endpoint_url = f"http://127.0.0.1:{port}"
         self.cloudcontrol = CloudControl(self.client, REGION, self.clock.now)
-        self.sms = SmsVoice(self.clock, ACCOUNT_ID, REGION, self._publish)
+        self.sms = SmsVoice(self.clock, ACCOUNT_ID, REGION, self._publish, lambda environ, operation, body: iam_enforcement.refusal(
+            self.iam, environ, "sms-voice", operation, body, REGION, ACCOUNT_ID))
         # moto's Step Functions engine calls services through this port.
         os.environ["MOTO_PORT"] = str(port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)

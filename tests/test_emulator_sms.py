@@ -461,3 +461,39 @@ def test_the_phone_page_shows_texts_and_calls_per_phone_and_its_reply_box_texts_
     assert row.find_element(By.CSS_SELECTOR, ".subject").text == "Disk full on db-1"
     assert "Acknowledge: https://example.com/ack" in row.text
     browser.save_screenshot("/tmp/console-email.png")
+
+
+# -- IAM -----------------------------------------------------------------------------------------------------------
+
+def test_a_role_texts_only_from_a_phone_number_its_policy_allows():
+    """IAM User Guide, "Policy evaluation logic": a role's session may act only as its policies allow;
+    the denial reads "User: <session ARN> is not authorized to perform: <action> on resource: <ARN> because
+    no identity-based policy allows the <action> action" (docs facts: "What a real account refuses")."""
+    import boto3
+
+    with LocalAws() as aws:
+        # Given: a role allowed to text from the account's number only, and Ana verified (by the administrator)
+        number_arn = f"arn:aws:sms-voice:us-east-1:123456789012:phone-number/{PHONE_NUMBER_ID}"
+        iam = aws.client("iam")
+        role = iam.create_role(RoleName="pager", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+        iam.put_role_policy(RoleName="pager", PolicyName="text", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "sms-voice:SendTextMessage", "Resource": number_arn}]}))
+        verify(aws, ANA)
+        keys = aws.iam.credentials(role, "pager")
+        sms = boto3.client("pinpoint-sms-voice-v2", endpoint_url=aws.endpoint_url, region_name="us-east-1",
+                           aws_access_key_id=keys["AWS_ACCESS_KEY_ID"], aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
+                           aws_session_token=keys["AWS_SESSION_TOKEN"])
+        # When: its session texts Ana from the number, by number
+        # Then: sent
+        assert sms.send_text_message(DestinationPhoneNumber=ANA, OriginationIdentity=PHONE_NUMBER, MessageBody="hi")["MessageId"]
+        # When: it calls her, which no policy allows
+        with pytest.raises(ClientError) as refused:
+            sms.send_voice_message(DestinationPhoneNumber=ANA, OriginationIdentity=PHONE_NUMBER_ID, MessageBody="hi")
+        # Then: refused as AWS words it, and nothing is called
+        assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+        assert refused.value.response["Error"]["Message"] == (
+            "User: arn:aws:sts::123456789012:assumed-role/pager/pager is not authorized to perform: "
+            f"sms-voice:SendVoiceMessage on resource: {number_arn} because no identity-based policy allows the "
+            "sms-voice:SendVoiceMessage action")
+        assert [e["kind"] for e in aws.sms.phone_log if e["to"] == ANA] == ["sms", "sms"]

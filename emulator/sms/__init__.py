@@ -23,10 +23,11 @@ Messaging SMS User Guide and API Reference document it:
   payload ("Example of a two-way SMS message payload for Amazon SNS topics").
 
 Where it differs: a text costs the emulator's round ``SMS_PART_USD`` per message part (AWS's price
-depends on the country and the number type); voice spending, registrations, pools, sender IDs,
-keywords other than STOP, HELP's automatic answer, configuration sets and event destinations are not
-played; IAM is not checked on these calls; time is the emulator's simulated clock (a month and a
-day are UTC calendar ones).
+depends on the country and the number type); a voice message's 30-second length, voice spending,
+registrations, pools, sender IDs, keywords other than STOP, HELP's automatic answer, configuration
+sets and event destinations are not played; time is the emulator's simulated clock (a month and a
+day are UTC calendar ones). IAM is checked as for moto's services (``emulator/iam``): a text or call on
+the ARN of the phone number it is sent from.
 """
 
 from emulator.sms.service import PHONE_NUMBER, PHONE_NUMBER_ID, SMS_PART_USD, TARGET_PREFIX, SmsVoice

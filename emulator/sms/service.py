@@ -68,8 +68,11 @@ def message_parts(body: str) -> int:
 class SmsVoice:
     """The account's End User Messaging state and its API. ``publish(topic_arn, message)`` delivers to SNS."""
 
-    def __init__(self, clock: SimClock, account_id: str, region: str, publish: Callable[[str, str], str]) -> None:
+    def __init__(self, clock: SimClock, account_id: str, region: str, publish: Callable[[str, str], str],
+                 refusal: Callable[[dict, str, dict], tuple[int, dict[str, str], bytes] | None]) -> None:
+        """``refusal(environ, operation, body)``: IAM's access-denied answer to a request, or None to serve it."""
         self.clock = clock
+        self._refusal = refusal
         self.account_id = account_id
         self.region = region
         self._publish = publish
@@ -110,6 +113,12 @@ class SmsVoice:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         try:
             body = json.loads(environ["wsgi.input"].read(length) or b"{}")
+            denied = self._refusal(environ, operation, body)
+            if denied is not None:
+                status, headers, payload = denied
+                start_response(f"{status} {'Forbidden' if status == 403 else 'Bad Request'}",
+                               [*headers.items(), ("Content-Length", str(len(payload)))])
+                return [payload]
             if operation not in self._operations:
                 raise SmsError("ValidationException", f"The local emulator's End User Messaging SMS answers "
                                                       f"{', '.join(self._operations)}, not {operation}", Reason="UNKNOWN_OPERATION")
