@@ -204,7 +204,7 @@ class LocalAws:
             with clock.busy(), clock.carrying(environ.get(ticket_key)):
                 if environ.get("HTTP_X_AMZ_TARGET", "").startswith(CLOUDCONTROL_TARGET):  # a service moto lacks
                     return self.cloudcontrol.wsgi(environ, start_response)
-                if environ.get("HTTP_X_AMZ_TARGET", "").startswith(SMS_TARGET):  # another
+                if environ.get("HTTP_X_AMZ_TARGET", "").startswith(SMS_TARGET):  # End User Messaging: moto lacks it too
                     return self.sms.wsgi(environ, start_response)
                 body = list(moto_app(environ, start_response))
             if environ.get("HTTP_X_AMZ_TARGET", "").endswith(".StartExecution") and environ.get("HTTP_X_AMZN_TRACE_ID"):
@@ -243,10 +243,14 @@ class LocalAws:
         _current.iam, _current.aws = self.iam, self
         return self
 
-    def _publish(self, topic_arn: str, message: str) -> str:
-        """Publish to an SNS topic as a service does (its subscribers run); the message id."""
+    def _publish(self, topic_arn: str, message: str, source_arn: str, role_arn: str | None) -> str:
+        """Publish to an SNS topic as End User Messaging does, for ``source_arn`` (its phone number), as
+        ``role_arn`` or by the topic's policy; the message id. PermissionError: IAM refuses it."""
         from moto.sns.models import sns_backends
 
+        reason = iam_deliveries.publish_refused(topic_arn, "sms-voice.amazonaws.com", source_arn, role_arn) if self.iam else None
+        if reason is not None:
+            raise PermissionError(reason)
         region, account = topic_arn.split(":")[3:5]
         with self.clock.busy():
             return sns_backends[account][region].publish(message, arn=topic_arn)

@@ -497,3 +497,40 @@ def test_a_role_texts_only_from_a_phone_number_its_policy_allows():
             f"sms-voice:SendVoiceMessage on resource: {number_arn} because no identity-based policy allows the "
             "sms-voice:SendVoiceMessage action")
         assert [e["kind"] for e in aws.sms.phone_log if e["to"] == ANA] == ["sms", "sms"]
+
+
+def test_a_reply_reaches_the_topic_only_if_its_policy_or_the_channel_role_lets_end_user_messaging_publish():
+    """End User Messaging SMS User Guide, "Topic policies for Amazon SNS topics": the topic needs a policy
+    statement allowing the service principal sms-voice.amazonaws.com sns:Publish "if they are not provided in
+    the TwoChannelWayRole parameter"; "IAM policies for Amazon SNS topics": such a role trusts
+    sms-voice.amazonaws.com and allows sns:Publish on the topic."""
+    with LocalAws() as aws:
+        sms, sns, iam = aws.client("pinpoint-sms-voice-v2"), aws.client("sns"), aws.client("iam")
+        topic = sns.create_topic(Name="sms-replies")["TopicArn"]
+        sms.update_phone_number(PhoneNumberId=PHONE_NUMBER_ID, TwoWayEnabled=True, TwoWayChannelArn=topic)
+        # Given: a topic whose policy does not name End User Messaging
+        # When: Ana replies
+        first = aws.sms.receive(ANA, "12a")
+        # Then: not published, and why is said
+        assert first["published"] is None
+        assert first["refused"] == f"sms-voice.amazonaws.com is not authorized to perform: sns:Publish on resource: {topic}"
+        # When: the topic's policy allows the service to publish, and she replies again
+        sns.set_topic_attributes(TopicArn=topic, AttributeName="Policy", AttributeValue=json.dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "sms-voice.amazonaws.com"},
+                                                    "Action": "sns:Publish", "Resource": topic}]}))
+        # Then: published
+        assert aws.sms.receive(ANA, "12a")["published"]
+        # When: the number names a channel role instead, which does not trust the service
+        role = iam.create_role(RoleName="sms-replies", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+        iam.put_role_policy(RoleName="sms-replies", PolicyName="publish", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "sns:Publish", "Resource": topic}]}))
+        sms.update_phone_number(PhoneNumberId=PHONE_NUMBER_ID, TwoWayChannelRole=role)
+        # Then: the reply is refused, though the topic's policy would allow it: the role is used
+        assert aws.sms.receive(ANA, "12a")["refused"] == (
+            f"sms-voice.amazonaws.com is not authorized to perform: sts:AssumeRole on resource: {role}")
+        # When: the role trusts End User Messaging
+        iam.update_assume_role_policy(RoleName="sms-replies", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "sms-voice.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))
+        # Then: published
+        assert aws.sms.receive(ANA, "12a")["published"]

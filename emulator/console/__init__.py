@@ -319,8 +319,9 @@ class Console:
         return _json({"numbers": [PHONE_NUMBER]})
 
     def _reply(self, request: Request) -> Response:
-        """A person texts the account's number: POST {"from", "body"}; the text, and the SNS message id it was
-        published as to the number's two-way topic (``published``; null when the number has no two-way SMS)."""
+        """A person texts the account's number: POST {"from", "body"}; the text, the SNS message id it was
+        published as to the number's two-way topic (``published``; null when the number has no two-way SMS
+        or IAM kept it from the topic), and why IAM did (``refused``, or null)."""
         body = request.get_json(force=True, silent=True)
         if not isinstance(body, dict) or not all(isinstance(body.get(key), str) for key in ("from", "body")):
             raise ValueError('POST {"from": "+4915112345678", "body": "12a"}: the phone that texts, and what it says')
@@ -328,7 +329,7 @@ class Console:
             entry = self.aws.sms.receive(body["from"].strip(), body["body"])
         except SmsError as refused:
             raise ValueError(refused.message) from None
-        return _json({key: entry[key] for key in ("to", "from", "kind", "body", "published")}, 201)
+        return _json({key: entry[key] for key in ("to", "from", "kind", "body", "published", "refused")}, 201)
 
     def _email(self, request: Request) -> Response:
         """Every mail SES sent, one row a recipient, in the order sent: {"to", "from", "subject", "text"}."""

@@ -20,7 +20,8 @@ Messaging SMS User Guide and API Reference document it:
 - ``DescribeSpendLimits``, ``DescribeAccountAttributes`` (``ACCOUNT_TIER``: ``SANDBOXED``).
 - Replies: ``SmsVoice.receive`` (the console's reply box, ``POST /api/phone/reply``) is a text from a
   phone to the account's number, published to the number's two-way SNS topic in the documented
-  payload ("Example of a two-way SMS message payload for Amazon SNS topics").
+  payload ("Example of a two-way SMS message payload for Amazon SNS topics"), as the number's
+  ``TwoWayChannelRole`` or else by the topic's policy, which must let ``sms-voice.amazonaws.com`` publish.
 
 Where it differs: a text costs the emulator's round ``SMS_PART_USD`` per message part (AWS's price
 depends on the country and the number type); a voice message's 30-second length, voice spending,

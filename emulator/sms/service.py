@@ -66,9 +66,10 @@ def message_parts(body: str) -> int:
 
 
 class SmsVoice:
-    """The account's End User Messaging state and its API. ``publish(topic_arn, message)`` delivers to SNS."""
+    """The account's End User Messaging state and its API. ``publish(topic_arn, message, source_arn, role_arn)``
+    delivers to SNS as the service (PermissionError: IAM refuses it)."""
 
-    def __init__(self, clock: SimClock, account_id: str, region: str, publish: Callable[[str, str], str],
+    def __init__(self, clock: SimClock, account_id: str, region: str, publish: Callable[[str, str, str, str | None], str],
                  refusal: Callable[[dict, str, dict], tuple[int, dict[str, str], bytes] | None]) -> None:
         """``refusal(environ, operation, body)``: IAM's access-denied answer to a request, or None to serve it."""
         self.clock = clock
@@ -296,7 +297,8 @@ class SmsVoice:
     # -- replies ----------------------------------------------------------------------------------
     def receive(self, sender: str, body: str) -> dict:
         """A text from the phone ``sender`` to the account's number: logged, an opt-out if it says STOP, and
-        published to the number's two-way topic. Returns the log entry (``published``: the SNS message id, or None)."""
+        published to the number's two-way topic. Returns the log entry: ``published``, the SNS message id or
+        None; ``refused``, why IAM kept it from the topic, or None."""
         _check_e164("from", sender)
         if not body.strip():
             raise SmsError("ValidationException", "A text has a body", Reason="MISSING_PARAMETER")
@@ -308,8 +310,8 @@ class SmsVoice:
                              if e["to"] == sender and e["from"] == PHONE_NUMBER and e["kind"] == "sms"), None)
             inbound_id = self._log(PHONE_NUMBER, sender, "sms", body)
             entry = self.phone_log[-1]
-            entry["published"] = None
-            channel = self._number.get("TwoWayChannelArn")
+            entry["published"] = entry["refused"] = None
+            channel, role = self._number.get("TwoWayChannelArn"), self._number.get("TwoWayChannelRole")
             if not (self._number["TwoWayEnabled"] and channel and channel.startswith("arn:aws:sns:")):
                 return dict(entry)  # a number without two-way SMS: the reply reaches no one
             payload = {
@@ -320,7 +322,10 @@ class SmsVoice:
             }
             if previous is not None:
                 payload["previousPublishedMessageId"] = previous
-        entry["published"] = self._publish(channel, json.dumps(payload))
+        try:
+            entry["published"] = self._publish(channel, json.dumps(payload), self._number["PhoneNumberArn"], role)
+        except PermissionError as refused:
+            entry["refused"] = str(refused)
         return dict(entry)
 
     # -- internals --------------------------------------------------------------------------------

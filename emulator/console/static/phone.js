@@ -12,10 +12,11 @@ async function phonePage() {
   const send = async (from, text) => {
     try {
       const sent = await api("/api/phone/reply", { from, body: text });
-      outcome.className = "muted";
+      outcome.className = sent.refused ? "error" : "muted";
       outcome.textContent = sent.published
         ? `${from} texted ${sent.to}: published to the number's two-way topic as message ${sent.published}`
-        : `${from} texted ${sent.to}: the number has no two-way SMS topic, so the reply reached no one`;
+        : sent.refused ? `${from} texted ${sent.to}, but End User Messaging may not publish to the topic: ${sent.refused}`
+          : `${from} texted ${sent.to}: the number has no two-way SMS topic, so the reply reached no one`;
     } catch (failure) {
       outcome.className = "error";
       outcome.textContent = failure.message;
