@@ -44,6 +44,10 @@ from botocore.exceptions import ClientError
 from emulator.server import LocalAws
 from emulator.sms import PHONE_NUMBER, PHONE_NUMBER_ID
 
+# These tests start emulators of their own, whose patches to moto are process-wide: they run with the
+# tests on the deployment (conftest.py), not beside the handler tests on moto.
+pytestmark = pytest.mark.emulator
+
 ANA = "+4915112345678"
 BEN = "+14255550182"
 
