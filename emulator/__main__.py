@@ -26,6 +26,7 @@ from emulator.follow import duration
 from emulator.iam import SWITCH
 from emulator.server import CLOCK_PATH
 from emulator.session import APP_CONTEXT, MACHINES, SLACK_SIGNING_SECRET_NAME, Deployment, deployed
+from emulator.sms import PHONE_NUMBER, PHONE_NUMBER_ID
 from emulator.stepfunctions.mocks import MOCK_CONFIG_VARIABLE, MockConfig, MockConfigError
 
 
@@ -64,6 +65,8 @@ def _serve(args: argparse.Namespace) -> int:
                 print(line)
         print(f"Console: {console.url}")
         print(f"Slack messages as a person sees them, buttons to click: {console.url}#/slack")
+        print(f"Phone: the account's number {PHONE_NUMBER} ({PHONE_NUMBER_ID}), in the SMS and voice sandbox; "
+              f"texts, calls and a reply box: {console.url}#/phone; mail SES sent: {console.url}#/email")
         print("Scheduled rules fire on the simulated clock. Ctrl-C stops.", flush=True)
         watcher = None
         if args.watch:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,26 +28,22 @@ if str(ROOT / "lambdas" / "shared_layer" / "python") not in sys.path:
     sys.path.append(str(ROOT / "lambdas" / "shared_layer" / "python"))
 
 from patterns_common.oncall import InvalidSchedule, Schedule, local_text, parse_schedule  # noqa: E402
+from tools.items import from_typed, is_typed, one_line  # noqa: E402
 
 REFUSED = 2
 FAILED = 1
 SHOWN = timedelta(days=14)
-# DynamoDB's typed JSON: every attribute is {"<type>": value} with one of these types.
-_TYPES = {"S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"}
 
 
 def plain_item(written: Any) -> dict[str, Any]:
     """The item as the functions read it, from either form; a typed item is recognised by every attribute being typed."""
     if not isinstance(written, dict):
         raise InvalidSchedule("?", "item", "must be a JSON object, the schedule item")
-    typed = bool(written) and all(
-        isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _TYPES for value in written.values()
-    )
-    if not typed:
+    if not is_typed(written):
         return written
     try:
-        return {name: TypeDeserializer().deserialize(value) for name, value in written.items()}
-    except (TypeError, ValueError) as error:
+        return from_typed(written)
+    except ValueError as error:
         raise InvalidSchedule(str(written.get("schedule_id", {}).get("S", "?")), "item", f"is not valid typed JSON: {error}") from None
 
 
@@ -65,7 +60,7 @@ def put(path: Path, table: str) -> int:
     try:
         boto3.resource("dynamodb").Table(table).put_item(Item=item)
     except (ClientError, BotoCoreError) as error:
-        print(f"Not written: {_one_line(error, table)}", file=sys.stderr)
+        print(f"Not written: {one_line(error, table, 'OnCallTableName')}", file=sys.stderr)
         return FAILED
     print(f"Put into {table}: schedule {schedule.schedule_id} ({schedule.zone.key}), {len(schedule.layers)} layer(s), "
           f"{len(schedule.overrides)} override(s); `python -m tools.oncall show {schedule.schedule_id} --table {table}` "
@@ -77,7 +72,7 @@ def show(schedule_id: str, table: str, now: float) -> int:
     try:
         item = boto3.resource("dynamodb").Table(table).get_item(Key={"schedule_id": schedule_id}).get("Item")
     except (ClientError, BotoCoreError) as error:
-        print(f"Not read: {_one_line(error, table)}", file=sys.stderr)
+        print(f"Not read: {one_line(error, table, 'OnCallTableName')}", file=sys.stderr)
         return FAILED
     if item is None:
         print(f"{table} has no schedule {schedule_id!r}", file=sys.stderr)
@@ -100,15 +95,6 @@ def fortnight(schedule: Schedule, now: datetime) -> list[str]:
         lines.append(f"  {local_text(shift.start, schedule.zone)} to {local_text(shift.end, schedule.zone)}  {who}"
                      + ("  (override)" if by_override else ""))
     return lines
-
-
-def _one_line(error: Exception, table: str) -> str:
-    if isinstance(error, ClientError):
-        code = error.response.get("Error", {}).get("Code", "")
-        if code == "ResourceNotFoundException":
-            return f"there is no table {table!r} (the stack output OnCallTableName names it)"
-        return f"{code}: {error.response.get('Error', {}).get('Message', '')}"
-    return f"{type(error).__name__}: {error}"
 
 
 def main(argv: list[str] | None = None) -> int:

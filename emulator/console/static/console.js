@@ -1,4 +1,5 @@
-// The local console's pages: state machines, executions, one execution, alarms, on-call schedules; and the clock in the header.
+// The local console's pages: state machines, executions, one execution, alarms, on-call schedules (Slack in slack.js,
+// Phone and E-mail in phone.js); and the clock in the header.
 // Plain JavaScript over the JSON API in emulator/console/__init__.py; every page polls once a second.
 "use strict";
 
@@ -332,6 +333,8 @@ async function route() {
     else if (hash === "#/slack") await slackPage();
     else if (hash === "#/alarms") await alarmsPage();
     else if (hash === "#/oncall") await oncallPage();
+    else if (hash === "#/phone") await phonePage();
+    else if (hash === "#/email") await emailPage();
     else await machinesPage();
   } catch (failure) {
     view.replaceChildren(el("p", { class: "error" }, failure.message));
