@@ -138,17 +138,22 @@ def test_invocations_beyond_a_functions_reservation_are_throttled_with_429(aws, 
     client = aws.client("lambda")
     client.put_function_concurrency(FunctionName=name, ReservedConcurrentExecutions=1)
     event = json.dumps({"bucket": bucket, "release": "go"})
-    with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(client.invoke, FunctionName=name, Payload=event)
-        wait_for(lambda: aws.concurrency.running(name) == 1, "the first invocation to start")
-        # When: two more
-        throttles = []
-        for _ in range(2):
-            with pytest.raises(ClientError) as throttled:
-                client.invoke(FunctionName=name, Payload=event)
-            throttles.append(throttled.value.response)
-        aws.client("s3").put_object(Bucket=bucket, Key="go", Body=b"")
-        first = running.result(timeout=60)
+    # (the reservation goes after: the session's account must be able to run at a new account's
+    # quota, which holds no reservation, for tests/test_small_account_execution.py)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(client.invoke, FunctionName=name, Payload=event)
+            wait_for(lambda: aws.concurrency.running(name) == 1, "the first invocation to start")
+            # When: two more
+            throttles = []
+            for _ in range(2):
+                with pytest.raises(ClientError) as throttled:
+                    client.invoke(FunctionName=name, Payload=event)
+                throttles.append(throttled.value.response)
+            aws.client("s3").put_object(Bucket=bucket, Key="go", Body=b"")
+            first = running.result(timeout=60)
+    finally:
+        client.delete_function_concurrency(FunctionName=name)
     # Then: the first ran; the others were refused as Lambda refuses them
     assert json.loads(first["Payload"].read()) == {"released": True}
     assert [(t["ResponseMetadata"]["HTTPStatusCode"], t["Error"]["Code"], t["Reason"]) for t in throttles] == [
