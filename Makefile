@@ -15,7 +15,12 @@ export CDK_DISABLE_VERSION_CHECK := 1
 
 .PHONY: setup lambda-sandbox browser demo test bench synth lint deploy watch clean mutate
 
-setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(AWSCLI_VENV)/.installed node_modules/.installed lambda-sandbox
+# What `python -m emulator demo` runs: the project's venv (the emulator, and the app it synthesizes), the
+# cdk CLI, the Lambda sandbox. checkov (`make lint`) and the AWS CLI (the deploy page's test) it never
+# runs, so `make demo` leaves them to `make setup`.
+DEMO_NEEDS := $(VENV)/.installed node_modules/.installed lambda-sandbox
+
+setup: $(DEMO_NEEDS) $(CHECKOV_VENV)/.installed $(AWSCLI_VENV)/.installed
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-powertools-layer.txt
 	test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -41,7 +46,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-demo: setup
+demo: $(DEMO_NEEDS)
 	$(PYTHON) -m emulator demo
 
 # The console's browser tests drive Debian's headless Chromium and its driver. Installed here where

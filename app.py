@@ -3,10 +3,14 @@
 
 import os
 
-from aws_cdk import App, Environment
+from stacks import jsii_console
 
-from stacks.composition import add_stacks
-from stacks.config import AppConfig
+jsii_console.install()  # before aws_cdk starts Node: its warnings as text, not b'...'
+
+from aws_cdk import App, Environment  # noqa: E402
+
+from stacks.composition import add_stacks  # noqa: E402
+from stacks.config import AppConfig  # noqa: E402
 
 app = App()
 config = AppConfig.from_context(app.node.try_get_context)

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from bench.measure import observe
 from emulator.session import Deployment
+from emulator.slack import TEAM
 
 ROUNDS = 3
 INTERVAL_SECONDS = 60
@@ -65,7 +66,7 @@ def schedule_resolution_cost(deployment: Deployment) -> dict:
 
 def _slash_command_ms(deployment: Deployment) -> float:
     """Wall milliseconds of one signed /oncall (a list of every schedule) through the function URL."""
-    body = urlencode({"command": "/oncall", "text": "", "user_id": "U0BENCH01", "team_id": "T0001"})
+    body = urlencode({"command": "/oncall", "text": "", "user_id": "U0BENCH01", "team_id": TEAM["id"]})
     stamp = str(int(deployment.aws.clock.now()))
     request = urllib.request.Request(
         deployment.output("AlertNotificationStack", "AlertActionsUrl"), data=body.encode(), method="POST",

@@ -141,7 +141,8 @@ CLICK_NOTES = [
     "the emulator receives them during that time. Besides these, the endpoint makes one asynchronous Lambda Invoke "
     "(the hand-off of the follow-up and the message update, which Lambda accepts at once; the emulator's counter "
     "sees JSON-protocol calls only). Cold: the first request of a new execution environment, whose start reads the "
-    "endpoint's secrets side by side (a start-up, not a request, on Lambda: the figure includes it).",
+    "link key (a start-up, not a request, on Lambda: the figure includes it) and whose first Slack request reads the "
+    "Slack signing secret.",
 ]
 
 

@@ -26,6 +26,7 @@ from emulator.follow import duration
 from emulator.iam import SWITCH
 from emulator.server import CLOCK_PATH
 from emulator.session import APP_CONTEXT, MACHINES, SLACK_SIGNING_SECRET_NAME, Deployment, deployed
+from emulator.sms import PHONE_NUMBER, PHONE_NUMBER_ID
 from emulator.stepfunctions.mocks import MOCK_CONFIG_VARIABLE, MockConfig, MockConfigError
 
 
@@ -51,6 +52,8 @@ def _serve(args: argparse.Namespace) -> int:
         if deployment.slack.interactive:
             print(f"Slack app interactivity: request URL {deployment.slack.request_url}, "
                   f"signing secret in Secrets Manager {SLACK_SIGNING_SECRET_NAME}")
+        for command, url in deployment.slack.slash_commands.items():
+            print(f"Slack app slash command {command}: URL {url} (send one from the console's Slack page)")
         print("IAM: enforced for handlers and executions (each acts as its role; the keys above are the account's "
               "administrator's)" if deployment.aws.iam is not None else "IAM: not enforced (--no-iam or EMULATOR_IAM=off)")
         print("Stack outputs:")
@@ -62,6 +65,8 @@ def _serve(args: argparse.Namespace) -> int:
                 print(line)
         print(f"Console: {console.url}")
         print(f"Slack messages as a person sees them, buttons to click: {console.url}#/slack")
+        print(f"Phone: the account's number {PHONE_NUMBER} ({PHONE_NUMBER_ID}), in the SMS and voice sandbox; "
+              f"texts, calls and a reply box: {console.url}#/phone; mail SES sent: {console.url}#/email")
         print("Scheduled rules fire on the simulated clock. Ctrl-C stops.", flush=True)
         watcher = None
         if args.watch:
@@ -173,6 +178,9 @@ def clock_lines(status: dict) -> list[str]:
         lines.append(f"  next wake-up in {duration(status['next_wakeup'] - now)} ({status['waiting']} waiting)")
     for schedule in status["schedules"]:
         lines.append(f"  next firing of {schedule['rule']} in {duration(max(0.0, schedule['at'] - now))} ({_when(schedule['at'])})")
+    for schedule in status.get("scheduler", []):
+        lines.append(f"  schedule {schedule['group']}/{schedule['name']} {schedule['expression']} ({schedule['time_zone']}): "
+                     f"next firing in {duration(max(0.0, schedule['next'] - now))} ({_when(schedule['next'])})")
     return lines
 
 

@@ -36,6 +36,8 @@ from emulator.iam import enforced_by_default as iam_enforced_by_default
 from emulator.iam import enforcement as iam_enforcement
 from emulator.iam.enforcement import Iam
 from emulator.scheduler import Scheduler
+from emulator.sms import TARGET_PREFIX as SMS_TARGET
+from emulator.sms import SmsVoice
 from emulator.stepfunctions.mocks import MockConfig
 
 ACCOUNT_ID = "123456789012"
@@ -59,6 +61,10 @@ class _Current:
     mock_config: MockConfig | None = None
     iam: Iam | None = None
     concurrency: Concurrency | None = None
+    aws: "LocalAws | None" = None
+
+    def email_sandbox(self) -> bool:
+        return self.aws is None or self.aws.email_sandbox
 
     def account_concurrency(self) -> int:
         return self.concurrency.quota if self.concurrency is not None else DEFAULT_ACCOUNT_CONCURRENCY
@@ -129,7 +135,7 @@ def _install_patches_once() -> SimClock:
                 clock, lambda_runtime=_current, on_status_change=_current.status_changed,
                 on_alarm_change=_current.alarm_changed, mock_config=lambda: _current.mock_config,
                 account_concurrency=_current.account_concurrency,
-                iam=lambda: _current.iam,
+                iam=lambda: _current.iam, email_sandbox=_current.email_sandbox,
             )
             _clock = clock
         return _clock
@@ -158,6 +164,9 @@ class LocalAws:
         self.scheduler: Scheduler
         self.cloudcontrol: CloudControl
         self.function_urls: FunctionUrls
+        self.sms: SmsVoice
+        # SES's sandbox, on as for a new account: mail goes to verified addresses only (emulator/ses).
+        self.email_sandbox = True
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -200,6 +209,8 @@ class LocalAws:
             with clock.busy(), clock.carrying(environ.get(ticket_key)):
                 if environ.get("HTTP_X_AMZ_TARGET", "").startswith(CLOUDCONTROL_TARGET):  # a service moto lacks
                     return self.cloudcontrol.wsgi(environ, start_response)
+                if environ.get("HTTP_X_AMZ_TARGET", "").startswith(SMS_TARGET):  # End User Messaging: moto lacks it too
+                    return self.sms.wsgi(environ, start_response)
                 body = list(moto_app(environ, start_response))
             if environ.get("HTTP_X_AMZ_TARGET", "").endswith(".StartExecution") and environ.get("HTTP_X_AMZN_TRACE_ID"):
                 self.router.traced_start(environ["HTTP_X_AMZN_TRACE_ID"], b"".join(body))
@@ -209,6 +220,8 @@ class LocalAws:
         port = self._server.server_address[1]
         self.endpoint_url = f"http://127.0.0.1:{port}"
         self.cloudcontrol = CloudControl(self.client, REGION, self.clock.now)
+        self.sms = SmsVoice(self.clock, ACCOUNT_ID, REGION, self._publish, lambda environ, operation, body: iam_enforcement.refusal(
+            self.iam, environ, "sms-voice", operation, body, REGION, ACCOUNT_ID))
         # moto's Step Functions engine calls services through this port.
         os.environ["MOTO_PORT"] = str(port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
@@ -232,8 +245,20 @@ class LocalAws:
         custom_resources.requests.invoke = lambda fn, payload: self.runtime.invoke(fn, payload, True)
         _current.function_urls, _current.cloudwatch = self.function_urls, self.cloudwatch
         _current.mock_config, _current.concurrency = self.mock_config, self.concurrency
-        _current.iam = self.iam
+        _current.iam, _current.aws = self.iam, self
         return self
+
+    def _publish(self, topic_arn: str, message: str, source_arn: str, role_arn: str | None) -> str:
+        """Publish to an SNS topic as End User Messaging does, for ``source_arn`` (its phone number), as
+        ``role_arn`` or by the topic's policy; the message id. PermissionError: IAM refuses it."""
+        from moto.sns.models import sns_backends
+
+        reason = iam_deliveries.publish_refused(topic_arn, "sms-voice.amazonaws.com", source_arn, role_arn) if self.iam else None
+        if reason is not None:
+            raise PermissionError(reason)
+        region, account = topic_arn.split(":")[3:5]
+        with self.clock.busy():
+            return sns_backends[account][region].publish(message, arn=topic_arn)
 
     def _function_credentials(self, fn: Any) -> dict[str, str]:
         """What a function's handler calls with: its role's session, named after the function, as
@@ -269,7 +294,7 @@ class LocalAws:
         self.faults.clear()
         self.abort_running_executions()
         _current.runtime, _current.router, _current.function_urls, _current.cloudwatch = None, None, None, None
-        _current.mock_config, _current.concurrency, _current.iam = None, None, None
+        _current.mock_config, _current.concurrency, _current.iam, _current.aws = None, None, None, None
         if hasattr(self, "function_urls"):
             self.function_urls.close_all()
         if self._server is not None:
@@ -319,6 +344,8 @@ class LocalAws:
             "next_wakeup": wakeups[0] if wakeups else None,
             "waiting": len(wakeups),
             "schedules": [{"rule": rule, "at": at} for rule, at in self.router.next_firings()],
+            # EventBridge Scheduler's: every enabled schedule with a firing to come, fired on the clock or not
+            "scheduler": self.scheduler.armed(),
         }
 
     def control_clock(self, action: str, body: dict) -> dict:

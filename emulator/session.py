@@ -17,7 +17,7 @@ from emulator import samples
 from emulator.deploy import ROOT, deploy_app
 from emulator.follow import ExecutionResult, run
 from emulator.server import LocalAws
-from emulator.slack import SlackStandIn
+from emulator.slack import TEAM, SlackStandIn
 from emulator.stepfunctions.mocks import MockConfig
 
 # The secret the alert stack reads the webhook URL from: cdk.json's context names it (one place).
@@ -26,8 +26,12 @@ SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slac
 # Where the deployer keeps the Slack app's signing secret, and the context key that tells the app its name.
 SLACK_SIGNING_SECRET_NAME = "step-functions-patterns/slack-signing-secret"
 SLACK_SIGNING_SECRET_CONTEXT = "slackSigningSecretName"
-# The context the app is deployed with here; `cdk watch` on it synthesizes with the same.
-APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME}
+# The context the app is deployed with here; `cdk watch` on it synthesizes with the same. /oncall is
+# taken from the stand-in's workspace, as a deployer names theirs.
+APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"]}
+# The Slack app's manifest (docs/deploying.md, step 3), and where it holds the endpoint's URL.
+SLACK_APP_MANIFEST = ROOT / "slack" / "app-manifest.json"
+REQUEST_URL_PLACEHOLDER = "<AlertActionsUrl>"
 
 # Machines by the name users type (`python -m emulator run NAME`): (stack, output key).
 MACHINES: dict[str, tuple[str, str]] = {
@@ -120,8 +124,8 @@ def deployed(
 
     As a deployer with a Slack app would: the webhook URL and the app's signing secret are in
     Secrets Manager before the app is deployed, the app is told the signing secret's name, and the
-    app's Interactivity request URL is then set to the stack output ``AlertActionsUrl`` (if the app
-    has that endpoint). With ``progress``, says what it is doing and each stack as CloudFormation
+    Slack app is then created from slack/app-manifest.json with its Request URLs filled in with the
+    stack output ``AlertActionsUrl`` (if the app has that endpoint). With ``progress``, says what it is doing and each stack as CloudFormation
     completes it; with ``mock_config``, executions can run its test cases (Deployment.use_mock_config);
     ``account_concurrency`` is the account's Lambda concurrency quota (LocalAws).
     ``enforce_iam`` False leaves IAM unchecked (None: as ``EMULATOR_IAM`` says, on by default);
@@ -148,10 +152,15 @@ def deployed(
             print(f"Deployed in {aws.deploy_seconds:.1f} s at {aws.endpoint_url}", file=progress, flush=True)
         request_url = outputs.get("AlertNotificationStack", {}).get("AlertActionsUrl")
         if request_url:
-            slack.set_up_interactivity(request_url, signing_secret)
+            slack.install(slack_app_manifest(request_url), signing_secret)
         deployment = Deployment(aws=aws, slack=slack, outputs=outputs)
         deployment.use_mock_config(mock_config)
         yield deployment
+
+
+def slack_app_manifest(request_url: str) -> dict:
+    """slack/app-manifest.json with its Request URLs filled in, as docs/deploying.md's `sed` fills them."""
+    return json.loads(SLACK_APP_MANIFEST.read_text().replace(REQUEST_URL_PLACEHOLDER, request_url))
 
 
 @contextlib.contextmanager

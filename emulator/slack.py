@@ -1,6 +1,6 @@
 """A stand-in for Slack as an app meets it: a real HTTP server on 127.0.0.1 that records and scripts answers.
 
-An incoming webhook, and the interactivity of the app behind it:
+An incoming webhook, and the Slack app behind it (its interactivity and slash commands):
 
     with SlackStandIn() as slack:
         slack.fail_next(2, status=500)          # the next two POSTs get 500, then 200 "ok" again
@@ -13,15 +13,21 @@ An incoming webhook, and the interactivity of the app behind it:
         ... POST to slack.url ...
         slack.posts                             # every POST, in arrival order, with what it was answered
 
-        slack.set_up_interactivity(request_url, signing_secret)
+        slack.install(manifest, signing_secret) # the Slack app as its manifest (slack/app-manifest.json) declares it
         slack.click(seq, block=1, element=0)    # what a person's click on a button sends the app
         slack.shown(seq)                        # the message as shown now (after response_url updates)
+        slack.slash_command("/oncall", "cover primary", user="U0123ABCD")   # what a person typing it sends the app
 
-Interactivity follows Slack's documented behaviour: a click on a button sends the app's request
-URL a signed ``block_actions`` payload (https://api.slack.com/interactivity/handling,
+The app plays only what its manifest declares (https://api.slack.com/reference/manifests):
+interactivity (``settings.interactivity``, ``is_enabled`` and ``request_url``) and slash commands
+(``features.slash_commands``, each ``command`` and its ``url``). A click on a button sends the
+request URL a signed ``block_actions`` payload (https://api.slack.com/interactivity/handling,
 https://api.slack.com/docs/verifying-requests-from-slack); a POST to the payload's ``response_url``
-replaces or deletes the message, or posts a new one. Standard library only, and no imports from the
-rest of this package, so it works both as ``emulator.slack`` and as a plain module.
+replaces or deletes the message, or posts a new one. A declared slash command sends its URL the
+signed form Slack sends (https://api.slack.com/interactivity/slash-commands); one the manifest lacks
+reaches no app, and the person is told "/foo is not a valid command" as Slack tells them.
+Standard library only, and no imports from the rest of this package, so it works both as
+``emulator.slack`` and as a plain module.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from urllib.parse import urlencode
 
 WEBHOOK_PATH = "/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"
 RESPONSE_URL_PATH = "/actions/T00000000/"
+COMMAND_RESPONSE_URL_PATH = "/commands/T00000000/"
 TEAM = {"id": "T00000000", "domain": "local"}
 CHANNEL = {"id": "C00000000", "name": "alerts"}
 APP_ID = "A00000000"
@@ -81,6 +88,24 @@ class Interaction:
 
 
 @dataclass(frozen=True)
+class CommandRequest:
+    """One slash command as a person typed it, and what became of it."""
+
+    command: str
+    text: str
+    user: str
+    fields: dict[str, str] | None  # the form sent to the app; None when the command reached no app
+    request_body: str | None  # the raw form body that was signed
+    headers: dict[str, str]
+    status: int | None  # the app's HTTP status, None when no app was reached
+    answer: str  # the app's answer, or what Slack told the person instead
+
+
+class ManifestRefused(ValueError):
+    """A manifest Slack would not create an app from (the part at fault, and why)."""
+
+
+@dataclass(frozen=True)
 class _Answer:
     status: int = 200
     retry_after: int | None = None
@@ -89,7 +114,7 @@ class _Answer:
 
 @dataclass
 class _ResponseUrl:
-    seq: int
+    seq: int | None  # the message clicked; None for a slash command's (no message to replace)
     issued_at: float
     uses: int = 0
 
@@ -119,7 +144,9 @@ class SlackStandIn:
         self._shown: dict[int, Any] = {}  # seq -> the message shown now, when changed (None: deleted)
         self._response_urls: dict[str, _ResponseUrl] = {}
         self._interactions: list[Interaction] = []
-        self.request_url: str | None = None
+        self._commands_sent: list[CommandRequest] = []
+        self.request_url: str | None = None  # interactivity's, when the manifest turns it on
+        self._slash_commands: dict[str, str] = {}  # command -> its URL, as the manifest declares them
         self._signing_secret: str | None = None
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -210,7 +237,7 @@ class SlackStandIn:
 
     def reset(self) -> None:
         """Forget what was received and every scripted answer, back to the pace it was made with (a full
-        burst); interactivity stays set up."""
+        burst); the installed app stays."""
         with self._lock:
             self._posts.clear()
             self._script.clear()
@@ -220,6 +247,7 @@ class SlackStandIn:
             self._shown.clear()
             self._response_urls.clear()
             self._interactions.clear()
+            self._commands_sent.clear()
 
     # -- what was received ---------------------------------------------------------------------
     @property
@@ -237,6 +265,12 @@ class SlackStandIn:
         with self._lock:
             return list(self._interactions)
 
+    @property
+    def commands(self) -> list[CommandRequest]:
+        """Every slash command typed, in order, those that reached no app included."""
+        with self._lock:
+            return list(self._commands_sent)
+
     def shown(self, seq: int) -> Any:
         """The message ``seq`` as the channel shows it now: its body, as updated; None once deleted."""
         with self._lock:
@@ -245,14 +279,41 @@ class SlackStandIn:
             post = next((p for p in self._posts if p.seq == seq), None)
             return post.body if post is not None else None
 
-    # -- interactivity -------------------------------------------------------------------------
-    def set_up_interactivity(self, request_url: str, signing_secret: str) -> None:
-        """As a Slack app with Interactivity on: clicks are sent to ``request_url``, signed with the secret."""
-        self.request_url, self._signing_secret = request_url, signing_secret
+    # -- the app, as its manifest declares it ------------------------------------------------------
+    def install(self, manifest: dict, signing_secret: str) -> None:
+        """The Slack app created from ``manifest`` (its URLs filled in) and installed, with its signing secret.
+
+        Plays what the manifest declares and nothing else: clicks reach ``settings.interactivity``'s
+        ``request_url`` only if ``is_enabled``; each of ``features.slash_commands`` reaches its ``url``.
+        Refused (ManifestRefused): what Slack refuses, a slash command without the ``commands`` bot scope;
+        and what could reach no app, a URL that is not http(s) (a placeholder left unfilled), a command
+        not starting with "/"."""
+        interactivity = (manifest.get("settings") or {}).get("interactivity") or {}
+        request_url = None
+        if interactivity.get("is_enabled"):
+            request_url = _checked_url(interactivity.get("request_url"), "settings.interactivity.request_url")
+        commands = {}
+        declared = (manifest.get("features") or {}).get("slash_commands") or []
+        for n, entry in enumerate(declared):
+            command = entry.get("command")
+            if not isinstance(command, str) or not re.fullmatch(r"/[^\s/]+", command):
+                raise ManifestRefused(f"features.slash_commands[{n}].command: {command!r} is not a slash command")
+            commands[command] = _checked_url(entry.get("url"), f"features.slash_commands[{n}].url")
+        if commands and "commands" not in ((manifest.get("oauth_config") or {}).get("scopes") or {}).get("bot", []):
+            # Slack's manifest validation (apps.manifest.validate): "Slash Commands requires `commands` bot scope".
+            raise ManifestRefused("oauth_config.scopes.bot: slash commands require the `commands` bot scope")
+        with self._lock:
+            self.request_url, self._slash_commands, self._signing_secret = request_url, commands, signing_secret
 
     @property
     def interactive(self) -> bool:
         return self.request_url is not None
+
+    @property
+    def slash_commands(self) -> dict[str, str]:
+        """The slash commands the installed app declares, each with its URL."""
+        with self._lock:
+            return dict(self._slash_commands)
 
     def sign(self, timestamp: str, body: str) -> str:
         """``X-Slack-Signature`` for a request: v0= and the hex HMAC-SHA256 of ``v0:timestamp:body``."""
@@ -278,6 +339,59 @@ class SlackStandIn:
         if self.request_url is not None:
             result["interaction"] = self._send_block_actions(seq, message, block, element, user)
         return result
+
+    def slash_command(self, command: str, text: str = "", *, user: str = DEFAULT_CLICKER) -> dict:
+        """A person types ``command text`` in the channel: Slack sends the command's URL the signed form it
+        sends (https://api.slack.com/interactivity/slash-commands#app_command_handling), stamped with
+        ``self.now``, and shows the person the answer. A command no installed app declares reaches no app:
+        Slack tells the person it is not a valid command. Returns ``sent``, the app's ``status`` and the
+        ``answer`` (the app's body, or Slack's words)."""
+        with self._lock:
+            url = self._slash_commands.get(command)
+        if url is None:
+            answer = f"{command} is not a valid command"
+            with self._lock:
+                self._commands_sent.append(CommandRequest(command, text, user, None, None, {}, None, answer))
+            return {"sent": False, "status": None, "answer": answer}
+        now = self.now()
+        token = secrets.token_hex(12)
+        with self._lock:
+            self._response_urls[token] = _ResponseUrl(None, now)
+        fields = {
+            "token": "stand-in-verification-token",  # Slack's deprecated verification token
+            "team_id": TEAM["id"], "team_domain": TEAM["domain"],
+            "channel_id": CHANNEL["id"], "channel_name": CHANNEL["name"],
+            "user_id": user, "user_name": user.lower(),
+            "command": command, "text": text,
+            "api_app_id": APP_ID, "is_enterprise_install": "false",
+            "response_url": f"{self.base_url}{COMMAND_RESPONSE_URL_PATH}{token}",
+            "trigger_id": f"{int(now)}.{secrets.token_hex(16)}",
+        }
+        body = urlencode(fields)
+        status, answer, headers = self._post_signed(url, body, now)
+        with self._lock:
+            self._commands_sent.append(CommandRequest(command, text, user, fields, body, headers, status, answer))
+        return {"sent": True, "status": status, "answer": answer}
+
+    def _post_signed(self, url: str, body: str, now: float) -> tuple[int | None, str, dict[str, str]]:
+        """POST a form to the app signed as Slack signs: its status (None if unreachable), its answer, the headers."""
+        timestamp = str(int(now))
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": timestamp,
+            "X-Slack-Signature": self.sign(timestamp, body),
+            "User-Agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
+        }
+        request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
+        status: int | None
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - a loopback URL
+                status, answer = response.status, response.read().decode(errors="replace")
+        except urllib.error.HTTPError as error:
+            status, answer = error.code, error.read().decode(errors="replace")
+        except OSError as error:
+            status, answer = None, f"could not reach {url}: {error}"
+        return status, answer, headers
 
     def _send_block_actions(self, seq: int, message: dict, block: int, element: int, user: str | None) -> dict:
         now = self.now()
@@ -314,22 +428,7 @@ class SlackStandIn:
             "actions": [action],
         }
         body = urlencode({"payload": json.dumps(payload)})
-        timestamp = str(int(now))
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": timestamp,
-            "X-Slack-Signature": self.sign(timestamp, body),
-            "User-Agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
-        }
-        request = urllib.request.Request(self.request_url or "", data=body.encode(), headers=headers, method="POST")
-        status: int | None
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - a loopback URL
-                status, answer = response.status, response.read().decode(errors="replace")
-        except urllib.error.HTTPError as error:
-            status, answer = error.code, error.read().decode(errors="replace")
-        except OSError as error:
-            status, answer = None, f"could not reach {self.request_url}: {error}"
+        status, answer, headers = self._post_signed(self.request_url or "", body, now)
         with self._lock:
             self._interactions.append(Interaction(seq, payload, body, headers, status, answer))
         return {"status": status, "answer": answer}
@@ -342,7 +441,9 @@ class SlackStandIn:
         except ValueError:
             body = None
         if request.path.startswith(RESPONSE_URL_PATH):
-            return self._respond(request, request.path[len(RESPONSE_URL_PATH):], body)
+            return self._respond(request, request.path[len(RESPONSE_URL_PATH):].partition("/")[2], body)
+        if request.path.startswith(COMMAND_RESPONSE_URL_PATH):
+            return self._respond(request, request.path[len(COMMAND_RESPONSE_URL_PATH):], body)
         with self._lock:
             text = body.get("text") if isinstance(body, dict) else None
             answer = self._answer_for(text if isinstance(text, str) else raw.decode(errors="replace"))
@@ -376,9 +477,9 @@ class SlackStandIn:
             return _Answer()
         return _Answer(429, retry_after=max(1, math.ceil((1 - bucket.tokens) / bucket.per_second)))
 
-    def _respond(self, request: BaseHTTPRequestHandler, rest: str, body: Any) -> None:
-        """A POST to a response_url: replace or delete the message, or post a new one."""
-        _, _, token = rest.partition("/")
+    def _respond(self, request: BaseHTTPRequestHandler, token: str, body: Any) -> None:
+        """A POST to a response_url: replace or delete the message clicked, or post a new one (always, for
+        a slash command's: it has no message to replace)."""
         with self._lock:
             issued = self._response_urls.get(token)
             expired = issued is None or issued.uses >= RESPONSE_URL_USES or self.now() - issued.issued_at > RESPONSE_URL_SECONDS
@@ -387,9 +488,9 @@ class SlackStandIn:
             else:
                 issued.uses += 1
                 status = 200
-                if body.get("delete_original"):
+                if issued.seq is not None and body.get("delete_original"):
                     self._shown[issued.seq] = None
-                elif body.get("replace_original"):
+                elif issued.seq is not None and body.get("replace_original"):
                     self._shown[issued.seq] = {k: v for k, v in body.items() if k not in ("replace_original", "response_type")}
                 else:
                     self._posts.append(RecordedPost(next(self._seq), request.path, dict(request.headers.items()), body,
@@ -398,6 +499,12 @@ class SlackStandIn:
             _reply(request, 200, b'{"ok":true}', content_type="application/json")
         else:
             _reply(request, status, b"expired_url" if status == 404 else b"invalid_payload")
+
+
+def _checked_url(url: Any, where: str) -> str:
+    if not isinstance(url, str) or not re.fullmatch(r"https?://[^\s<>]+", url):
+        raise ManifestRefused(f"{where}: {url!r} is not an http(s) URL (a placeholder left unfilled?)")
+    return url
 
 
 def _with_ids(seq: int, blocks: list) -> list:

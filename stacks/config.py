@@ -17,6 +17,8 @@ VALID_STATUSES = {"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PEN
 # and log group names more, so the stack name's characters are the ones all accept. Short, because
 # CloudFormation cuts the stack name to fit the names it generates (64 characters for functions and
 # roles, 63 for buckets), and a stage cut off there no longer tells two copies apart.
+# A Slack workspace's ID as Slack shows it (the team_id of its requests): T and capitals or digits.
+SLACK_TEAM_ID = re.compile(r"T[A-Z0-9]{2,}")
 STAGE = re.compile(r"[A-Za-z](?:[-A-Za-z0-9]{0,18}[A-Za-z0-9])?")
 
 
@@ -28,6 +30,9 @@ class AppConfig:
     alert_email: str | None = None
     # The Slack app whose button clicks the alert action endpoint accepts; None: the links alone work.
     slack_signing_secret_name: str | None = None
+    # The Slack workspace whose /oncall requests the endpoint takes; None: /oncall is refused to every
+    # workspace (a Slack app may be installed in several, and its signature is the same in each).
+    slack_team_id: str | None = None
     # A copy of the app (`-c stage=staging`): prefixes every stack name, and so every export and name
     # derived from one. None: the stack names without a prefix.
     stage: str | None = None
@@ -51,6 +56,11 @@ class AppConfig:
                 "a hyphen (it prefixes the stack names, and CloudFormation stack names allow only these); "
                 f"got {self.stage!r}"
             )
+        if self.slack_team_id is not None and not SLACK_TEAM_ID.fullmatch(self.slack_team_id):
+            raise ValueError(
+                "slackTeamId must be a Slack workspace ID, T followed by capital letters and digits (the "
+                f"team_id Slack sends; Slack shows it in the workspace's URL app.slack.com/client/T...); got {self.slack_team_id!r}"
+            )
         reserved = self.action_endpoint_reserved_concurrency
         if reserved is not None and (isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 1):
             raise ValueError(
@@ -72,6 +82,7 @@ class AppConfig:
             "alert_schedule": get("alertSchedule"),
             "alert_email": get("alertEmail") or None,
             "slack_signing_secret_name": get("slackSigningSecretName") or None,
+            "slack_team_id": _text(get("slackTeamId")),
             "monitored_statuses": tuple(statuses),
             "stage": _text(get("stage")),
             "action_endpoint_reserved_concurrency": _whole_number(get("actionEndpointReservedConcurrency")),

@@ -101,15 +101,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Tests marked emulator that start emulators of their own (no deployment): the emulator's patches are
+    # process-wide, so they run in an emulator process, before its deployment starts, in the first shard.
+    own = [item for item in items if item.get_closest_marker("emulator") and "deployment" not in getattr(item, "fixturenames", ())]
     emulator_items = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
     for item in emulator_items:
         item.add_marker(pytest.mark.emulator)
     shard = config.getoption("--emulator-shard")
     if shard:
-        kept = set(_files_of_shard(emulator_items, *map(int, shard.split("/"))))
-        config.hook.pytest_deselected(items=[item for item in emulator_items if item.path not in kept])
+        index, count = map(int, shard.split("/"))
+        kept = set(_files_of_shard(emulator_items, index, count))
+        config.hook.pytest_deselected(items=[item for item in emulator_items if item.path not in kept] + (own if index else []))
         emulator_items = [item for item in emulator_items if item.path in kept]
-    items[:] = [item for item in items if "deployment" not in getattr(item, "fixturenames", ())] + emulator_items
+    rest = [item for item in items if item not in own and "deployment" not in getattr(item, "fixturenames", ())]
+    items[:] = rest + (own if not shard or index == 0 else []) + emulator_items
 
 
 def _files_of_shard(items: list[pytest.Item], index: int, count: int) -> list[Path]:

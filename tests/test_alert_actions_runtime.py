@@ -111,6 +111,14 @@ def slack_request(payload: dict, *, secret: str = SIGNING_SECRET_VALUE, timestam
     )
 
 
+def signed_form(fields: dict, *, secret: str = SIGNING_SECRET_VALUE) -> dict:
+    """A form POST signed as Slack signs its requests, such as a slash command's."""
+    body, stamp = urlencode(fields), str(int(time.time()))
+    signature = "v0=" + hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return url_event("POST", body=body, headers={"content-type": "application/x-www-form-urlencoded",
+                                                 "x-slack-request-timestamp": stamp, "x-slack-signature": signature})
+
+
 def block_actions(link: str, user_id: str = "U0123ABCD") -> dict:
     """The documented block_actions payload of a click on a link button
     (https://api.slack.com/reference/interaction-payloads/block-actions)."""
@@ -937,6 +945,39 @@ def test_without_a_signing_secret_slack_requests_are_refused_and_links_still_wor
     # Then
     assert refused["statusCode"] == 403 and item(aws) == before
     assert call(endpoint, confirm(tok))["statusCode"] == 200 and item(aws)["status"] == "acknowledged"
+
+
+def test_while_the_slack_signing_secret_is_missing_every_signed_link_works_and_slack_is_refused_saying_so(aws, slack, monkeypatch):
+    # Given: the app is told a signing secret's name Secrets Manager does not hold (not stored yet, or
+    # renamed), and an execution environment starts so (the handler loaded afresh, as a cold start loads it)
+    name = f"renamed/slack-signing-{time.time_ns()}"
+    monkeypatch.setenv("SLACK_SIGNING_SECRET_NAME", name)
+    parameters.clear_caches()
+    endpoint = load_lambda_module("alert_actions", "handler")
+    endpoint.lambda_client = AsynchronousInvokes(load_lambda_module("alert_followup", "handler"))
+    before = put_alert(aws)
+    tok = token()
+    # When/Then: the link opens (GET) and changes nothing
+    assert shows(endpoint, tok) == 200 and item(aws) == before
+    # When/Then: a Slack click and /oncall are refused with 503, saying why, and change nothing
+    click = slack_request(block_actions(links.action_url(BASE_URL, tok)))
+    oncall = signed_form({"command": "/oncall", "text": "", "user_id": "U0123ABCD"})
+    for request in (click, oncall):
+        assert shown(call(endpoint, request)) == _refused(
+            503, "Slack requests cannot be checked now", "The Slack app&#x27;s signing secret cannot be read; try again later.")
+    assert item(aws) == before and slack.posts == []
+    # When/Then: the link's button (POST) acts
+    assert call(endpoint, confirm(tok))["statusCode"] == 200 and item(aws)["status"] == "acknowledged"
+    # When: the secret is stored under that name; Then the same environment's next Slack request reads it:
+    # checked and answered (already acknowledged: 200, nothing changed)
+    secrets = boto3.client("secretsmanager")
+    secrets.create_secret(Name=name, SecretString=SIGNING_SECRET_VALUE)
+    try:
+        acknowledged = item(aws)
+        assert call(endpoint, slack_request(block_actions(links.action_url(BASE_URL, tok))))["statusCode"] == 200
+        assert item(aws) == acknowledged
+    finally:
+        secrets.delete_secret(SecretId=name, ForceDeleteWithoutRecovery=True)
 
 
 def test_a_slack_click_on_an_acknowledged_alert_is_answered_200_and_changes_nothing(endpoint, aws, slack, with_slack_app):

@@ -64,11 +64,10 @@ def pass_the_slots_taken(deployment) -> None:
     """Move the simulated clock past the slots earlier tests' posts took on the webhook's shared pace
     (docs/alert-notification.md), so that a test counting states starts on a quiet webhook: a post
     whose slot has not come waits for it in the machine, 2 more transitions."""
-    from tests.lambda_loader import load_lambda_module
+    from patterns_common.slack_pace import pace_key
 
-    pace = load_lambda_module("alert_notifier", "slack_pace")
     table = deployment.stack_resource(STACK, "AWS::DynamoDB::Table", "IdempotencyTable")
-    key = {"id": {"S": pace.pace_key(deployment.slack.url)["id"]}}
+    key = {"id": {"S": pace_key(deployment.slack.url)["id"]}}
     item = deployment.client("dynamodb").get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
     if item is not None:
         deployment.aws.clock.advance(max(0.0, float(item["tat"]["N"]) - deployment.aws.clock.now()))

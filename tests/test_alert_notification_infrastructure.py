@@ -279,7 +279,9 @@ def test_notifier_waits_for_slack_less_than_its_task_timeout(template):
 
 
 def test_an_eventbridge_rule_runs_the_dispatcher_on_the_default_schedule(template):
-    template.resource_count_is("AWS::Scheduler::Schedule", 0)
+    # The one Scheduler schedule the stack creates re-arms the handoff notices; the dispatcher's is a rule
+    [rearm] = template.find_resources("AWS::Scheduler::Schedule").values()
+    assert rearm["Properties"]["Target"]["Arn"] == {"Fn::GetAtt": [function_id(template, "HandoffNotice"), "Arn"]}
     template.has_resource_properties(
         "AWS::Events::Rule",
         {
@@ -407,6 +409,8 @@ def test_the_action_endpoint_reads_its_key_updates_only_alert_items_and_hands_th
     assert variables["SIGNING_KEY_SECRET_ARN"] == {"Ref": secret}
     assert variables["FOLLOW_UP_FUNCTION_NAME"] == {"Ref": follow_up}
     assert "SLACK_SIGNING_SECRET_NAME" not in variables and "SLACK_WEBHOOK_SECRET_NAME" not in variables
+    # cdk.json names no workspace: /oncall is refused to every one (docs/on-call-schedules.md)
+    assert "SLACK_TEAM_ID" not in variables
 
 
 def test_the_follow_up_reads_only_the_webhook_and_is_not_retried(template):
@@ -428,6 +432,12 @@ def test_a_configured_slack_signing_secret_is_referenced_by_name_and_readable_by
     assert ":secret:team-x/slack-signing-??????" in granted
     # Still only the generated key is created: the signing secret belongs to whoever set up the Slack app
     custom.resource_count_is("AWS::SecretsManager::Secret", 1)
+
+
+def test_the_workspace_slack_team_id_names_reaches_the_endpoint():
+    custom = synthesize(app_config(slack_team_id="T0001ABCD"))
+    endpoint = custom.to_json()["Resources"][function_id(custom, "ActionsEndpoint")]["Properties"]
+    assert endpoint["Environment"]["Variables"]["SLACK_TEAM_ID"] == "T0001ABCD"
 
 
 # -- alarms ----------------------------------------------------------------------------------------

@@ -193,6 +193,16 @@ def test_map_form_user_accounts_are_notified_in_numeric_key_order(config_logic):
         ({"user_accounts": None, "escalation": [["a@example.com"], "b@example.com"]}, "escalation[1]", "non-empty list"),
         ({"user_accounts": None, "escalation": [["a@example.com", ""]]}, "escalation[0][1]", "non-empty string"),
         ({"user_accounts": None, "escalation": [["a@example.com", "a@example.com"]]}, "escalation[0][1]", "is listed twice (also escalation[0][0])"),
+        # issue 40: a field the alert does not read would be ignored (the default interval run instead)
+        ({"interval_secs": Decimal(60)}, "interval_secs", "is not a field of an alert item, and would be ignored (did you mean interval_seconds?)"),
+        ({"team": "payments"}, "team", "is not a field of an alert item, and would be ignored: a person writes alert_id, "),
+        # issue 40: a schedule spelled otherwise would be posted as a person of that name, mentioning nobody
+        ({"user_accounts": ["a@example.com", "Schedule:primary"]}, "user_accounts[1]", "not spelled schedule:<id>"),
+        ({"user_accounts": None, "escalation": [["schedules:primary"]]}, "escalation[0][0]", "not spelled schedule:<id>"),
+        ({"user_accounts": None, "escalation": [["a@example.com"], ["schedule :primary"]]}, "escalation[1][0]", "not spelled"),
+        ({"user_accounts": ["SCHEDULE: primary"]}, "user_accounts[0]", "not spelled schedule:<id>"),
+        ({"user_accounts": ["a@example.com", " schedule:primary"]}, "user_accounts[1]", "not spelled schedule:<id>"),
+        ({"user_accounts": ["schedule: primary"]}, "user_accounts[0]", "schedule:<id> names an on-call schedule: 1 to 64 letters"),
     ],
 )
 def test_invalid_config_names_the_field_and_the_problem(config_logic, overrides, field, problem):
@@ -793,6 +803,51 @@ def test_fetch_handler_raises_invalid_alert_config_for_a_bad_item(alert_table):
     assert type(raised.value).__name__ == "InvalidAlertConfig"
     assert str(raised.value).startswith("notification_count: ")
     assert "escalation_execution_arn" not in alert_table.get_item(Key={"alert_id": "broken"})["Item"]
+
+
+@pytest.mark.parametrize(
+    ("item", "field"),
+    [
+        ({"alert_id": "misspelled", "notification_count": 1, "escalation": [["Schedule:primary"]]}, "escalation[0][0]"),
+        ({"alert_id": "unread", "notification_count": 1, "user_accounts": ["a@example.com"], "interval_secs": 60}, "interval_secs"),
+    ],
+    ids=lambda value: value["alert_id"] if isinstance(value, dict) else value,
+)
+def test_fetch_handler_refuses_a_misspelled_schedule_and_a_field_it_would_ignore(alert_table, item, field):
+    # Given: issue 40's items, which ran as if valid (posted to a person named "Schedule:primary",
+    # SUCCEEDED, nobody mentioned; or the default interval instead of 60 s)
+    alert_table.put_item(Item=item)
+    handler = load_lambda_module("alert_config", "handler")
+    # When
+    with pytest.raises(Exception) as raised:
+        handler.lambda_handler(fetch_event(item["alert_id"]), FakeLambdaContext())
+    # Then: the execution fails with InvalidAlertConfig naming the field, and claims nothing
+    assert type(raised.value).__name__ == "InvalidAlertConfig"
+    assert str(raised.value).startswith(f"{field}: ")
+    assert "escalation_execution_arn" not in alert_table.get_item(Key={"alert_id": item["alert_id"]})["Item"]
+
+
+def test_an_item_as_the_app_leaves_it_is_still_accepted_and_every_field_it_writes_is_listed(alert_table, config_logic):
+    # Given: a person's item, then every write the app makes to it with the app's own updates: raised
+    # by its alarm, claimed by an execution, acknowledged from a link, resolved by the alarm
+    from patterns_common import alert_status
+
+    alert_table.put_item(Item={"alert_id": "db", "alarm_name": "db-cpu", "notification_count": 1,
+                               "user_accounts": ["a@example.com"], "interval_seconds": 60, "message": "DB CPU"})
+    alert_table.update_item(**alert_status.raise_update(
+        "db", state_at="2026-11-28T08:00:00.000+0000", now="2026-11-28T08:00:01Z", execution_arn="arn:e",
+        claim_expires_at=1, reopen=True))
+    handler = load_lambda_module("alert_config", "handler")
+    handler.lambda_handler(fetch_event("db"), FakeLambdaContext())
+    alert_table.update_item(**alert_status.act_update("db", "acknowledge", by="U0123ABCD", at="2026-11-28T08:01:00Z",
+                                                      occurrence="2026-11-28T08:00:01Z"))
+    alert_table.update_item(**alert_status.resolve_by_alarm_update(
+        "db", alarm_name="db-cpu", state_at="2026-11-28T08:05:00.000+0000", now="2026-11-28T08:05:01Z"))
+    item = alert_table.get_item(Key={"alert_id": "db"})["Item"]
+    # Then: every field the app wrote is one the check allows (so the lists cannot drift), and the
+    # item, read back and put again as tools.alert would, is accepted
+    assert set(item) == set(config_logic.ITEM_FIELDS) - {"escalation"}  # the item lists user_accounts instead
+    assert handler.lambda_handler(fetch_event("db"), FakeLambdaContext())["status"] == "resolved"
 
 
 def test_fetch_handler_records_no_link_token_or_account_in_its_trace_or_logs(alert_table, recorded):

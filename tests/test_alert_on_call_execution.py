@@ -7,6 +7,7 @@ against the emulator's simulated clock, which the app's handlers read as the tim
 
 from __future__ import annotations
 
+import hashlib
 import json
 import urllib.error
 import urllib.request
@@ -20,13 +21,13 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from selenium.webdriver.common.by import By
 
+from emulator.slack import TEAM
 from tests.browser import until
 from tests.emulator_helpers import unique, wait_for
 from tests.test_alert_notification_execution import MACHINE, STACK, AlertTable, _users, notifications
 
 FIND = "Find Who Is On Call"
 NEW_YORK = ZoneInfo("America/New_York")
-A = "U0HANDOFF1"  # the incoming person of the handoff notice test
 
 
 class OnCallTable:
@@ -127,10 +128,51 @@ def test_an_unreadable_schedule_with_no_later_level_fails_the_alert_naming_it(de
     assert notifications(slack, alert_id) == []
 
 
-def _slash(deployment, text: str, *, user: str, age_seconds: float = 0) -> tuple[int, str]:
+def test_an_override_until_9999_in_new_york_pages_its_member(deployment, slack, alerts, on_call):
+    # Given (issue 38): "until further notice" written as 9999-12-31T23:59 in New York, which is past the
+    # last datetime in UTC and used to fail Find Who Is On Call with OverflowError, paging nobody
+    (rotating,), (covering,) = _users("rotating"), _users("covering")
+    now = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc)
+    schedule_id = on_call.put(
+        schedule_id=unique("until-further-notice"), time_zone="America/New_York",
+        layers=[{"members": [rotating], "start": _local_minute(now - timedelta(days=3)), "shift": "P1D"}],
+        overrides=[{"member": covering, "start": _local_minute(now - timedelta(hours=1)), "end": "9999-12-31T23:59"}])
+    alert_id = alerts.put(alert_id=unique("forever"), notification_count=1,
+                          escalation=[[f"schedule:{schedule_id}"]], message="Disk full")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the override's member is paged, as the override wins over every layer
+    assert result.status == "SUCCEEDED", result.cause
+    assert [(n.round, n.user) for n in notifications(slack, alert_id)] == [(1, covering)]
+
+
+def test_a_broken_schedule_beside_a_lead_pages_the_lead_on_the_same_level_and_says_why(deployment, slack, alerts, on_call):
+    # Given (issue 38): two overlapping overrides, as the docs' update-item can append without a check, make
+    # the schedule unusable; the lead is named beside it on the only level
+    (member,), (lead,) = _users("member"), _users("lead")
+    now = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc)
+    schedule_id = on_call.put(
+        schedule_id=unique("overlapping"), time_zone="America/New_York",
+        layers=[{"members": [member], "start": _local_minute(now - timedelta(days=3)), "shift": "P1D"}],
+        overrides=[{"member": member, "start": _local_minute(now - timedelta(hours=2)), "end": _local_minute(now + timedelta(hours=2))},
+                   {"member": lead, "start": _local_minute(now - timedelta(hours=1)), "end": _local_minute(now + timedelta(hours=3))}])
+    alert_id = alerts.put(alert_id=unique("broken-beside-lead"), notification_count=1,
+                          escalation=[[f"schedule:{schedule_id}", lead]], message="Error rate above 5%")
+    # When
+    result = deployment.run(MACHINE, {"alert_id": alert_id})
+    # Then: the lead was paged, and the message says which schedule could not be read and why
+    assert result.status == "SUCCEEDED", result.cause
+    [sent] = notifications(slack, alert_id)
+    assert (sent.round, sent.user) == (1, lead)
+    assert (f"Schedule {schedule_id} could not be read (schedule '{schedule_id}', overrides[1]: overlaps overrides[0]"
+            in sent.message)
+
+
+def _slash(deployment, text: str, *, user: str, age_seconds: float = 0, team_id: str = TEAM["id"]) -> tuple[int, str]:
     """/oncall as Slack sends a slash command: a form POST to the Request URL (AlertActionsUrl), signed by
-    the stand-in with the app's signing secret (https://api.slack.com/interactivity/slash-commands)."""
-    body = urlencode({"token": "stand-in-verification-token", "team_id": "T0001", "channel_id": "C0001",
+    the stand-in with the app's signing secret (https://api.slack.com/interactivity/slash-commands), from
+    the stand-in's workspace, the one the emulator deploys the app for (slackTeamId) unless told otherwise."""
+    body = urlencode({"token": "stand-in-verification-token", "team_id": team_id, "channel_id": "C0001",
                       "user_id": user, "command": "/oncall", "text": text,
                       "response_url": "https://hooks.slack.com/commands/T0001/1/abc", "trigger_id": "1.2.3"})
     stamp = str(int(deployment.aws.clock.now() - age_seconds))
@@ -157,6 +199,9 @@ def test_oncall_signed_by_slack_lists_the_schedule_and_a_stale_one_is_refused(de
     started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=1)
     schedule_id = on_call.put(schedule_id=unique("two-hourly"), time_zone="America/New_York",
                               layers=[{"members": [first, second], "start": _local_minute(started), "shift": "PT2H"}])
+    # And: a schedule whose shift is a month, which the parser refuses (hours, days or weeks only)
+    broken = on_call.put(schedule_id=unique("monthly"), time_zone="UTC",
+                         layers=[{"members": [first], "start": _local_minute(started), "shift": "P1M"}])
     # When: /oncall, signed now
     status, body = _slash(deployment, "", user="U0ASKING1")
     # Then: 200 and, for this schedule, A until the handoff and B for the shift after, in New York time
@@ -169,12 +214,63 @@ def test_oncall_signed_by_slack_lists_the_schedule_and_a_stale_one_is_refused(de
         f"• now: <@{first}> until {_local_text(handoff)}\n"
         f"• next: <@{second}> from {_local_text(handoff)} until {_local_text(handoff + timedelta(hours=2))}"
     ) in answer["text"]
+    # And: the broken schedule is listed with its error, not left out
+    assert (f"*{broken}* cannot be read: schedule '{broken}', layers[0].shift: must be an ISO 8601 duration in "
+            "hours, days or weeks (PT12H, P1D, P1W), got 'P1M'") in answer["text"].splitlines()
     # When: the same command signed six minutes ago (Slack: refuse more than five minutes)
     status, _ = _slash(deployment, f"cover {schedule_id}", user="U0ASKING1", age_seconds=360)
     # Then: refused, and nobody covers anything
     assert status == 401
     item = deployment.client("dynamodb").get_item(TableName=on_call.name, Key={"schedule_id": {"S": schedule_id}})["Item"]
     assert "overrides" not in item
+
+
+def test_a_cover_is_refused_to_an_outsider_told_to_the_channel_and_undone_by_uncover(deployment, slack, on_call):
+    # Given: daily shifts in UTC, A then B, A's started an hour ago (to the minute)
+    first, second, outsider = "U0COVERA1", "U0COVERB2", "U0OUTSIDE"
+    started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=1)
+    schedule_id = on_call.put(schedule_id=unique("covered"), time_zone="UTC",
+                              layers=[{"members": [first, second], "start": f"{started:%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    dynamodb = deployment.client("dynamodb")
+
+    def overrides() -> list:
+        item = dynamodb.get_item(TableName=on_call.name, Key={"schedule_id": {"S": schedule_id}}, ConsistentRead=True)["Item"]
+        return TypeDeserializer().deserialize(item["overrides"]) if "overrides" in item else None
+
+    def answer(text: str, user: str, **kwargs) -> str:
+        status, body = _slash(deployment, text, user=user, **kwargs)
+        assert status == 200, body
+        return json.loads(body)["text"]
+
+    def told(text: str) -> None:
+        wait_for(lambda: any(isinstance(post.body, dict) and post.body.get("text") == text for post in slack.delivered), f"{text!r} in the channel")
+
+    # When: someone in no layer covers the schedule, then a member from another workspace
+    # Then: both refused, nothing written
+    assert answer(f"cover {schedule_id}", outsider) == (
+        f"Not covered: only the members of *{schedule_id}*'s layers and its coverers may cover it: <@{first}>, <@{second}>.")
+    assert answer(f"cover {schedule_id}", second, team_id="T0OTHER99") == (
+        "/oncall takes requests only from the Slack workspace this app is deployed for.")
+    assert overrides() is None
+
+    # When: B covers two to three hours after A's start, inside A's shift
+    begins, ends = started + timedelta(hours=2), started + timedelta(hours=3)
+    covered = (f"<@{second}> covers <@{first}> on *{schedule_id}* from {begins:%a %Y-%m-%d %H:%M} UTC to "
+               f"{ends:%a %Y-%m-%d %H:%M} UTC (UTC).")
+    assert answer(f"cover {schedule_id} {begins:%Y-%m-%dT%H:%M} {ends:%Y-%m-%dT%H:%M}", second) == covered
+    # Then: written, and the channel is told, not only B
+    assert overrides() == [{"member": second, "start": f"{begins:%Y-%m-%dT%H:%M}", "end": f"{ends:%Y-%m-%dT%H:%M}"}]
+    told(covered)
+
+    # When: B uncovers; the cover has not started
+    handoff_arms = deployment.aws.runtime.count("HandoffNotice")
+    uncovered = (f"<@{second}> uncovers *{schedule_id}*: the cover from {begins:%a %Y-%m-%d %H:%M} UTC to "
+                 f"{ends:%a %Y-%m-%d %H:%M} UTC is removed (UTC).")
+    assert answer(f"uncover {schedule_id}", second) == uncovered
+    # Then: removed, told to the channel, and Handoff Notice asked to arm again (the cover moved handoffs)
+    assert overrides() == []
+    told(uncovered)
+    wait_for(lambda: deployment.aws.runtime.count("HandoffNotice") > handoff_arms, "Handoff Notice invoked to re-arm")
 
 
 def test_the_console_shows_each_schedules_next_two_weeks_in_its_zone(deployment, on_call, console, browser):
@@ -209,38 +305,185 @@ def test_schedules_declared_with_the_app_are_in_its_on_call_table_after_deployme
     assert {key: TypeDeserializer().deserialize(value) for key, value in item.items()} == TEAM_ON_CALL
 
 
-def test_the_incoming_person_is_told_in_slack_at_the_handoff_minute(deployment, slack):
-    # Given: a schedule in Kolkata (UTC+05:30, no daylight saving) whose only layer starts ten minutes
-    # from now: nobody before, A from then on, so A is handed the shift at that instant (issue 31:
-    # "before its start, a layer has no one")
-    kolkata = ZoneInfo("Asia/Kolkata")
+class HandoffNotices:
+    """The deployed Handoff Notice: its function, the group of its one-time schedules, its hourly re-arm."""
+
+    def __init__(self, deployment) -> None:
+        self.lam = deployment.client("lambda")
+        self.scheduler = deployment.client("scheduler")
+        [function] = [f for f in self.lam.list_functions()["Functions"]
+                      if f["FunctionName"].startswith(STACK) and "HandoffNotice" in f["FunctionName"]]
+        self.function = function["FunctionName"]
+        self.group = self.lam.get_function_configuration(FunctionName=self.function)["Environment"]["Variables"][
+            "HANDOFF_SCHEDULE_GROUP"]
+        [self.rearm] = [s["Name"] for s in self.scheduler.list_schedules(GroupName=self.group)["Schedules"]
+                        if self.schedule(s["Name"])["ScheduleExpression"] == "rate(1 hour)"]
+
+    def schedule(self, name: str) -> dict:
+        found = self.scheduler.get_schedule(GroupName=self.group, Name=name)
+        found.pop("ResponseMetadata")  # the request's id and time, not the schedule's
+        return found
+
+    def exists(self, name: str) -> bool:
+        return name in [s["Name"] for s in self.scheduler.list_schedules(GroupName=self.group)["Schedules"]]
+
+    def invoke(self, event: dict) -> dict:
+        return json.loads(self.lam.invoke(FunctionName=self.function, Payload=json.dumps(event).encode())["Payload"].read())
+
+
+def notice_schedule_name(schedule_id: str, handoff: datetime) -> str:
+    # docs/on-call-schedules.md: handoff-<id, first 16 characters>-<first 10 hex of its SHA-256>-<UTC minute>
+    return f"handoff-{schedule_id[:16]}-{hashlib.sha256(schedule_id.encode()).hexdigest()[:10]}-{handoff:%Y%m%dT%H%MZ}"
+
+
+def _posts_to(slack, member: str, delivered: bool = True) -> list:
+    return [post for post in (slack.delivered if delivered else slack.posts) if f"<@{member}>" in str(post.body)]
+
+
+def test_a_schedule_put_by_hand_gets_its_notice_through_the_hourly_re_arm_with_no_invoke(deployment, slack, on_call):
+    # Given: a schedule put by hand (docs: `aws dynamodb put-item`) in Kolkata (UTC+05:30, no daylight
+    # saving) whose only layer starts 90 minutes from now: A is handed the shift then (issue 31:
+    # "before its start, a layer has no one"); nobody invokes Handoff Notice
     aws = deployment.aws
-    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
-    table = OnCallTable(deployment)
-    table.put(schedule_id=unique("handoff"), time_zone="Asia/Kolkata",
-              layers=[{"members": [A], "start": f"{handoff.astimezone(kolkata):%Y-%m-%dT%H:%M}", "shift": "P1D"}])
-    lam = deployment.client("lambda")
-    [function] = [f for f in lam.list_functions()["Functions"]
-                  if f["FunctionName"].startswith(STACK) and "HandoffNotice" in f["FunctionName"]]
-    name = function["FunctionName"]  # its schedule is named as the function (docs/on-call-schedules.md)
-    aws.scheduler.fire_on_clock({name})
+    notices = HandoffNotices(deployment)
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 90 * 60, timezone.utc)
+    member = "U0HANDHAND"
+    schedule_id = on_call.put(schedule_id=unique("by-hand"), time_zone="Asia/Kolkata", layers=[
+        {"members": [member], "start": f"{handoff.astimezone(ZoneInfo('Asia/Kolkata')):%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    name = notice_schedule_name(schedule_id, handoff)
+    aws.scheduler.fire_on_clock({notices.rearm, "handoff-*"})
     try:
-        # When: Handoff Notice is asked to arm (as the deployment and /oncall cover ask it)
-        lam.invoke(FunctionName=function["FunctionName"], Payload=b"{}")
-        # Then: its one-time schedule names the handoff in the schedule's own zone (EventBridge Scheduler
-        # User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss) evaluated in ScheduleExpressionTimezone)
-        armed = deployment.client("scheduler").get_schedule(Name=name)
-        assert armed["ScheduleExpression"] == f"at({handoff.astimezone(kolkata):%Y-%m-%dT%H:%M:%S})"
-        assert armed["ScheduleExpressionTimezone"] == "Asia/Kolkata"
+        # When: the clock reaches the re-arm's next firing, within the hour (rate(1 hour))
+        [rearm] = [e for e in aws.scheduler.armed() if e["name"] == notices.rearm]
+        assert aws.clock.now() - 60 <= rearm["next"] <= aws.clock.now() + 3600
+        aws.clock.advance(max(0.0, rearm["next"] - aws.clock.now()))
+        wait_for(lambda: notices.exists(name), "the handoff's one-time schedule, armed by the re-arm")
+        # Then: the handoff has its own one-time schedule, in UTC, deleted after it fires (EventBridge Scheduler
+        # User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss) in ScheduleExpressionTimezone)
+        armed = notices.schedule(name)
+        assert (armed["ScheduleExpression"], armed["ScheduleExpressionTimezone"]) == (f"at({handoff:%Y-%m-%dT%H:%M:%S})", "UTC")
+        assert armed["ActionAfterCompletion"] == "DELETE"
+        assert json.loads(armed["Target"]["Input"]) == {"schedule_id": schedule_id, "handoff_at": handoff.isoformat()}
 
         # When: simulated time reaches the handoff
         aws.clock.advance(max(0.0, handoff.timestamp() - aws.clock.now()))
-        wait_for(lambda: any(A in str(post.body) for post in slack.posts), "the handoff notice in Slack")
+        wait_for(lambda: _posts_to(slack, member), "the handoff notice in Slack")
 
-        # Then: one notice, mentioning A, posted within the handoff's minute (Scheduler's precision)
-        [notice] = [post for post in slack.posts if A in str(post.body)]
-        assert f"<@{A}>" in notice.body["text"] and "starts now" in notice.body["text"]
+        # Then: one notice, posted within the handoff's minute (Scheduler's precision), and its schedule is gone
+        [notice] = _posts_to(slack, member)
+        assert notice.body["text"].startswith(f"<@{member}> your on-call shift for *{schedule_id}* starts now, ")
+        assert handoff.timestamp() <= float(notice.ts) < handoff.timestamp() + 60
+        wait_for(lambda: not notices.exists(name), "the fired schedule's deletion")
+    finally:
+        aws.scheduler.fire_on_clock(set())
+
+
+def test_a_notice_slack_refused_is_posted_once_by_the_retry_and_the_other_of_that_instant_once(deployment, slack, on_call):
+    # Given: two schedules handing off at the same instant, ten minutes from now, to P and Q; the
+    # notices armed (as a deploy or a cover asks), and Slack refusing the next post
+    aws = deployment.aws
+    notices = HandoffNotices(deployment)
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
+    p, q = "U0HANDRETP", "U0HANDRETQ"
+    ids = [on_call.put(schedule_id=unique("retry"), time_zone="UTC", layers=[
+        {"members": [member], "start": f"{handoff:%Y-%m-%dT%H:%M}", "shift": "P1D"}]) for member in (p, q)]
+    notices.invoke({})
+    names = [notice_schedule_name(schedule_id, handoff) for schedule_id in ids]
+    assert all(notices.exists(name) for name in names)
+    slack.fail_next(1, status=500)
+    aws.scheduler.fire_on_clock(set(names))
+    try:
+        # When: the handoff comes; the refused notice's invocation fails and Lambda retries it
+        aws.clock.advance(max(0.0, handoff.timestamp() - aws.clock.now()))
+        wait_for(lambda: _posts_to(slack, p) and _posts_to(slack, q), "both notices delivered")
+        # Then: three posts reached Slack (one refused with 500), and each person was told once
+        assert len(_posts_to(slack, p, delivered=False)) + len(_posts_to(slack, q, delivered=False)) == 3
+        assert len(_posts_to(slack, p)) == len(_posts_to(slack, q)) == 1
+
+        # When: a notice's event comes again (a duplicate delivery, a retry after the post)
+        again = notices.invoke({"schedule_id": ids[0], "handoff_at": handoff.isoformat()})
+        # Then: its record says it was posted: nothing is posted
+        assert again == {"posted": False, "reason": "posted already"}
+        assert len(_posts_to(slack, p, delivered=False)) + len(_posts_to(slack, q, delivered=False)) == 3
+    finally:
+        aws.scheduler.fire_on_clock(set())
+
+
+def test_a_re_arm_in_the_minute_a_notice_is_due_leaves_it_where_it_is(deployment, slack, on_call):
+    # Given: a schedule handing off to R ten minutes from now, its notice armed
+    aws = deployment.aws
+    notices = HandoffNotices(deployment)
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
+    member = "U0HANDDUE1"
+    schedule_id = on_call.put(schedule_id=unique("due"), time_zone="Europe/Berlin", layers=[
+        {"members": [member], "start": f"{handoff.astimezone(ZoneInfo('Europe/Berlin')):%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    name = notice_schedule_name(schedule_id, handoff)
+    assert name in notices.invoke({})["created"]
+    armed = notices.schedule(name)
+    # When: a re-arm runs a second before the handoff, and another 20 s into its minute, before the notice fired
+    aws.clock.advance(max(0.0, handoff.timestamp() - 1 - aws.clock.now()))
+    before = notices.invoke({})
+    aws.clock.advance(21)
+    during = notices.invoke({})
+    # Then: neither created or moved it: the one armed stays as it was (a ConflictException counts as armed)
+    assert name not in before["created"] and name not in during["created"]
+    assert notices.schedule(name) == armed
+    # When: it fires (let fire now, in its minute)
+    aws.scheduler.fire_on_clock({name})
+    try:
+        wait_for(lambda: _posts_to(slack, member), "the handoff notice in Slack")
+        # Then: posted once, within the handoff's minute
+        [notice] = _posts_to(slack, member)
         assert handoff.timestamp() <= float(notice.ts) < handoff.timestamp() + 60
     finally:
         aws.scheduler.fire_on_clock(set())
-        table.delete_all()
+
+
+def test_a_notice_slack_refuses_on_every_attempt_lands_on_the_failure_queue_the_status_topic_watches(
+    deployment, slack, on_call
+):
+    # Given: a schedule handing off to F ten minutes from now, its notice armed, and Slack refusing
+    # the invocation and both of Lambda's asynchronous retries (Lambda Developer Guide, "Asynchronous
+    # invocation": two retries, then the on-failure destination)
+    aws = deployment.aws
+    notices = HandoffNotices(deployment)
+    handoff = datetime.fromtimestamp(aws.clock.now() // 60 * 60 + 600, timezone.utc)
+    member = "U0HANDFAIL"
+    schedule_id = on_call.put(schedule_id=unique("failing"), time_zone="UTC", layers=[
+        {"members": [member], "start": f"{handoff:%Y-%m-%dT%H:%M}", "shift": "P1D"}])
+    name = notice_schedule_name(schedule_id, handoff)
+    assert name in notices.invoke({})["created"]
+    queue_name = notices.lam.get_function_configuration(FunctionName=notices.function)["Environment"]["Variables"][
+        "HANDOFF_FAILURE_QUEUE_ARN"].rsplit(":", 1)[-1]
+    sqs = deployment.client("sqs")
+    queue_url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+    slack.fail_next(3, status=500)
+    aws.scheduler.fire_on_clock({name})
+    try:
+        # When: the handoff comes
+        aws.clock.advance(max(0.0, handoff.timestamp() - aws.clock.now()))
+        records: list[dict] = []
+
+        def recorded() -> bool:
+            for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+                record = json.loads(message["Body"])
+                if record["requestPayload"].get("schedule_id") == schedule_id:
+                    records.append(record)
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            return bool(records)
+
+        wait_for(recorded, "the failure record")
+        # Then: three attempts, none delivered, then one record naming the schedule and the instant
+        [record] = records
+        assert record["requestContext"]["condition"] == "RetriesExhausted"
+        assert record["requestContext"]["approximateInvokeCount"] == 3
+        assert record["requestPayload"] == {"schedule_id": schedule_id, "handoff_at": handoff.isoformat()}
+        assert record["responsePayload"]["errorType"] == "HandoffNoticeUndelivered"
+        assert len(_posts_to(slack, member, delivered=False)) == 3 and _posts_to(slack, member) == []
+        # And: that queue's alarm notifies the status topic
+        [alarm] = deployment.client("cloudwatch").describe_alarms(AlarmNames=["MonitoringStack-HandoffNoticeFailed"])[
+            "MetricAlarms"]
+        assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": queue_name}]
+        assert alarm["AlarmActions"] == [deployment.output("MonitoringStack", "StatusTopicArn")]
+    finally:
+        aws.scheduler.fire_on_clock(set())

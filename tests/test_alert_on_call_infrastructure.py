@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match, Template
 from stacks.alert_notification.construct import AlertNotification
 from stacks.common.team_function import InvalidProp
 from tests.app_config import app_config
-from tests.test_alert_notification_infrastructure import function_id, statements_for, synthesize
+from tests.test_alert_notification_infrastructure import function_id, logical_id, statements_for, synthesize
 
 PRIMARY = {"schedule_id": "primary", "time_zone": "Europe/Berlin",
            "layers": [{"members": ["U0AAAAAA1", "U0BBBBBB2"], "start": "2026-11-02T09:00", "shift": "P7D"}]}
@@ -80,18 +80,56 @@ def test_declared_schedules_are_a_custom_resource_whose_function_only_puts_and_d
     assert granted["lambda:InvokeFunction"] == {"Fn::GetAtt": [function_id(template, "HandoffNotice"), "Arn"]}
 
 
-def test_handoff_notice_arms_only_its_own_schedule_which_may_only_invoke_it():
+def test_handoff_notice_creates_schedules_in_its_own_group_only_which_may_only_invoke_it():
     app = App()
     stack = Stack(app, "S", env={"account": "123456789012", "region": "us-east-1"})
     AlertNotification(stack, "A", schedule="rate(1 hour)", slack_webhook_secret_name="w")
     template = Template.from_stack(stack)
     handoff = function_id(template, "HandoffNotice")
-    granted = {**statements_for(template, "HandoffNotice"), **statements_for(template, "ArmHandoffSchedule")}
-    # The one schedule, named as the function
-    assert granted["scheduler:CreateSchedule"] == granted["scheduler:UpdateSchedule"] == {"Fn::Join": ["", [
-        "arn:", {"Ref": "AWS::Partition"}, ":scheduler:us-east-1:123456789012:schedule/default/", {"Ref": handoff}]]}
-    assert granted["dynamodb:Scan"] == [{"Fn::GetAtt": ["OnCallTable", "Arn"]}]
-    assert set(granted) == {"scheduler:CreateSchedule", "scheduler:UpdateSchedule", "iam:PassRole", "dynamodb:Scan",
+    [group] = template.find_resources("AWS::Scheduler::ScheduleGroup")
+    [queue] = [key for key in template.find_resources("AWS::SQS::Queue") if "HandoffFailureQueue" in key]
+    granted = statements_for(template, "HandoffNotice")
+    # Schedules of its own group, any name (one per handoff): arn:...:schedule/<group>/<name>
+    # (Service Authorization Reference, Amazon EventBridge Scheduler, resource type "schedule")
+    assert granted["scheduler:CreateSchedule"] == {"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, ":scheduler:us-east-1:123456789012:schedule/", {"Ref": group}, "/*"]]}
+    assert granted["dynamodb:Scan"] == granted["dynamodb:GetItem"] == [{"Fn::GetAtt": ["OnCallTable", "Arn"]}]
+    # Slack's pace item and the posted records, in the notifier's short-lived table
+    pace = [{"Fn::GetAtt": [logical_id(template, "AWS::DynamoDB::Table", "IdempotencyTable"), "Arn"]}]
+    assert granted["dynamodb:UpdateItem"] == granted["dynamodb:PutItem"] == granted["dynamodb:DeleteItem"] == pace
+    # The on-failure destination (CDK's SqsDestination grants the send)
+    assert granted["sqs:SendMessage"] == {"Fn::GetAtt": [queue, "Arn"]}
+    assert set(granted) == {"scheduler:CreateSchedule", "iam:PassRole", "dynamodb:Scan", "dynamodb:GetItem",
+                            "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
+                            "sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl",
                             "secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"}
-    # The role Scheduler assumes (EventBridge Scheduler User Guide, "Set up the execution role") invokes it only.
-    assert statements_for(template, "HandoffSchedulerRole") == {"lambda:InvokeFunction": {"Fn::GetAtt": [handoff, "Arn"]}}
+    # The role Scheduler assumes (EventBridge Scheduler User Guide, "Set up the execution role") invokes it
+    # and writes the schedules' dead-letter queue, nothing else.
+    assert statements_for(template, "HandoffSchedulerRole") == {
+        "lambda:InvokeFunction": {"Fn::GetAtt": [handoff, "Arn"]}, "sqs:SendMessage": {"Fn::GetAtt": [queue, "Arn"]}}
+
+
+def test_handoff_notice_is_re_armed_hourly_and_fails_into_a_queue_the_status_topic_watches():
+    app = App()
+    stack = Stack(app, "S", env={"account": "123456789012", "region": "us-east-1"})
+    alerts = AlertNotification(stack, "A", schedule="rate(1 hour)", slack_webhook_secret_name="w")
+    template = Template.from_stack(stack)
+    handoff = function_id(template, "HandoffNotice")
+    [group] = template.find_resources("AWS::Scheduler::ScheduleGroup")
+    [queue] = [key for key in template.find_resources("AWS::SQS::Queue") if "HandoffFailureQueue" in key]
+    role = logical_id(template, "AWS::IAM::Role", "HandoffSchedulerRole")
+    # The re-arm: every hour, in UTC, invoking it with {} (EventBridge Scheduler User Guide, "Schedule types")
+    [rearm] = template.find_resources("AWS::Scheduler::Schedule").values()
+    assert rearm["Properties"] == {
+        "Description": "Arms the handoff notices of the next two days, for schedules written by any means",
+        "FlexibleTimeWindow": {"Mode": "OFF"}, "GroupName": {"Ref": group},
+        "ScheduleExpression": "rate(1 hour)", "ScheduleExpressionTimezone": "UTC",
+        "Target": {"Arn": {"Fn::GetAtt": [handoff, "Arn"]}, "RoleArn": {"Fn::GetAtt": [role, "Arn"]}, "Input": "{}",
+                   "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [queue, "Arn"]}}}}
+    # Two retries, then the failure queue, as the app's other asynchronous functions
+    [config] = [c["Properties"] for c in template.find_resources("AWS::Lambda::EventInvokeConfig").values()
+                if c["Properties"]["FunctionName"] == {"Ref": handoff}]
+    assert config["MaximumRetryAttempts"] == 2 and config["MaximumEventAgeInSeconds"] == 3600
+    assert config["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [queue, "Arn"]}}}
+    # The queue is among those a monitoring construct alarms on (to the status topic)
+    assert "HandoffNoticeFailed" in [failure.alarm_id for failure in alerts.failure_queues]

@@ -2,13 +2,15 @@
 
 Expected people are worked out by hand from issue 31: ``schedule:<id>`` is whoever the schedule has on
 call when the round notifies; a schedule with nobody on call hands the round to the next level and the
-message says which schedule had the gap; an unreadable schedule fails the alert naming it, unless a
-later level can be paged (then it is paged and told).
+message says which schedule had the gap; an unusable schedule is a gap whose message says why (issue 38),
+and the alert fails, naming every unusable schedule, only when the round pages nobody.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from datetime import datetime, timezone
 from decimal import Decimal
 
@@ -17,7 +19,9 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
+from emulator.slack import SlackStandIn
 from patterns_common.oncall import parse_schedule
+from patterns_common.slack_pace import reserve_slot_on
 from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import ACTIONS_URL, LINK_KEY, FakeLambdaContext, alert_item
 
@@ -232,62 +236,258 @@ def test_the_response_is_the_documented_object_and_a_failure_carries_its_reason(
     assert failed["Status"] == "FAILED" and failed["Reason"] == "AccessDeniedException: no"
 
 
-# -- handoff notices: who starts at an instant, and the one at() schedule for the next handoff ------
+# -- handoff notices: a one-time schedule per handoff, and each notice posted once ------------------
 # Expected instants worked out by hand; the at() form and its zone are EventBridge Scheduler's
-# (User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss), evaluated in ScheduleExpressionTimezone).
+# (User Guide, "Schedule types": at(yyyy-mm-ddThh:mm:ss), evaluated in ScheduleExpressionTimezone;
+# API Reference, CreateSchedule: a name is 1 to 64 of [0-9a-zA-Z-_.], ActionAfterCompletion DELETE).
 @pytest.fixture
 def handoff():
     return load_lambda_module("alert_oncall_handoff", "alert_oncall_handoff_logic")
 
 
-def test_the_next_handoff_is_armed_at_its_local_time_in_the_schedules_zone(handoff):
-    # DAILY: A Mon 2026-11-02, B Tue, A Wed, B Thu, each from 09:00 CET (08:00 UTC)
-    arming = handoff.next_handoff([parse_schedule(DAILY)], WED_10H)
-    assert arming.handoff_at == datetime(2026, 11, 5, 8, 0, tzinfo=timezone.utc)
-    assert (arming.expression, arming.time_zone) == ("at(2026-11-05T09:00:00)", "Europe/Berlin")
-    [notice] = handoff.notices([parse_schedule(DAILY)], arming.handoff_at)
+def _name(schedule_id: str, minute: str) -> str:
+    # docs/on-call-schedules.md: handoff-<id, its first 16 characters>-<first 10 hex of its SHA-256>-<UTC minute>
+    return f"handoff-{schedule_id[:16]}-{hashlib.sha256(schedule_id.encode()).hexdigest()[:10]}-{minute}"
+
+
+def test_every_handoff_of_the_next_two_days_is_armed_in_utc_named_from_the_schedule_and_the_instant(handoff):
+    # DAILY: A Mon 2026-11-02, B Tue, A Wed, B Thu, A Fri, each from 09:00 CET (08:00 UTC). From Wed
+    # 09:00 UTC the next two days hold Thu 08:00 UTC (to B) and Fri 08:00 UTC (to A).
+    armings = handoff.to_arm([parse_schedule(DAILY)], WED_10H)
+    assert [(a.name, a.expression, a.input) for a in armings] == [
+        (_name("primary", "20261105T0800Z"), "at(2026-11-05T08:00:00)",
+         {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"}),
+        (_name("primary", "20261106T0800Z"), "at(2026-11-06T08:00:00)",
+         {"schedule_id": "primary", "handoff_at": "2026-11-06T08:00:00+00:00"}),
+    ]
+    notice = handoff.notice(parse_schedule(DAILY), datetime(2026, 11, 5, 8, 0, tzinfo=timezone.utc))
     assert notice.member == B
     assert notice.text == (f"<@{B}> your on-call shift for *primary* starts now, Thu 2026-11-05 09:00 CET "
                            "until Fri 2026-11-06 09:00 CET.")
 
 
+def test_a_handoff_due_now_is_not_armed_again_and_one_two_days_ahead_is(handoff):
+    # At Thu 08:00 UTC exactly, that handoff is due (its schedule fires now): armed are Fri 08:00 and Sat 08:00 UTC
+    armings = handoff.to_arm([parse_schedule(DAILY)], datetime(2026, 11, 5, 8, 0, tzinfo=timezone.utc))
+    assert [a.expression for a in armings] == ["at(2026-11-06T08:00:00)"]
+    # (Sat 08:00 UTC is the end of the two days, not within them; a minute earlier it is)
+    armings = handoff.to_arm([parse_schedule(DAILY)], datetime(2026, 11, 5, 8, 1, tzinfo=timezone.utc))
+    assert [a.expression for a in armings] == ["at(2026-11-06T08:00:00)", "at(2026-11-07T08:00:00)"]
+
+
 def test_across_the_spring_change_the_handoff_stays_at_nine_local_one_hour_earlier_in_utc(handoff):
     daily = {**DAILY, "layers": [{**DAILY["layers"][0], "start": "2026-03-23T09:00"}]}
-    # Sat 2026-03-28 10:00 CET is 09:00 UTC; Sunday 09:00 is CEST, 07:00 UTC
-    arming = handoff.next_handoff([parse_schedule(daily)], datetime(2026, 3, 28, 9, 0, tzinfo=timezone.utc))
-    assert arming.handoff_at == datetime(2026, 3, 29, 7, 0, tzinfo=timezone.utc)
-    assert arming.expression == "at(2026-03-29T09:00:00)"
+    # Sat 2026-03-28 10:00 CET is 09:00 UTC; Sunday 09:00 is CEST, 07:00 UTC; Monday 09:00 CEST too
+    armings = handoff.to_arm([parse_schedule(daily)], datetime(2026, 3, 28, 9, 0, tzinfo=timezone.utc))
+    assert [a.expression for a in armings] == ["at(2026-03-29T07:00:00)", "at(2026-03-30T07:00:00)"]
 
 
-def test_the_soonest_handoff_of_all_schedules_is_armed_in_that_schedules_zone(handoff):
-    new_york = {**DAILY, "schedule_id": "ny", "time_zone": "America/New_York"}
-    # Wed 2026-11-04 12:00 UTC: New York's 09:00 EST is 14:00 UTC today; Berlin's next is Thu 08:00 UTC
-    arming = handoff.next_handoff([parse_schedule(DAILY), parse_schedule(new_york)],
-                                  datetime(2026, 11, 4, 12, 0, tzinfo=timezone.utc))
-    assert (arming.expression, arming.time_zone) == ("at(2026-11-04T09:00:00)", "America/New_York")
-
-
-def test_a_handoff_in_the_repeated_autumn_hour_is_armed_in_utc(handoff):
-    # Hourly A/B in New York from 00:30 EDT on 2026-11-01: handoffs at 04:30, 05:30 (01:30 EDT) and
-    # 06:30 UTC (01:30 EST, the second 01:30 of that night), which no New York wall-clock time names alone
+def test_both_handoffs_named_01_30_on_the_autumn_night_are_armed_apart(handoff):
+    # Hourly A/B in New York from 00:30 EDT on 2026-11-01: 01:30 EDT is 05:30 UTC and 01:30 EST, the
+    # second 01:30 of that night, 06:30 UTC; in UTC each instant has a time of its own
     hourly = {"schedule_id": "hourly", "time_zone": "America/New_York",
               "layers": [{"members": [A, B], "start": "2026-11-01T00:30", "shift": "PT1H"}]}
-    arming = handoff.next_handoff([parse_schedule(hourly)], datetime(2026, 11, 1, 5, 45, tzinfo=timezone.utc))
-    assert (arming.expression, arming.time_zone) == ("at(2026-11-01T06:30:00)", "UTC")
+    armings = handoff.to_arm([parse_schedule(hourly)], datetime(2026, 11, 1, 5, 0, tzinfo=timezone.utc))
+    assert [a.expression for a in armings[:2]] == ["at(2026-11-01T05:30:00)", "at(2026-11-01T06:30:00)"]
+    assert armings[0].name != armings[1].name
+    assert len(armings) == 48  # one an hour for two days
 
 
-def test_no_notice_when_nobody_new_comes_on_call(handoff):
-    # Business hours end at 17:00 CET (16:00 UTC): a gap begins, nobody is handed a shift
-    assert handoff.notices([parse_schedule(BUSINESS_HOURS)], datetime(2026, 11, 4, 16, 0, tzinfo=timezone.utc)) == []
-    # Mid-shift: nothing changes
-    assert handoff.notices([parse_schedule(DAILY)], WED_10H) == []
+def test_a_handoff_to_a_gap_or_within_a_shift_is_not_armed_and_sends_nothing(handoff):
+    # Business hours: C from 09:00 to 17:00 CET on weekdays. From Wed 09:00 UTC (10:00 CET): Wed 16:00
+    # UTC is a gap (no notice); Thu 08:00 UTC is C again; Fri 08:00 UTC too
+    armings = handoff.to_arm([parse_schedule(BUSINESS_HOURS)], WED_10H)
+    assert [a.expression for a in armings] == ["at(2026-11-05T08:00:00)", "at(2026-11-06T08:00:00)"]
+    assert handoff.notice(parse_schedule(BUSINESS_HOURS), datetime(2026, 11, 4, 16, 0, tzinfo=timezone.utc)) is None
+    assert handoff.notice(parse_schedule(DAILY), WED_10H) is None
+    assert handoff.to_arm([], WED_10H) == []
 
 
-def test_with_no_handoff_within_four_weeks_it_looks_again_in_four_weeks_and_with_no_schedule_arms_nothing(handoff):
-    # A single member on call since 2026-11-02 never hands off again
-    alone = {**DAILY, "layers": [{**DAILY["layers"][0], "members": [A]}]}
-    arming = handoff.next_handoff([parse_schedule(alone)], WED_10H)
-    assert arming.handoff_at == datetime(2026, 12, 2, 9, 0, tzinfo=timezone.utc)  # 28 days after Wed 09:00 UTC
-    assert (arming.expression, arming.time_zone) == ("at(2026-12-02T09:00:00)", "UTC")
-    assert handoff.notices([parse_schedule(alone)], arming.handoff_at) == []
-    assert handoff.next_handoff([], WED_10H) is None
+def test_schedule_names_fit_schedulers_rule_for_any_schedule_id(handoff):
+    # The longest id (64 characters) of every character a schedule id may hold, and two that differ past the 16th
+    longest = "a.b_c-" * 10 + "wxyz"
+    first, second = "team-payments-eu-primary", "team-payments-eu-secondary"
+    at = datetime(2026, 11, 5, 8, 0, tzinfo=timezone.utc)
+    names = [handoff.schedule_name(schedule_id, at) for schedule_id in (longest, first, second)]
+    assert all(re.fullmatch(r"[0-9A-Za-z_.-]{1,64}", name) for name in names)
+    assert names[1] != names[2] and names[1].startswith("handoff-team-payments-eu-")
+    # A notice deferred for Slack's pace to 08:00:03 gets a name of its own beside it, also within 64
+    later = handoff.deferral(longest, at, at.timestamp() + 2.5)
+    assert later.name == f"{names[0]}-p080003" and len(later.name) <= 64
+    assert later.expression == "at(2026-11-05T08:00:03)"
+
+
+# -- Handoff Notice on moto: the re-arm, the posted record, Slack's pace ----------------------------
+THU_08H = datetime(2026, 11, 5, 8, 0, tzinfo=timezone.utc)  # DAILY hands off to B
+ROLE = "arn:aws:iam::123456789012:role/handoff-scheduler"
+QUEUE = "arn:aws:sqs:us-east-1:123456789012:handoff-failures"
+
+
+class _Clock:
+    """time for the handler: a fixed instant (the handler reads time.time() only)."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at.timestamp()
+
+    def time(self) -> float:
+        return self.at
+
+
+@pytest.fixture
+def notice_function(monkeypatch, slack):
+    monkeypatch.setenv("ON_CALL_TABLE_NAME", "on-call")
+    monkeypatch.setenv("PACE_TABLE_NAME", "short-lived")
+    monkeypatch.setenv("SLACK_WEBHOOK_SECRET_NAME", "webhook")
+    monkeypatch.setenv("HANDOFF_SCHEDULE_GROUP", "handoffs")
+    monkeypatch.setenv("HANDOFF_SCHEDULER_ROLE_ARN", ROLE)
+    monkeypatch.setenv("HANDOFF_FAILURE_QUEUE_ARN", QUEUE)
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb")
+        for name, key in (("on-call", "schedule_id"), ("short-lived", "id")):
+            dynamodb.create_table(TableName=name, KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+                                  AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                                  BillingMode="PAY_PER_REQUEST")
+        boto3.resource("dynamodb").Table("on-call").put_item(Item=DAILY)
+        boto3.client("secretsmanager").create_secret(Name="webhook", SecretString=slack.url)
+        boto3.client("scheduler").create_schedule_group(Name="handoffs")
+        parameters.clear_caches()  # the cached secret of an earlier test points at another port
+        function = load_lambda_module("alert_oncall_handoff", "handler")
+        monkeypatch.setattr(function, "time", _Clock(THU_08H))
+        yield function
+    parameters.clear_caches()
+
+
+@pytest.fixture
+def slack():
+    with SlackStandIn() as stand_in:
+        yield stand_in
+
+
+def test_a_re_arm_creates_each_handoffs_schedule_once_and_leaves_an_armed_one_as_it_is(notice_function):
+    # Given: Wed 09:00 UTC
+    notice_function.time.at = WED_10H.timestamp()
+    scheduler = boto3.client("scheduler")
+    # When: re-armed twice, the second time a minute later
+    first = notice_function.lambda_handler({}, FakeLambdaContext())
+    armed = scheduler.get_schedule(GroupName="handoffs", Name=_name("primary", "20261105T0800Z"))
+    notice_function.time.at += 60
+    second = notice_function.lambda_handler({}, FakeLambdaContext())
+    # Then: the first creates Thu's and Fri's 08:00 UTC schedules; the second finds both (ConflictException)
+    assert first == {"armed": 2, "created": [_name("primary", "20261105T0800Z"), _name("primary", "20261106T0800Z")]}
+    assert second == {"armed": 2, "created": []}
+    assert armed["ScheduleExpression"] == "at(2026-11-05T08:00:00)" and armed["ScheduleExpressionTimezone"] == "UTC"
+    assert armed["ActionAfterCompletion"] == "DELETE" and armed["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    assert armed["Target"]["Arn"] == FakeLambdaContext.invoked_function_arn and armed["Target"]["RoleArn"] == ROLE
+    assert armed["Target"]["DeadLetterConfig"] == {"Arn": QUEUE}
+    assert json.loads(armed["Target"]["Input"]) == {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"}
+    assert scheduler.get_schedule(GroupName="handoffs", Name=armed["Name"])["LastModificationDate"] == armed["LastModificationDate"]
+
+
+def test_a_notice_is_posted_once_and_recorded_so_a_second_delivery_posts_nothing(notice_function, slack):
+    event = {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"}
+    # When: the schedule's invocation, then the same event again (a retry, or a duplicate delivery)
+    first = notice_function.lambda_handler(event, FakeLambdaContext())
+    again = notice_function.lambda_handler(event, FakeLambdaContext())
+    # Then: one post, and a record per schedule and instant, kept two days past the handoff (the TTL)
+    assert first == {"posted": True} and again == {"posted": False, "reason": "posted already"}
+    [post] = slack.posts
+    assert post.body["text"] == (f"<@{B}> your on-call shift for *primary* starts now, Thu 2026-11-05 09:00 CET "
+                                 "until Fri 2026-11-06 09:00 CET.")
+    record = boto3.resource("dynamodb").Table("short-lived").get_item(
+        Key={"id": "handoff-notice#primary#2026-11-05T08:00:00+00:00"})["Item"]
+    assert record["state"] == "posted" and record["expiration"] == int(datetime(2026, 11, 7, 8, 0, tzinfo=timezone.utc).timestamp())
+
+
+def test_a_notice_slack_refused_is_posted_by_the_retry_once(notice_function, slack):
+    event = {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"}
+    # Given: Slack refuses the first post
+    slack.fail_next(1, status=500)
+    # When: the invocation, then Lambda's retry of the same event
+    with pytest.raises(Exception) as failed:
+        notice_function.lambda_handler(event, FakeLambdaContext())
+    retried = notice_function.lambda_handler(event, FakeLambdaContext())
+    # Then: the first fails (Lambda retries it), the retry posts it, and Slack took it once
+    assert type(failed.value).__name__ == "HandoffNoticeUndelivered"
+    assert retried == {"posted": True}
+    assert len(slack.delivered) == 1
+
+
+def test_a_notice_whose_slot_on_slacks_pace_is_later_is_left_to_a_schedule_at_the_slot(notice_function, slack):
+    # Given: four posts reserved on the webhook's pace at 08:00:00 (slots 08:00:00 three times, then
+    # 08:00:01.25: a burst of three, then one every 1.25 s; slack_pace), so the notice's slot is 08:00:02.5
+    table = boto3.resource("dynamodb").Table("short-lived")
+    for _ in range(4):
+        reserve_slot_on(table, slack.url, THU_08H.timestamp())
+    event = {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"}
+    # When: the handoff's schedule invokes it at 08:00:00
+    deferred = notice_function.lambda_handler(event, FakeLambdaContext())
+    # Then: nothing posted, nothing slept: a one-time schedule at the slot's next whole second takes it
+    assert deferred == {"posted": False, "deferred_to": "at(2026-11-05T08:00:03)"}
+    assert slack.posts == []
+    later = boto3.client("scheduler").get_schedule(GroupName="handoffs", Name=_name("primary", "20261105T0800Z") + "-p080003")
+    assert later["ActionAfterCompletion"] == "DELETE"
+    assert json.loads(later["Target"]["Input"]) == {**event, "slot_at": THU_08H.timestamp() + 2.5}
+    # When: that schedule invokes it at 08:00:03, twice (a duplicate delivery)
+    notice_function.time.at += 3
+    posted = notice_function.lambda_handler(json.loads(later["Target"]["Input"]), FakeLambdaContext())
+    notice_function.lambda_handler(json.loads(later["Target"]["Input"]), FakeLambdaContext())
+    # Then: posted once, without taking another slot
+    assert posted == {"posted": True} and len(slack.posts) == 1
+
+
+# Issue 38: a level pages every target it can; a schedule that cannot be used is a gap on its level.
+def test_an_unreadable_schedule_beside_a_lead_pages_the_lead_on_the_same_level_and_says_why(logic):
+    found = logic.find_round_targets([["schedule:gone", LEAD]], 0, WED_10H, reader(logic))
+    assert found.users == [LEAD]
+    assert found.failed == []
+    assert found.notes == ["Schedule gone could not be read (the on-call table has no such schedule)."]
+
+
+def test_an_unreadable_schedule_on_the_first_level_pages_its_other_targets_and_the_next_level(logic):
+    found = logic.find_round_targets([["schedule:gone", "schedule:primary"], [LEAD]], 0, WED_10H, reader(logic, DAILY))
+    # Wed 10:00 CET is shift 2 of primary (A); the next level stands in for the unusable schedule, as for a gap
+    assert found.users == [A, LEAD]
+    assert "The next escalation level is paged in its place." in found.notes
+
+
+def test_when_no_level_pages_anyone_the_error_names_every_unusable_schedule(logic):
+    levels = [["schedule:gone"], ["schedule:lost", "schedule:business"]]
+    with pytest.raises(logic.ScheduleUnreadable) as raised:
+        logic.find_round_targets(levels, 0, WED_20H, reader(logic, BUSINESS_HOURS))
+    assert str(raised.value) == ("schedule:gone: the on-call table has no such schedule; "
+                                 "schedule:lost: the on-call table has no such schedule")
+
+
+def test_an_override_overlapping_another_makes_a_gap_and_the_lead_beside_it_is_paged(logic):
+    # The docs' update-item appends an override without checking it: the schedule is then InvalidSchedule
+    overlapping = {**DAILY, "overrides": [{"member": B, "start": "2026-11-04T09:00", "end": "2026-11-06T09:00"},
+                                          {"member": C, "start": "2026-11-05T09:00", "end": "2026-11-07T09:00"}]}
+
+    def read(schedule_id):
+        try:
+            return parse_schedule(overlapping)
+        except Exception as invalid:
+            raise logic.ScheduleUnreadable(schedule_id, str(invalid)) from invalid
+
+    found = logic.find_round_targets([["schedule:primary", LEAD]], 0, WED_10H, read)
+    assert found.users == [LEAD]
+    assert found.notes[0].startswith("Schedule primary could not be read (schedule 'primary', overrides[1]: overlaps")
+
+
+def test_the_handler_pages_the_lead_when_the_on_call_table_cannot_be_read(on_call_table, monkeypatch):
+    # Given: the table is gone (ResourceNotFoundException on every read, after the SDK's retries)
+    handler = load_lambda_module("alert_on_call", "handler")
+    monkeypatch.setattr(handler, "table", boto3.resource("dynamodb").Table("no-such-table"))
+    event = {"alert_id": "disk-full", "message": "Disk full", "levels": [["schedule:primary", LEAD]],
+             "round": 1, "rounds": 1, "interval_seconds": 300, "occurrence": None, "actions_url": ACTIONS_URL}
+    # When
+    result = handler.lambda_handler(event, FakeLambdaContext())
+    # Then
+    assert result["users"] == [LEAD]
+    assert "Schedule primary could not be read (the on-call table could not be read (ResourceNotFoundException))." \
+        in result["message"]
+    # And with nobody beside it, the alert fails naming the schedule
+    with pytest.raises(Exception) as raised:
+        handler.lambda_handler({**event, "levels": [["schedule:primary"]]}, FakeLambdaContext())
+    assert type(raised.value).__name__ == "ScheduleUnreadable"
+    assert str(raised.value) == "schedule:primary: the on-call table could not be read (ResourceNotFoundException)"

@@ -195,6 +195,14 @@ def test_config_reads_context_including_json_text_from_the_command_line():
     assert config.slack_webhook_secret_name == CONTEXT["slackWebhookSecretName"]
 
 
+def test_config_reads_the_slack_workspace_and_refuses_what_is_not_a_workspace_id():
+    # Slack's workspace IDs are T and capitals or digits (the team_id of a slash command's form)
+    assert AppConfig.from_context(CONTEXT.get).slack_team_id is None
+    assert AppConfig.from_context({**CONTEXT, "slackTeamId": "T0001ABCD"}.get).slack_team_id == "T0001ABCD"
+    with pytest.raises(ValueError, match="slackTeamId must be a Slack workspace ID"):
+        AppConfig.from_context({**CONTEXT, "slackTeamId": "my-workspace"}.get)
+
+
 def test_config_names_every_setting_cdk_json_lacks():
     # Given: settings live only in cdk.json's context, so a context without them cannot build the app
     context = {key: value for key, value in CONTEXT.items() if key not in ("alertSchedule", "slackWebhookSecretName")}

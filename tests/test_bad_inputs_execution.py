@@ -129,6 +129,18 @@ CASES: dict[str, Case] = {
         "at least 1",
         "got 0",
     ),
+    # Issue 40: both ran as if valid, a post to a person named "Schedule:primary" (SUCCEEDED, nobody
+    # mentioned), the default interval instead of 60 s; now refused before anyone is notified
+    "alert: a schedule spelled otherwise": case(
+        "alert",
+        lambda w: w.alert(user_accounts=None, escalation=[["Schedule:primary"]]),
+        "InvalidAlertConfig",
+        "escalation[0][0]: ",
+        "not spelled schedule:<id>",
+    ),
+    "alert: a field the alert does not read": case(
+        "alert", lambda w: w.alert(interval_secs=60), "InvalidAlertConfig", "interval_secs: ", "did you mean interval_seconds?"
+    ),
     # -- S3 job poller and callback variant: Validate Job Input's Catch; the callback's own Choice ---
     "poller: zero timeout": case(
         "poller", {"job": {}, "timeout_seconds": 0}, "InvalidJobInput", "timeout_seconds", "from 1 to 86400", "got 0"

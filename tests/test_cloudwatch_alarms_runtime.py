@@ -162,6 +162,12 @@ def test_all_missing_with_missing_treatment_is_insufficient_data():
     assert (verdict.value, verdict.reason) == (INSUFFICIENT_DATA, "Insufficient Data: 3 datapoints were unknown.")
 
 
+def test_all_missing_with_missing_treatment_is_no_change_for_an_alarm_already_insufficient_data():
+    # The state it is in: no change to record in its history, send or act on (issue 40: the emulator
+    # recorded "Alarm updated from INSUFFICIENT_DATA to INSUFFICIENT_DATA" at every period)
+    assert evaluate(_alarm(treat_missing_data="missing", evaluation_periods=3), {}, AT, _state(INSUFFICIENT_DATA)) is None
+
+
 @pytest.mark.parametrize(
     ("treat", "expected"),
     [("breaching", ALARM), ("notBreaching", OK), ("ignore", INSUFFICIENT_DATA), ("missing", ALARM)],

@@ -90,6 +90,10 @@ def test_the_deploy_page_ends_with_a_first_alert_acknowledged_from_slack(deploym
             manifest = json.loads(shell.run(runnable["outputs"]))
             assert manifest["settings"]["interactivity"] == {
                 "is_enabled": True, "request_url": deployment.output(STACK, "AlertActionsUrl")}
+            # and /oncall, whose URL is the same Request URL (https://api.slack.com/reference/manifests)
+            assert [(c["command"], c["url"]) for c in manifest["features"]["slash_commands"]] == [
+                ("/oncall", deployment.output(STACK, "AlertActionsUrl"))]
+            assert "commands" in manifest["oauth_config"]["scopes"]["bot"]
             assert shell.env["ALERT_TABLE"] == table
             assert deployment.slack.request_url == manifest["settings"]["interactivity"]["request_url"]
             # Step 4: the secrets, under the names the app reads

@@ -259,8 +259,12 @@ def test_setting_the_state_it_is_in_changes_nothing(aws, cloudwatch, paused):
     assert len(inbox.read(expected=1)) == 1
     # When
     cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="again")
-    # Then: no second notification
+    # Then: no second notification, and no history item: DescribeAlarmHistory's StateUpdate items are
+    # the alarm's state changes (API_DescribeAlarmHistory.html), and SetAlarmState acts only "when the
+    # updated state differs from the previous value" (API_SetAlarmState.html)
     assert inbox.read(expected=0) == []
+    assert [i["HistorySummary"] for i in cloudwatch.describe_alarm_history(AlarmName=name)["AlarmHistoryItems"]] == [
+        "Alarm updated from INSUFFICIENT_DATA to ALARM"]
 
 
 def test_disabled_actions_do_not_run_but_the_event_is_sent(aws, cloudwatch, paused):
@@ -302,6 +306,34 @@ def test_put_metric_data_puts_the_alarm_in_alarm_at_the_next_period_boundary(aws
     aws.clock.advance(60)
     # Then: missing data is not breaching, so OK again
     assert _wait_for_state(cloudwatch, name, "OK")["StateValue"] == "OK"
+
+
+def test_minutes_without_data_leave_a_new_alarm_as_it_is_and_record_nothing(aws, cloudwatch, paused):
+    # Given: a new alarm (INSUFFICIENT_DATA), missing data treated as missing (the default), its
+    # INSUFFICIENT_DATA action and its state-change events read
+    topic = _topic(aws)
+    insufficient_inbox = Inbox(aws).subscribe(topic)
+    name = _put_alarm(cloudwatch, InsufficientDataActions=[topic])
+    rule_inbox = Inbox(aws)
+    rule = unique("alarm-rule")
+    aws.client("events").put_rule(Name=rule, EventPattern=json.dumps({"detail": {"alarmName": [name]}}))
+    put_target(aws, rule, {"Id": "inbox", "Arn": rule_inbox.arn})
+    # When: five minutes pass with no datapoint (each boundary evaluates to INSUFFICIENT_DATA, the
+    # state it is in), then a breaching datapoint's minute ends
+    for _ in range(5):
+        aws.clock.advance(60)
+        time.sleep(0.1)
+    namespace = _described(cloudwatch, name)["Namespace"]
+    cloudwatch.put_metric_data(Namespace=namespace, MetricData=[{"MetricName": "Errors", "Value": 3.0}])
+    aws.clock.advance(61)
+    # Then: the ALARM (evaluated after the quiet minutes) is the only change recorded, sent or acted on;
+    # issue 40 found "Alarm updated from INSUFFICIENT_DATA to INSUFFICIENT_DATA" once a minute, which
+    # CloudWatch does not record (its StateUpdate items are state changes, API_DescribeAlarmHistory.html)
+    assert _wait_for_state(cloudwatch, name, "ALARM")["StateValue"] == "ALARM"
+    history = cloudwatch.describe_alarm_history(AlarmName=name, HistoryItemType="StateUpdate")["AlarmHistoryItems"]
+    assert [i["HistorySummary"] for i in history] == ["Alarm updated from INSUFFICIENT_DATA to ALARM"]
+    assert [json.loads(body)["detail"]["state"]["value"] for body in rule_inbox.read(expected=1)] == ["ALARM"]
+    assert insufficient_inbox.read(expected=0) == []
 
 
 def test_a_failed_execution_puts_its_monitoring_alarm_in_alarm_within_its_period(deployment, aws, cloudwatch, paused):

@@ -22,7 +22,8 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from emulator.slack import SlackStandIn
+from emulator.session import SLACK_APP_MANIFEST, slack_app_manifest
+from emulator.slack import ManifestRefused, SlackStandIn
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # the documented example's shape: an app's signing secret
 
@@ -38,6 +39,18 @@ MESSAGE = {
         ]},
     ],
 }
+
+
+def manifest(url: str, *, interactivity: bool = True, commands: tuple[str, ...] = ("/oncall",),
+             scopes: tuple[str, ...] = ("commands", "incoming-webhook")) -> dict:
+    """A Slack app manifest (https://api.slack.com/reference/manifests): interactivity's Request URL and
+    each slash command's URL are ``url``."""
+    return {
+        "display_information": {"name": "Alerts"},
+        "features": {"slash_commands": [{"command": command, "url": url, "description": "d"} for command in commands]},
+        "oauth_config": {"scopes": {"bot": list(scopes)}},
+        "settings": {"interactivity": {"is_enabled": interactivity, "request_url": url}},
+    }
 
 
 class FakeClock:
@@ -64,6 +77,7 @@ class App:
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
+        self.answer = b""
         app = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,8 +85,9 @@ class App:
                 raw = self.rfile.read(int(self.headers["Content-Length"]))
                 app.requests.append({"headers": dict(self.headers.items()), "raw": raw.decode()})
                 self.send_response(200)
-                self.send_header("Content-Length", "0")
+                self.send_header("Content-Length", str(len(app.answer)))
                 self.end_headers()
+                self.wfile.write(app.answer)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -122,7 +137,7 @@ def test_a_link_button_opens_its_url_and_sends_nothing_without_interactivity(sla
 
 def test_a_click_sends_a_signed_block_actions_payload_to_the_request_url(slack, app, clock):
     # Given: an app with interactivity on, and a message mentioning a member
-    slack.set_up_interactivity(app.url, SECRET)
+    slack.install(manifest(app.url), SECRET)
     post(slack.url, MESSAGE)
     [recorded] = slack.posts
     clock.value += 42.5
@@ -160,7 +175,7 @@ def test_a_click_sends_a_signed_block_actions_payload_to_the_request_url(slack, 
 
 def test_a_button_without_ids_gets_them_as_slack_assigns_them(slack, app):
     # Slack gives every block a block_id and every element an action_id when the app sets none.
-    slack.set_up_interactivity(app.url, SECRET)
+    slack.install(manifest(app.url), SECRET)
     post(slack.url, MESSAGE)
     clicked = slack.click(slack.posts[0].seq, block=1, element=1)
     assert clicked["url"] is None
@@ -171,7 +186,7 @@ def test_a_button_without_ids_gets_them_as_slack_assigns_them(slack, app):
 
 def test_response_url_replaces_then_deletes_the_message_and_is_good_five_times(slack, app):
     # Given: a click's response_url
-    slack.set_up_interactivity(app.url, SECRET)
+    slack.install(manifest(app.url), SECRET)
     post(slack.url, MESSAGE)
     seq = slack.posts[0].seq
     slack.click(seq, block=1, element=1)
@@ -196,7 +211,7 @@ def test_response_url_replaces_then_deletes_the_message_and_is_good_five_times(s
 
 
 def test_response_url_expires_after_30_minutes(slack, app, clock):
-    slack.set_up_interactivity(app.url, SECRET)
+    slack.install(manifest(app.url), SECRET)
     post(slack.url, MESSAGE)
     slack.click(slack.posts[0].seq, block=1, element=1)
     response_url = json.loads(parse_qs(app.requests[0]["raw"])["payload"][0])["response_url"]
@@ -250,3 +265,122 @@ def test_the_rate_limit_allows_a_burst_then_about_one_a_second(slack, clock):
     clock.value += 1
     assert post(slack.url, {"text": "later"})[0] == 200
     assert post(slack.url, {"text": "too soon"})[0] == 429
+
+
+# -- the Slack app as its manifest declares it --------------------------------------------------------
+# Fields: https://api.slack.com/reference/manifests (features.slash_commands: command, url,
+# description, usage_hint; oauth_config.scopes.bot; settings.interactivity: is_enabled, request_url).
+# A slash command's request: https://api.slack.com/interactivity/slash-commands#app_command_handling.
+
+
+def test_a_declared_slash_command_sends_its_url_the_signed_form_slack_sends(slack, app, clock):
+    # Given: an app whose manifest declares /oncall; the app answers as a command is answered
+    slack.install(manifest(app.url), SECRET)
+    app.answer = b'{"response_type": "ephemeral", "text": "*primary*"}'
+    clock.value += 7.25
+    # When: a member types `/oncall cover primary`
+    sent = slack.slash_command("/oncall", "cover primary", user="U0123ABCD")
+    # Then: the app got one POST and its answer is what the person is shown
+    assert sent == {"sent": True, "status": 200, "answer": '{"response_type": "ephemeral", "text": "*primary*"}'}
+    [request] = app.requests
+    headers = {name.lower(): value for name, value in request["headers"].items()}
+    assert headers["content-type"] == "application/x-www-form-urlencoded"
+    # Then: signed as every Slack request: v0= hex HMAC-SHA256 of "v0:{timestamp}:{raw body}", on the clock
+    assert headers["x-slack-request-timestamp"] == str(1_800_000_007)
+    expected = "v0=" + hmac.new(SECRET.encode(), f"v0:1800000007:{request['raw']}".encode(), hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(headers["x-slack-signature"], expected)
+    # Then: the form fields Slack sends, one value each
+    form = {name: values for name, values in parse_qs(request["raw"], keep_blank_values=True).items()}
+    assert all(len(values) == 1 for values in form.values())
+    fields = {name: values[0] for name, values in form.items()}
+    assert {"token", "team_id", "team_domain", "channel_id", "channel_name", "user_id", "user_name", "command", "text",
+            "api_app_id", "response_url", "trigger_id"} <= set(fields)
+    assert (fields["command"], fields["text"], fields["user_id"]) == ("/oncall", "cover primary", "U0123ABCD")
+    assert fields["team_id"].startswith("T") and fields["channel_id"].startswith("C")
+    # Then: recorded, with the answer
+    [typed] = slack.commands
+    assert (typed.command, typed.text, typed.user, typed.status, typed.fields) == ("/oncall", "cover primary", "U0123ABCD", 200, fields)
+
+
+def test_a_command_the_manifest_lacks_reaches_no_app_and_the_person_is_told_as_slack_tells_them(slack, app):
+    # Given: an app declaring only /oncall
+    slack.install(manifest(app.url), SECRET)
+    # When: a member types /foo (no app declares it)
+    sent = slack.slash_command("/foo", "bar", user="U0123ABCD")
+    # Then: Slack sends nothing and says "/foo is not a valid command"
+    assert sent == {"sent": False, "status": None, "answer": "/foo is not a valid command"}
+    assert app.requests == []
+    [typed] = slack.commands
+    assert (typed.command, typed.fields, typed.status, typed.answer) == ("/foo", None, None, "/foo is not a valid command")
+
+
+def test_no_command_is_valid_before_an_app_declaring_it_is_installed(slack, app):
+    assert slack.slash_command("/oncall")["answer"] == "/oncall is not a valid command"
+    slack.install(manifest(app.url, commands=()), SECRET)
+    assert slack.slash_command("/oncall")["sent"] is False
+    assert slack.slash_commands == {} and app.requests == []
+
+
+def test_with_interactivity_off_a_click_reaches_no_app_and_declared_commands_still_do(slack, app):
+    # Given: a manifest with interactivity off
+    slack.install(manifest(app.url, interactivity=False), SECRET)
+    post(slack.url, MESSAGE)
+    # When: the plain button is clicked
+    clicked = slack.click(slack.posts[0].seq, block=1, element=1)
+    # Then: nothing is sent; the command is, to its URL
+    assert clicked == {"url": None, "interaction": None} and app.requests == [] and not slack.interactive
+    assert slack.slash_command("/oncall")["status"] == 200 and len(app.requests) == 1
+
+
+def test_a_commands_response_url_posts_a_new_message_five_times_within_30_minutes(slack, app, clock):
+    slack.install(manifest(app.url), SECRET)
+    slack.slash_command("/oncall", "", user="U0123ABCD")
+    response_url = parse_qs(app.requests[0]["raw"])["response_url"][0]
+    # When: the app answers later through response_url ("up to 5 times within 30 minutes")
+    assert [post(response_url, {"text": str(n)})[0] for n in range(6)] == [200] * 5 + [404]
+    assert [p.body for p in slack.posts] == [{"text": str(n)} for n in range(5)]
+    # Then: and not after 30 minutes
+    slack.slash_command("/oncall", "", user="U0123ABCD")
+    later = parse_qs(app.requests[1]["raw"])["response_url"][0]
+    clock.value += 30 * 60 + 1
+    assert post(later, {"text": "late"})[0] == 404
+
+
+@pytest.mark.parametrize(
+    "changed, refusal",
+    [
+        (lambda m: m["oauth_config"]["scopes"].update(bot=["incoming-webhook"]), "oauth_config.scopes.bot: slash commands require the `commands` bot scope"),
+        (lambda m: m["features"]["slash_commands"][0].update(url="<AlertActionsUrl>"), "features.slash_commands[0].url: '<AlertActionsUrl>' is not an http(s) URL"),
+        (lambda m: m["settings"]["interactivity"].update(request_url="<AlertActionsUrl>"), "settings.interactivity.request_url: '<AlertActionsUrl>' is not an http(s) URL"),
+        (lambda m: m["features"]["slash_commands"][0].update(command="oncall"), "features.slash_commands[0].command: 'oncall' is not a slash command"),
+    ],
+    ids=["no-commands-scope", "command-url-unfilled", "request-url-unfilled", "no-slash"],
+)
+def test_a_manifest_slack_would_refuse_is_refused_and_the_app_stays_as_it_was(slack, app, changed, refusal):
+    # Slack refuses a manifest whose slash commands lack the `commands` bot scope (apps.manifest.validate:
+    # `requires_commands_bot_scope`, "Slash Commands requires `commands` bot scope", as reported in
+    # derive-to/derive#558). A URL that is not http(s) (the placeholder left unfilled) could reach no app:
+    # the stand-in refuses it at once rather than fail at the first click or command.
+    slack.install(manifest(app.url), SECRET)
+    refused = manifest("http://127.0.0.1:9/other")
+    changed(refused)
+    with pytest.raises(ManifestRefused) as raised:
+        slack.install(refused, SECRET)
+    assert str(raised.value).startswith(refusal)
+    assert slack.slash_commands == {"/oncall": app.url} and slack.request_url == app.url
+
+
+def test_the_projects_manifest_declares_oncall_and_interactivity_at_the_request_url(slack, app):
+    # Given: slack/app-manifest.json as the deploy page fills it in (its placeholder, the output AlertActionsUrl)
+    raw = json.loads(SLACK_APP_MANIFEST.read_text())
+    [oncall] = raw["features"]["slash_commands"]
+    assert oncall["command"] == "/oncall" and oncall["url"] == "<AlertActionsUrl>"
+    assert oncall["description"] and oncall["usage_hint"].startswith("[cover <schedule>")
+    assert "commands" in raw["oauth_config"]["scopes"]["bot"]
+    assert raw["settings"]["interactivity"] == {"is_enabled": True, "request_url": "<AlertActionsUrl>"}
+    # When: the stand-in installs it, filled in
+    slack.install(slack_app_manifest(app.url), SECRET)
+    # Then: /oncall and clicks reach the endpoint; nothing else is a command
+    assert slack.slash_commands == {"/oncall": app.url} and slack.request_url == app.url
+    assert slack.slash_command("/oncall")["status"] == 200
+    assert slack.slash_command("/on-call")["sent"] is False and len(app.requests) == 1

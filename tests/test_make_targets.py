@@ -38,3 +38,31 @@ def test_make_test_checks_the_browser_before_any_install():
     listed = subprocess.run(["make", "-C", str(ROOT), "-n", "-p", "test"], capture_output=True, text=True, timeout=30).stdout
     [rule] = [line for line in listed.splitlines() if line.startswith("test:")]
     assert rule.split(":", 1)[1].split()[:2] == ["browser", "setup"]
+
+
+def _dry_run(target: str) -> list[str]:
+    """The commands `make TARGET` runs on a fresh clone: -B takes every file target as out of date,
+    -n prints the commands and executes none."""
+    done = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "-n", "-B", target], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_make_demo_installs_only_what_the_demo_runs():
+    # Issue 40: a first `make demo` spent most of its 3 min 21 s installing checkov and the AWS CLI,
+    # which the demo never runs. It needs the project's venv, the cdk CLI and the Lambda sandbox.
+    commands = _dry_run("demo")
+    assert ".venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt" in commands
+    assert "npm ci --no-audit --no-fund --loglevel=error" in commands
+    assert ".venv/bin/python -m emulator.awslambda.sandbox" in commands
+    assert commands[-1] == ".venv/bin/python -m emulator demo"
+    assert [c for c in commands if ".venv-checkov" in c or ".venv-awscli" in c] == []
+
+
+def test_make_test_still_installs_everything_before_the_tests():
+    commands = _dry_run("test")
+    installs = [c for c in commands if " -m pip install " in c or c.startswith("npm ci")]
+    assert [c.split(" -r ")[-1] if " -r " in c else "npm" for c in installs] == [
+        "requirements-dev.txt", "npm", "requirements-checkov.txt", "requirements-awscli.txt"]
+    assert commands.index(".venv/bin/python -m emulator.awslambda.sandbox") < commands.index(".venv/bin/python -m tests.parallel")
+    assert commands[-1] == ".venv/bin/python -m tests.parallel"

@@ -217,3 +217,157 @@ def test_an_unusable_schedule_is_refused_naming_the_schedule_and_the_field(item,
 def test_a_schedule_target_names_its_schedule_and_an_account_names_none():
     assert schedule_id_of("schedule:primary") == "primary"
     assert schedule_id_of("U0AAAAAA1") is None
+
+
+# Issue 38: an item that used to raise OverflowError (and page nobody) is either read or refused naming the field.
+# The zones' offsets at the end of 9999 follow their current rules (tzdata's POSIX TZ string): New York EST
+# (UTC-5), Tokyo JST (UTC+9), Kiritimati +14, Etc/GMT+12 UTC-12 (the sign of Etc zones is POSIX's, reversed).
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Tokyo", "Pacific/Kiritimati", "Etc/GMT+12", "UTC"])
+def test_an_override_until_9999_12_31_23_59_is_until_further_notice_in_every_zone(zone):
+    # Given: D covers from Thu 2026-11-05 09:00 "until further notice"
+    covered = schedule(zone, {"members": [A, B], "start": "2026-11-02T09:00", "shift": "P1D"},
+                       overrides=[{"member": D, "start": "2026-11-05T09:00", "end": "9999-12-31T23:59"}])
+    start = covered.instant(datetime(2026, 11, 5, 9, 0))
+    # Then: D is on call from then on, in every shift listing and at any later instant
+    assert covered.on_call(start) == D
+    assert covered.on_call(datetime(2030, 1, 1, tzinfo=timezone.utc)) == D
+    assert covered.on_call(datetime.max.replace(tzinfo=timezone.utc)) == D
+    [only] = covered.shifts(start, start.replace(year=2027))
+    assert only.member == D
+    # And before it the rotation: Wed 2026-11-04 12:00 local is shift 2 (09:00 Mon is shift 0), A
+    assert covered.on_call(covered.instant(datetime(2026, 11, 4, 12, 0))) == A
+
+
+@pytest.mark.parametrize(
+    ("shift", "accepted"),
+    [("P9999999999D", False), ("P367D", False), ("P53W", False), ("PT8785H", False),
+     ("P366D", True), ("P52W", True), ("PT8784H", True)],
+)
+def test_a_shift_is_at_most_a_year(shift, accepted):
+    item = _with(layer={"shift": shift})
+    if accepted:
+        long = parse_schedule(item)
+        # shift 0 from Mon 2026-11-02 09:00 holds the one member, shift 1 begins a year on
+        assert long.on_call(utc("2027-06-01T00:00")) == A
+        return
+    with pytest.raises(InvalidSchedule, match=r"^schedule 'primary', layers\[0\]\.shift: must be at most a year"):
+        parse_schedule(item)
+
+
+@pytest.mark.parametrize("start", ["0001-01-01T00:00", "1969-12-31T23:59"])
+def test_a_local_time_before_1970_is_refused_naming_the_field(start):
+    with pytest.raises(InvalidSchedule, match=r"^schedule 'primary', layers\[0\]\.start: must be a local time .* from 1970"):
+        parse_schedule(_with(time_zone="Asia/Tokyo", layer={"start": start}))
+
+
+def test_a_layer_starting_in_9999_has_nobody_until_then_and_never_raises():
+    late = parse_schedule(_with(time_zone="America/New_York", layer={"start": "9999-12-31T23:00", "shift": "PT1H"}))
+    assert late.on_call(utc("2026-11-05T09:00")) is None
+    assert late.on_call(datetime.max.replace(tzinfo=timezone.utc)) is None
+    assert [s.member for s in late.shifts(utc("2026-11-05T09:00"), utc("2026-11-19T09:00"))] == [None]
+
+
+WHOLE_DAYS = {"days": ["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"], "start": "00:00", "end": "24:00"}
+
+
+def test_a_restriction_to_24_00_covers_the_whole_day_with_no_minute_for_the_layer_below():
+    # Given: A weekly below, C every whole day above (issue 38: 00:00-23:59 left A on call 23:59-00:00)
+    both = schedule("Europe/Berlin", {"members": [A], "start": "2026-11-02T09:00", "shift": "P7D"},
+                    {"members": [C], "start": "2026-11-02T09:00", "shift": "P7D", "restrictions": [WHOLE_DAYS]})
+    # Then: C at 23:59:30 and at midnight CET, and one shift with no break from Tue 00:00 to Fri 00:00
+    assert both.on_call(utc("2026-11-03T22:59:30")) == C
+    assert both.on_call(utc("2026-11-03T23:00")) == C
+    assert [(s.member, s.start, s.end) for s in both.shifts(utc("2026-11-02T23:00"), utc("2026-11-05T23:00"))] == [
+        (C, utc("2026-11-02T23:00"), utc("2026-11-05T23:00"))]
+
+
+def test_a_restriction_to_24_00_on_one_day_ends_at_the_next_midnight():
+    # Sat 2026-11-07 00:00-24:00 CET is 2026-11-06T23:00Z to 2026-11-07T23:00Z
+    weekend = schedule("Europe/Berlin", {"members": [C], "start": "2026-11-02T09:00", "shift": "P7D",
+                                         "restrictions": [{"days": ["SAT"], "start": "00:00", "end": "24:00"}]})
+    assert weekend.on_call(utc("2026-11-06T22:59")) is None
+    assert weekend.on_call(utc("2026-11-06T23:00")) == C
+    assert weekend.on_call(utc("2026-11-07T22:59:59")) == C
+    assert weekend.on_call(utc("2026-11-07T23:00")) is None
+
+
+@pytest.mark.parametrize(("start", "end"), [("24:00", "06:00"), ("09:00", "24:01"), ("09:00", "25:00")])
+def test_a_restriction_starts_before_24_00_and_ends_by_it(start, end):
+    field = "start" if start == "24:00" else "end"
+    item = _with(layer={"restrictions": [{"days": ["MON"], "start": start, "end": end}]})
+    with pytest.raises(InvalidSchedule, match=rf"^schedule 'primary', layers\[0\]\.restrictions\[0\]\.{field}: "):
+        parse_schedule(item)
+
+
+# America/New_York on 2026-11-01: 01:00-02:00 happens twice, first EDT (UTC-4), then EST (UTC-5).
+@pytest.mark.parametrize(("written", "instant"), [
+    ("2026-11-01T01:30", "2026-11-01T05:30"),  # no offset: the first occurrence
+    ("2026-11-01T01:30-04:00", "2026-11-01T05:30"),
+    ("2026-11-01T01:30-05:00", "2026-11-01T06:30"),
+])
+def test_an_override_time_in_the_repeated_autumn_hour_names_its_occurrence_by_its_offset(written, instant):
+    covered = schedule("America/New_York", {"members": [A], "start": "2026-10-01T09:00", "shift": "P7D"},
+                       overrides=[{"member": D, "start": "2026-10-31T09:00", "end": written}])
+    assert covered.overrides[0].end == utc(instant)
+
+
+def test_an_offset_the_zone_does_not_have_then_is_refused_naming_the_field():
+    with pytest.raises(InvalidSchedule, match=r"^schedule 'primary', overrides\[0\]\.end: has the offset -05:00"):
+        schedule("America/New_York", {"members": [A], "start": "2026-10-01T09:00", "shift": "P7D"},
+                 overrides=[{"member": D, "start": "2026-10-31T09:00", "end": "2026-10-31T12:00-05:00"}])
+
+
+@pytest.mark.parametrize(("instant", "zone", "stored"), [
+    ("2026-11-01T05:30", "America/New_York", "2026-11-01T01:30-04:00"),
+    ("2026-11-01T06:30", "America/New_York", "2026-11-01T01:30-05:00"),
+    ("2026-11-05T14:00", "America/New_York", "2026-11-05T09:00"),
+    # Europe/Berlin on 2026-10-25: 02:00-03:00 twice, CEST (+02:00) then CET (+01:00)
+    ("2026-10-25T01:15", "Europe/Berlin", "2026-10-25T02:15+01:00"),
+    ("2026-10-25T00:15", "Europe/Berlin", "2026-10-25T02:15+02:00"),
+])
+def test_a_stored_time_reads_back_as_the_same_instant(instant, zone, stored):
+    from zoneinfo import ZoneInfo
+
+    from patterns_common.oncall import stored_time
+
+    assert stored_time(utc(instant), ZoneInfo(zone)) == stored
+    covered = schedule(zone, {"members": [A], "start": "2026-10-01T09:00", "shift": "P7D"},
+                       overrides=[{"member": D, "start": "2026-10-20T09:00", "end": stored}])
+    assert covered.overrides[0].end == utc(instant)
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"max_cover_days": 0}, "max_cover_days"),
+    ({"max_cover_days": 367}, "max_cover_days"),
+    ({"max_cover_days": True}, "max_cover_days"),
+    ({"max_cover_days": "7"}, "max_cover_days"),
+    ({"max_cover_days": 1.5}, "max_cover_days"),
+    ({"coverers": "U0EEEEEE5"}, "coverers"),
+    ({"coverers": ["schedule:other"]}, r"coverers\[0\]"),
+])
+def test_who_may_cover_and_for_how_long_are_refused_naming_the_field(changes, field):
+    with pytest.raises(InvalidSchedule, match=rf"^schedule 'primary', {field}: "):
+        parse_schedule(_with(**changes))
+
+
+def test_who_may_cover_and_for_how_long_are_read_as_dynamodb_gives_them():
+    from decimal import Decimal
+
+    read = parse_schedule(_with(coverers=[E], max_cover_days=Decimal(30)))
+    assert (read.coverers, read.max_cover_days, read.members()) == ((E,), 30, frozenset({A}))
+    assert parse_schedule(GOOD).max_cover_days == 14
+
+
+def test_shifts_asked_up_to_a_time_of_the_repeated_hour_in_the_zone_have_no_empty_shift():
+    # 2026-11-01T06:00Z is 01:00 EST, the second 01:00 in New York (fold 1), and a handoff; PEP 495 makes it
+    # unequal to 06:00 UTC, so the edges held the instant twice and a zero-length shift came out last
+    from zoneinfo import ZoneInfo
+
+    hourly = schedule("America/New_York", {"members": [A, B], "start": "2026-10-31T00:00", "shift": "PT1H"})
+    second = utc("2026-11-01T06:00").astimezone(ZoneInfo("America/New_York"))
+    assert second.fold == 1
+    found = hourly.shifts(utc("2026-11-01T04:00"), second)
+    # hour shifts from 2026-10-31 00:00 EDT (04:00Z): 04:00Z begins shift 24 (A), 05:00Z 25 (B), until 06:00Z
+    # (in UTC: compared across zones, a fold-1 time is unequal to everything, PEP 495)
+    assert [(s.member, s.start.astimezone(timezone.utc), s.end.astimezone(timezone.utc)) for s in found] == [
+        (A, utc("2026-11-01T04:00"), utc("2026-11-01T05:00")), (B, utc("2026-11-01T05:00"), utc("2026-11-01T06:00"))]

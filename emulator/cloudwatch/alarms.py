@@ -187,7 +187,8 @@ def evaluate(alarm: Alarm, periods: dict[int, Aggregate], at: int, current: Stat
         breaching += missing
     if treat == "missing":
         if not present:
-            return _insufficient(alarm, starts, at, missing)
+            # Already INSUFFICIENT_DATA is no change: nothing to record, send or run.
+            return None if current.value == INSUFFICIENT_DATA else _insufficient(alarm, starts, at, missing)
         needed = min(m, len(present))
     elif treat == "ignore" and missing and m - missing <= breaching < m:
         return None  # the missing datapoints could go either way
@@ -325,12 +326,18 @@ def next_state_time(previous: float, now: float) -> float:
 
 def record_state(model: Any, state: State) -> State:
     """Give moto's alarm ``model`` the new ``state`` as CloudWatch records a change (its time made
-    later than the last one's, a StateUpdate in its history); returns the state it left."""
+    later than the last one's, a StateUpdate in its history); returns the state it left.
+
+    Only a change of state value is a StateUpdate: DescribeAlarmHistory lists an alarm's state
+    transitions, and SetAlarmState acts only "when the updated state differs from the previous
+    value" (API_SetAlarmState.html); CloudWatch records no "Alarm updated from OK to OK".
+    """
     previous = State.of(model)
     at = next_state_time(previous.timestamp, state.timestamp)
     model.state_value, model.state_reason, model.state_reason_data = state.value, state.reason, state.reason_data
     model.state_updated_timestamp = _utc(at).replace(tzinfo=None)
-    model.history.append(history_item(model.name, previous, State.of(model)))
+    if state.value != previous.value:
+        model.history.append(history_item(model.name, previous, State.of(model)))
     return previous
 
 

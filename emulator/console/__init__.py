@@ -1,8 +1,8 @@
 """The local console: a web page like the Step Functions console, served beside `python -m emulator serve`.
 
 A small JSON API over the deployed app (machines and their definitions, executions, histories,
-the clock, the Slack stand-in's posts, alarms, what the app's topics received and each on-call
-schedule's next two weeks) and static pages that draw it with plain JavaScript and
+the clock, the Slack stand-in's posts and slash commands, alarms, what the app's topics received, each on-call
+schedule's next two weeks, the texts and calls of End User Messaging and the mail SES sent) and static pages that draw it with plain JavaScript and
 the graph layout library pinned in package.json, all served from this machine (no CDN).
 """
 
@@ -23,7 +23,10 @@ from werkzeug.wrappers import Request, Response
 from emulator import samples
 from emulator.deploy import ROOT
 from emulator.follow import ExecutionResult, duration, read_history
+from emulator.server import ACCOUNT_ID, REGION
+from emulator.ses.patches import mail_log
 from emulator.session import Deployment
+from emulator.sms.service import PHONE_NUMBER, SmsError
 from emulator.stepfunctions.history import History, details, state_views
 
 STATIC = Path(__file__).with_name("static")
@@ -57,9 +60,15 @@ class Console:
             Rule("/api/execution", endpoint="execution"),
             Rule("/api/slack", endpoint="slack"),
             Rule("/api/slack/click", endpoint="click", methods=["POST"]),
+            Rule("/api/slack/commands", endpoint="commands", methods=["GET"]),
+            Rule("/api/slack/commands", endpoint="command", methods=["POST"]),
             Rule("/api/alarms", endpoint="alarms"),
             Rule("/api/topics", endpoint="topics"),
             Rule("/api/oncall", endpoint="oncall"),
+            Rule("/api/phone", endpoint="phone", methods=["GET"]),
+            Rule("/api/phone/reply", endpoint="reply", methods=["POST"]),
+            Rule("/api/phone/numbers", endpoint="numbers", methods=["GET"]),
+            Rule("/api/email", endpoint="email", methods=["GET"]),
         ])
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -242,6 +251,19 @@ class Console:
             return _json({"error": str(exc.args[0])}, 404)
         return _json({**clicked, "interactive": slack.interactive})
 
+    def _commands(self, request: Request) -> Response:
+        """The slash commands the Slack app's manifest declares, each with its URL."""
+        return _json({"declared": self.deployment.slack.slash_commands})
+
+    def _command(self, request: Request) -> Response:
+        """A member types a slash command: POST {"user", "command", "text"}; what Slack sent and was answered."""
+        body = request.get_json(force=True, silent=True)
+        if not isinstance(body, dict) or not all(isinstance(body.get(key), str) for key in ("user", "command", "text")):
+            raise ValueError('POST {"user": "U0123ABCD", "command": "/oncall", "text": "..."}: who types which command')
+        if not body["user"].strip() or not body["command"].startswith("/"):
+            raise ValueError("a member id, and a command starting with /")
+        return _json(self.deployment.slack.slash_command(body["command"].strip(), body["text"].strip(), user=body["user"].strip()))
+
     def _alarms(self, request: Request) -> Response:
         """Every metric alarm with its state, and the latest state changes (newest first)."""
         pages = self.aws.client("cloudwatch").get_paginator("describe_alarms").paginate(AlarmTypes=["MetricAlarm"])
@@ -287,6 +309,31 @@ class Console:
                                 "end": oncall.local_text(shift.end, schedule.zone)} for shift in shifts],
                 })
         return _json({"schedules": sorted(schedules, key=lambda s: s["schedule_id"])})
+
+    def _phone(self, request: Request) -> Response:
+        """Every text and call to and from the account's phone number, in the order sent: {"to", "from", "kind", "body"}."""
+        return _json([{key: entry[key] for key in ("to", "from", "kind", "body")} for entry in list(self.aws.sms.phone_log)])
+
+    def _numbers(self, request: Request) -> Response:
+        """The account's own phone numbers: the Phone page tells a person's phone from them."""
+        return _json({"numbers": [PHONE_NUMBER]})
+
+    def _reply(self, request: Request) -> Response:
+        """A person texts the account's number: POST {"from", "body"}; the text, the SNS message id it was
+        published as to the number's two-way topic (``published``; null when the number has no two-way SMS
+        or IAM kept it from the topic), and why IAM did (``refused``, or null)."""
+        body = request.get_json(force=True, silent=True)
+        if not isinstance(body, dict) or not all(isinstance(body.get(key), str) for key in ("from", "body")):
+            raise ValueError('POST {"from": "+4915112345678", "body": "12a"}: the phone that texts, and what it says')
+        try:
+            entry = self.aws.sms.receive(body["from"].strip(), body["body"])
+        except SmsError as refused:
+            raise ValueError(refused.message) from None
+        return _json({key: entry[key] for key in ("to", "from", "kind", "body", "published", "refused")}, 201)
+
+    def _email(self, request: Request) -> Response:
+        """Every mail SES sent, one row a recipient, in the order sent: {"to", "from", "subject", "text"}."""
+        return _json(list(mail_log(REGION, ACCOUNT_ID)))
 
     def _topics(self, request: Request) -> Response:
         """What each topic the app's stacks output received, newest first (moto keeps every publish)."""

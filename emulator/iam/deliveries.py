@@ -40,6 +40,22 @@ def refused(target_arn: str, principal: str, source_arn: str, role_arn: str | No
     return f"{principal} is not authorized to perform: {action} on resource: {target_arn}"
 
 
+def publish_refused(topic_arn: str, principal: str, source_arn: str, role_arn: str | None) -> str | None:
+    """Why ``principal`` may not publish to ``topic_arn`` for ``source_arn``: as ``role_arn`` if it is given
+    (the role must trust the service and allow ``sns:Publish`` on the topic), else by the topic's policy.
+    End User Messaging publishes replies so ("Topic policies for Amazon SNS topics": the topic policy is
+    needed "if they are not provided in the TwoWayChannelRole parameter"). None when it may."""
+    if not role_arn:
+        return refused(topic_arn, principal, source_arn)
+    from emulator.iam.enforcement import trusts
+
+    if not trusts(role_arn, principal, source_arn):
+        return f"{principal} is not authorized to perform: sts:AssumeRole on resource: {role_arn}"
+    if decide(role_policy_documents(role_arn), "sns:Publish", topic_arn) != ALLOW:
+        return f"{role_arn} is not authorized to perform: sns:Publish on resource: {topic_arn}"
+    return None
+
+
 def resource_policy(arn: str) -> str | None:
     """The policy of the topic, queue or function ``arn`` as JSON text (None: it has none)."""
     service, region, account = arn.split(":")[2:5]

@@ -261,6 +261,20 @@ def install_enforcement(current: Callable[[], Iam | None]) -> None:
     ActionAuthenticatorMixin._authenticate_and_authorize_s3_action = s3_action
 
 
+def refusal(iam: Iam | None, environ: dict, service: str, operation: str, params: dict, region: str,
+            account: str) -> tuple[int, dict[str, str], bytes] | None:
+    """The access-denied answer to a request to a service the emulator serves outside moto (End User
+    Messaging), if its caller is a role session whose policies do not allow it; None: let it through."""
+    if iam is None:
+        return None
+    session = iam.session(_access_key({"Authorization": environ.get("HTTP_AUTHORIZATION", "")}, {}))
+    if session is None:
+        return None
+    request = Request(service=service, operation=operation, region=region, account=account, params=params, path="/")
+    denial = iam.deny(session, iam_requests.checks(request))
+    return denial_response(denial, service) if denial is not None else None
+
+
 def _bucket_policy(response: Any, bucket_name: str | None) -> str | None:
     if not bucket_name:
         return None

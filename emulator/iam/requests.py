@@ -196,6 +196,19 @@ def _cloudwatch(request: Request, action: str) -> list[Check] | None:
     return _resource_star(request, action)
 
 
+def _sms_voice(request: Request, action: str) -> list[Check] | None:
+    """A text or call is authorized on the phone number it is sent from (the origination identity, by
+    ARN, id or number; a resource policy on a phone number grants ``sms-voice:SendTextMessage`` on its ARN)."""
+    if request.operation not in ("SendTextMessage", "SendVoiceMessage"):
+        return None
+    from emulator.sms import PHONE_NUMBER, PHONE_NUMBER_ID
+
+    identity = request.params.get("OriginationIdentity") or PHONE_NUMBER_ID
+    if identity.startswith("arn:"):
+        return [Check(action, identity)]
+    return [Check(action, request.arn("sms-voice", f"phone-number/{PHONE_NUMBER_ID if identity == PHONE_NUMBER else identity}"))]
+
+
 _RESOLVERS: dict[str, Callable[[Request, str], list[Check] | None]] = {
     "dynamodb": _dynamodb,
     "lambda": _lambda,
@@ -207,6 +220,7 @@ _RESOLVERS: dict[str, Callable[[Request, str], list[Check] | None]] = {
     "logs": _logs,
     "cloudwatch": _cloudwatch,
     "xray": _resource_star,
+    "sms-voice": _sms_voice,
 }
 
 

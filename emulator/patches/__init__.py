@@ -2,7 +2,7 @@
 
 Every patch but those under "Speed" corrects a difference between moto (the release requirements-dev.txt pins) and
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
-tests/test_emulator_conformance.py; for CloudWatch tests/test_emulator_cloudwatch.py; for what `cdk deploy
+tests/test_emulator_conformance.py; for CloudWatch tests/test_emulator_cloudwatch.py; for SES tests/test_emulator_sms.py; for what `cdk deploy
 --hotswap` calls tests/test_emulator_hotswap_apis.py; for IAM tests/test_iam_execution.py) pins it. Those under "Speed" change only how fast
 moto works.
 Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
@@ -23,6 +23,7 @@ from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
 from emulator.iam import enforcement
 from emulator.patches import dispatch, serialize
+from emulator.ses import patches as ses
 from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
 from emulator.stepfunctions import patches as stepfunctions
 
@@ -30,8 +31,10 @@ from emulator.stepfunctions import patches as stepfunctions
 def install_all(
     clock: SimClock, *, lambda_runtime: Any, on_status_change: Callable[..., None], on_alarm_change: Callable[..., None],
     mock_config: Callable[[], Any], account_concurrency: Callable[[], int], iam: Callable[[], Any],
+    email_sandbox: Callable[[], bool],
 ) -> None:
-    """``iam()`` is the running emulator's ``emulator.iam.enforcement.Iam``, or None when IAM is not enforced."""
+    """``iam()`` is the running emulator's ``emulator.iam.enforcement.Iam``, or None when IAM is not enforced;
+    ``email_sandbox()`` whether its SES account is in the sandbox."""
     # Simulated time in the Step Functions engine.
     engine_clock.install_engine_clock(clock)
     engine_clock.install_program_timeout(clock)
@@ -102,6 +105,9 @@ def install_all(
     cloudwatch.install_alarm_state_changes(on_alarm_change)
     cloudwatch.install_describe_alarm_history()
     cloudwatch.install_account_wide_dashboards()
+    # SES v2.
+    ses.install_identities_verified_at_creation()
+    ses.install_sandbox_and_mail_log(email_sandbox)
     # IAM.
     enforcement.install_enforcement(iam)
     enforcement.install_trust_checks(iam)

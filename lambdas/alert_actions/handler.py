@@ -2,10 +2,11 @@
 
 GET shows, POST acts: one conditional UpdateItem per action, then the answer. What the channel is
 told (the follow-up, and for a Slack click the clicked message updated) is handed to the follow-up
-function, invoked asynchronously, so a click is answered well within Slack's 3 s. Secrets are read
-together when an execution environment starts; the link key again only after five minutes or when a
-link signed with a newer key arrives (a rotation). Nothing here logs a token, a signature, a request
-body or who acted.
+function, invoked asynchronously, so a click is answered well within Slack's 3 s. The link key is read
+when an execution environment starts, again only after five minutes or when a link signed with a
+newer key arrives (a rotation); the Slack app's signing secret only when a Slack request comes, so
+while it is missing or renamed Slack's requests are refused and every signed link still works.
+Nothing here logs a token, a signature, a request body or who acted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import functools
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
@@ -62,9 +62,25 @@ secrets = boto3.client("secretsmanager")
 
 @functools.cache
 def _secret(name: str) -> str:
-    """Once per execution environment: a Slack signing secret put by hand reaches environments started
-    after it (an update of the function's configuration starts new ones at once)."""
+    """Once per execution environment, at its first Slack request: a Slack signing secret put by hand
+    reaches environments started after it (an update of the function's configuration starts new ones at
+    once). A read that fails is not cached: the next Slack request reads again."""
     return parameters.get_secret(name)
+
+
+def slack_signing_secret() -> bytes:
+    """The Slack app's signing secret; Refused when no Slack app is configured or its secret cannot be read."""
+    name = os.environ.get("SLACK_SIGNING_SECRET_NAME")
+    if not name:
+        raise Refused(403, "Slack requests are not accepted", "No Slack app signing secret is configured.")
+    try:
+        return _secret(name).encode()
+    except parameters.GetParameterError as error:
+        # Missing, renamed, not granted or throttled: the deployer's to fix, and not the requester's to know which.
+        logger.warning("Slack signing secret unreadable", extra={"secret_name": name, "error": str(error)})
+        raise Refused(
+            503, "Slack requests cannot be checked now", "The Slack app's signing secret cannot be read; try again later."
+        ) from None
 
 
 def fetch_signing_keys() -> list[bytes]:
@@ -85,17 +101,7 @@ signing_keys = ActionLinkKeys(
     fetch_signing_keys, max_age=SIGNING_KEY_MAX_AGE_SECONDS, refetch_interval=KEY_REFETCH_INTERVAL_SECONDS
 )
 
-
-def _read_secrets_together() -> None:
-    """At a cold start, the link keys and the Slack signing secret are read side by side, not one after another."""
-    reads = [signing_keys.held]
-    if name := os.environ.get("SLACK_SIGNING_SECRET_NAME"):
-        reads.append(functools.partial(_secret, name))
-    with ThreadPoolExecutor(len(reads)) as pool:
-        list(pool.map(lambda read: read(), reads))
-
-
-_read_secrets_together()
+signing_keys.held()  # at a cold start: every link and every click needs the link keys
 
 
 @logger.inject_lambda_context
@@ -140,12 +146,9 @@ def show_link(request: Request, now: float) -> dict[str, Any]:
 def slack_interaction(request: Request, fields: dict[str, str], now: float) -> dict[str, Any]:
     """A verified Slack request: /oncall is answered from the on-call table; a button click acts at once
     for the Slack member who clicked."""
-    secret_name = os.environ.get("SLACK_SIGNING_SECRET_NAME")
-    if not secret_name:
-        raise Refused(403, "Slack requests are not accepted", "No Slack app signing secret is configured.")
-    check_slack_signature(_secret(secret_name).encode(), request, now)
+    check_slack_signature(slack_signing_secret(), request, now)
     if fields.get("command") == COMMAND:
-        return oncall_slash.answer(fields, now)
+        return oncall_slash.answer(fields, now, hand_off)
     click = slack_click(fields)
     claim = claim_of(signing_keys, click.token, now)
     outcome = act(claim, by=click.user_id, now=now, clicked=click.message, response_url=click.response_url)

@@ -11,7 +11,9 @@ one-escalation claim (the handler asks Step Functions whether that execution sti
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
@@ -30,6 +32,22 @@ MAX_USER_LENGTH = 254  # longest e-mail address
 MAX_MESSAGE_LENGTH = 4_000  # Slack's recommended upper bound for a message's text
 STATUSES = ("active", "acknowledged", "resolved")
 INPUT_FIELDS = ("alert_id", "start_delay_seconds")
+# An alert item's fields, the one list tools.alert and Fetch Alert Config check against: those a
+# person writes and the app reads (alarm_name: the alarm handler and the dispatcher), then those the
+# app writes itself (patterns_common.alert_status, the claim below), so an item read back and put
+# again is accepted. Any other field would be ignored: `interval_secs: 60` would run the default.
+WRITTEN_BY_PEOPLE = (
+    "alert_id", "status", "message", "user_accounts", "escalation", "notification_count", "interval_seconds",
+    "alarm_name",
+)
+WRITTEN_BY_THE_APP = (
+    "raised_at", "alarm_state", "alarm_state_at", "acknowledged_by", "acknowledged_at", "resolved_by", "resolved_at",
+    CLAIM_ATTRIBUTE, CLAIM_EXPIRY_ATTRIBUTE,
+)
+ITEM_FIELDS = WRITTEN_BY_PEOPLE + WRITTEN_BY_THE_APP
+# A target meant as a schedule but spelled otherwise (case, plural, spaces) would be posted as a
+# person of that name, mentioning nobody.
+_SCHEDULE_LIKE = re.compile(r"\s*schedules?\s*:", re.IGNORECASE)
 
 MAX_PAYLOAD_BYTES = 256 * 1024
 MAX_HISTORY_EVENTS = 25_000
@@ -146,6 +164,7 @@ def parse_alert_config(
     after the start; the links are part of what the limits bound.
     """
     alert_id = item["alert_id"]
+    _check_fields(item)
     _check_status(item.get("status"))
     levels, field_name = _levels(item)
     rounds = _integer(item, "notification_count", default=None, low=1, high=None)
@@ -194,6 +213,18 @@ def fetched_config(
 def status_of(item: Mapping[str, Any]) -> str:
     """The status the machine steers on: an item without one is active."""
     return item.get("status", "active")
+
+
+def _check_fields(item: Mapping[str, Any]) -> None:
+    unknown = sorted(set(item) - set(ITEM_FIELDS))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], WRITTEN_BY_PEOPLE, n=1)
+        raise InvalidAlertConfig(
+            unknown[0],
+            "is not a field of an alert item, and would be ignored"
+            + (f" (did you mean {close[0]}?)" if close else "")
+            + f": a person writes {', '.join(WRITTEN_BY_PEOPLE)}",
+        )
 
 
 def _check_status(status: Any) -> None:
@@ -267,6 +298,11 @@ def _accounts(labelled: list[tuple[str, Any]]) -> list[str]:
             # Named by position, not by account: the error lands in logs, traces and execution history.
             raise InvalidAlertConfig(label, f"is listed twice (also {users[user]})")
         schedule_id = schedule_id_of(user)
+        if schedule_id is None and _SCHEDULE_LIKE.match(user):
+            raise InvalidAlertConfig(
+                label, f"looks like an on-call schedule but is not spelled {SCHEDULE_PREFIX}<id> (lower case, no space), "
+                "so it would be posted as a person's name and mention nobody",
+            )
         if schedule_id is not None and not SCHEDULE_ID.fullmatch(schedule_id):
             raise InvalidAlertConfig(
                 label, f"{SCHEDULE_PREFIX}<id> names an on-call schedule: 1 to 64 letters, digits, '.', '_' or '-'"

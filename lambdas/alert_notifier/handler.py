@@ -33,15 +33,6 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from slack_pace import (
-    SlackChannelBusy,
-    busy_update,
-    due,
-    held_slot_item,
-    held_slot_key,
-    idle_update,
-    slot_after_busy_update,
-)
 from slack_webhook import (
     Notification,
     SlackRejectedError,
@@ -51,6 +42,7 @@ from slack_webhook import (
 )
 
 from patterns_common.observability import logger, metrics, tracer
+from patterns_common.slack_pace import SlackChannelBusy, due, held_slot_item, held_slot_key, reserve_slot_on
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
 
@@ -117,16 +109,5 @@ def held_slot(event: dict[str, Any], webhook_url: str, now: float) -> float:
 
 
 def reserve_slot(webhook_url: str, now: float) -> float:
-    """This post's moment on the webhook's shared pace: one atomic UpdateItem, two if it was idle."""
-    conditional_failure = pace_table.meta.client.exceptions.ConditionalCheckFailedException
-    while True:  # each refusal means the other branch now holds; the race is lost at most a few times
-        try:
-            tat = pace_table.update_item(**busy_update(webhook_url, now))["Attributes"]["tat"]
-            return slot_after_busy_update(float(tat), now)
-        except conditional_failure:
-            pass
-        try:
-            pace_table.update_item(**idle_update(webhook_url, now))
-            return now
-        except conditional_failure:
-            pass
+    """This post's moment on the webhook's shared pace (slack_pace.reserve_slot_on)."""
+    return reserve_slot_on(pace_table, webhook_url, now)

@@ -1,21 +1,41 @@
-"""Handoff notices: who starts a shift at an instant, and when (and in which zone) the next handoff is.
+"""Handoff notices: which one-time schedules to arm, what each notice says, and the record that it was posted.
 
-One EventBridge Scheduler one-time schedule, ``at(<local time>)`` in the zone of the schedule that
-hands off next, is re-armed after every notice (and at deploy, and after ``/oncall cover``): one
-invocation per handoff, none in between. Handoffs fall on whole minutes (every time in a schedule is
-``HH:MM``), so Scheduler's minute precision names them exactly.
+Each handoff (an instant at which a schedule's person on call changes to someone) gets an EventBridge
+Scheduler one-time schedule of its own, ``at(<UTC time>)`` in UTC, named from the schedule and the
+instant, deleted by Scheduler after it fires (``ActionAfterCompletion: DELETE``). A re-arm, hourly
+and after a deploy or a cover, creates the schedules of every handoff in the next ``ARM_AHEAD``; one
+that exists already is left as it is, so a re-arm never moves a notice that is due. Handoffs fall on
+whole minutes (every time in a schedule is ``HH:MM``), within Scheduler's minute precision.
+
+Nothing here holds an AWS client: the handler makes the calls with the arguments built here.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from patterns_common.oncall import Schedule, local_text
 
-# How far ahead the next handoff is looked for; with none in it, the schedule is re-armed at the horizon.
-HORIZON = timedelta(days=28)
+# How far ahead handoffs are armed. The re-arm runs every hour (stacks/alert_notification/on_call.py), so two days is the margin for 47
+# missed re-arms (a broken deploy, a throttled account) before a notice is lost, while a schedule
+# changed later leaves at most two days of stale one-time schedules: each fires, finds no handoff
+# at its instant in the changed schedule, and posts nothing.
+ARM_AHEAD = timedelta(days=2)
+# How long the record of a posted notice is kept (the table's TTL): well past Lambda's longest
+# asynchronous retry (six hours) and any deferral for Slack's pace (minutes).
+RECORD_KEPT = timedelta(days=2)
+# A claim to post a notice lapses after the function's timeout: a later attempt may then post it.
+CLAIM_SECONDS = 30
+# EventBridge Scheduler names: 1 to 64 of [0-9a-zA-Z-_.] (API Reference, CreateSchedule, Name).
+_NOT_IN_NAME = re.compile(r"[^0-9A-Za-z_.-]")
+_SLUG = 16
+_UNTIL_SHOWN = timedelta(days=28)
 _BEFORE = timedelta(microseconds=1)
+_RECORD_PREFIX = "handoff-notice#"
 
 
 @dataclass(frozen=True)
@@ -27,49 +47,95 @@ class Notice:
 
 @dataclass(frozen=True)
 class Arming:
-    """The one-time schedule: ``at(expression)`` evaluated in ``time_zone``, for the handoff at ``handoff_at``."""
+    """A one-time schedule: ``name``, firing at ``expression`` in UTC, invoking Handoff Notice with ``input``."""
 
-    handoff_at: datetime
+    name: str
     expression: str
-    time_zone: str
+    input: dict[str, Any]
 
 
-def notices(schedules: list[Schedule], at: datetime) -> list[Notice]:
-    """A notice for each schedule whose person on call changes at ``at`` to someone (not to a gap)."""
-    found = []
-    for schedule in schedules:
-        incoming = schedule.on_call(at)
-        if incoming is None or incoming == schedule.on_call(at - _BEFORE):
-            continue
-        until = next((s.end for s in schedule.shifts(at, at + HORIZON) if s.member == incoming), None)
-        ends = f" until {local_text(until, schedule.zone)}" if until is not None and until < at + HORIZON else ""
-        found.append(Notice(
-            schedule.schedule_id,
-            incoming,
-            f"<@{incoming}> your on-call shift for *{schedule.schedule_id}* starts now, "
-            f"{local_text(at, schedule.zone)}{ends}.",
-        ))
-    return found
+def notice(schedule: Schedule, at: datetime) -> Notice | None:
+    """The notice of ``schedule`` at the instant ``at``: None unless its person on call changes then to someone."""
+    incoming = schedule.on_call(at)
+    if incoming is None or incoming == schedule.on_call(at - _BEFORE):
+        return None
+    until = next((s.end for s in schedule.shifts(at, at + _UNTIL_SHOWN) if s.member == incoming), None)
+    ends = f" until {local_text(until, schedule.zone)}" if until is not None and until < at + _UNTIL_SHOWN else ""
+    return Notice(
+        schedule.schedule_id,
+        incoming,
+        f"<@{incoming}> your on-call shift for *{schedule.schedule_id}* starts now, "
+        f"{local_text(at, schedule.zone)}{ends}.",
+    )
 
 
-def next_handoff(schedules: list[Schedule], after: datetime) -> Arming | None:
-    """The first instant after ``after`` at which a schedule hands off to someone, as a Scheduler ``at()``."""
-    best: tuple[datetime, Schedule] | None = None
-    for schedule in schedules:
-        for shift in schedule.shifts(after, after + HORIZON)[1:]:
-            if shift.member is not None:
-                if best is None or shift.start < best[0]:
-                    best = (shift.start.astimezone(timezone.utc), schedule)
-                break
-    if best is None:
-        if not schedules:
-            return None
-        # Nothing hands off within the horizon (a long rotation): look again then, handing nobody a shift.
-        at = (after + HORIZON).astimezone(timezone.utc).replace(second=0, microsecond=0)
-        return Arming(at, f"at({at:%Y-%m-%dT%H:%M:%S})", "UTC")
-    at, schedule = best
-    local = at.astimezone(schedule.zone)
-    if local.replace(tzinfo=None, fold=0).replace(tzinfo=schedule.zone).astimezone(timezone.utc) != at:
-        # The second 01:30 of a night the clocks go back: its wall-clock time names the first one too.
-        return Arming(at, f"at({at:%Y-%m-%dT%H:%M:%S})", "UTC")
-    return Arming(at, f"at({local:%Y-%m-%dT%H:%M:%S})", schedule.zone.key)
+def handoffs(schedule: Schedule, after: datetime, until: datetime) -> list[datetime]:
+    """The instants (UTC) after ``after`` and before ``until`` at which ``schedule`` hands off to someone."""
+    return [shift.start.astimezone(timezone.utc) for shift in schedule.shifts(after, until)[1:] if shift.member is not None]
+
+
+def to_arm(schedules: list[Schedule], now: datetime) -> list[Arming]:
+    """The one-time schedule of every handoff of ``schedules`` after ``now`` and within ``ARM_AHEAD``."""
+    return [
+        Arming(schedule_name(schedule.schedule_id, at), _at(at),
+               {"schedule_id": schedule.schedule_id, "handoff_at": at.isoformat()})
+        for schedule in schedules
+        for at in handoffs(schedule, now, now + ARM_AHEAD)
+    ]
+
+
+def deferral(schedule_id: str, handoff_at: datetime, slot_at: float) -> Arming:
+    """The one-time schedule that posts a notice at its slot on Slack's pace (the next whole second)."""
+    slot = datetime.fromtimestamp(-(-slot_at // 1), timezone.utc)
+    return Arming(f"{schedule_name(schedule_id, handoff_at)}-p{slot:%H%M%S}", _at(slot),
+                  {"schedule_id": schedule_id, "handoff_at": handoff_at.isoformat(), "slot_at": slot_at})
+
+
+def schedule_name(schedule_id: str, at: datetime) -> str:
+    """``handoff-<id, shortened>-<hash of the id>-<UTC minute>``: at most 50 characters, one per schedule and instant.
+
+    The hash tells apart two ids that shorten alike; the id's start is there for a person reading a listing.
+    """
+    slug = _NOT_IN_NAME.sub("-", schedule_id)[:_SLUG]
+    digest = hashlib.sha256(schedule_id.encode()).hexdigest()[:10]
+    return f"handoff-{slug}-{digest}-{at.astimezone(timezone.utc):%Y%m%dT%H%MZ}"
+
+
+def _at(instant: datetime) -> str:
+    return f"at({instant.astimezone(timezone.utc):%Y-%m-%dT%H:%M:%S})"
+
+
+def record_key(schedule_id: str, handoff_at: datetime) -> dict[str, str]:
+    """The posted record's key: a prefix no Powertools idempotency record or Slack pace item has."""
+    return {"id": f"{_RECORD_PREFIX}{schedule_id}#{handoff_at.astimezone(timezone.utc).isoformat()}"}
+
+
+def claim(schedule_id: str, handoff_at: datetime, now: float) -> dict[str, Any]:
+    """PutItem arguments claiming the post: refused while another attempt's claim holds or once it was posted."""
+    return {
+        "Item": {**record_key(schedule_id, handoff_at), "state": "posting", "claimed_until": int(now) + CLAIM_SECONDS,
+                 "expiration": int(handoff_at.timestamp() + RECORD_KEPT.total_seconds())},
+        "ConditionExpression": "attribute_not_exists(id) OR (#state = :posting AND claimed_until < :now)",
+        "ExpressionAttributeNames": {"#state": "state"},
+        "ExpressionAttributeValues": {":posting": "posting", ":now": int(now)},
+    }
+
+
+def posted(schedule_id: str, handoff_at: datetime) -> dict[str, Any]:
+    """UpdateItem arguments recording that the notice was posted: no later attempt posts it."""
+    return {
+        "Key": record_key(schedule_id, handoff_at),
+        "UpdateExpression": "SET #state = :posted REMOVE claimed_until",
+        "ExpressionAttributeNames": {"#state": "state"},
+        "ExpressionAttributeValues": {":posted": "posted"},
+    }
+
+
+def released(schedule_id: str, handoff_at: datetime) -> dict[str, Any]:
+    """DeleteItem arguments giving a claim back after Slack refused the post: the retry may post it."""
+    return {
+        "Key": record_key(schedule_id, handoff_at),
+        "ConditionExpression": "#state = :posting",
+        "ExpressionAttributeNames": {"#state": "state"},
+        "ExpressionAttributeValues": {":posting": "posting"},
+    }

@@ -1,9 +1,15 @@
-"""Handoff Notice: tells the incoming person in Slack that their shift starts, then arms the next notice.
+"""Handoff Notice: arms a one-time schedule per handoff, and posts each notice in Slack once, on Slack's pace.
 
-Invoked by its own EventBridge Scheduler one-time schedule with ``{"handoff_at": <ISO instant>}``
-(the notices of that instant are posted), and with ``{}`` to (re)arm it: by the declared-schedules
-custom resource at deploy and by ``/oncall cover``. A post Slack refuses raises after the schedule is
-re-armed, so Lambda's asynchronous retries post it again a minute or two late, never twice armed.
+Invoked with ``{}`` to (re)arm: hourly by its own recurring schedule, at deploy by the declared-schedules
+custom resource and after ``/oncall cover``. It creates the one-time schedule of every handoff in the
+next two days (alert_oncall_handoff_logic); one that exists already counts as armed (ConflictException).
+
+Invoked by a one-time schedule with ``{"schedule_id", "handoff_at"}``: the notice of that schedule at
+that instant. It takes a slot on the webhook's shared pace (slack_pace); a slot not yet come is left
+to a one-time schedule at the slot (``slot_at`` in its input), so no invocation sleeps for Slack. The
+post is claimed on the posted record first (a conditional write), so a retry or a duplicate delivery
+never posts it twice; a post Slack refuses gives the claim back and fails the invocation: Lambda's
+asynchronous retries post it later, and after them the failure destination records it.
 """
 
 from __future__ import annotations
@@ -15,20 +21,20 @@ from datetime import datetime, timezone
 from typing import Any
 
 import boto3
-from alert_oncall_handoff_logic import next_handoff, notices
+from alert_oncall_handoff_logic import Arming, claim, deferral, notice, posted, released, to_arm
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from patterns_common.observability import logger
 from patterns_common.oncall import InvalidSchedule, parse_schedule
+from patterns_common.slack_pace import reserve_slot_on
 from patterns_common.slack_post import post_followup
 
 table = boto3.resource("dynamodb").Table(os.environ["ON_CALL_TABLE_NAME"])
+# Slack's pace item and the posted records: the notifier's short-lived table (TTL "expiration").
+records = boto3.resource("dynamodb").Table(os.environ["PACE_TABLE_NAME"])
 scheduler = boto3.client("scheduler")
-SCHEDULE_NAME = os.environ["AWS_LAMBDA_FUNCTION_NAME"]  # the one schedule is named as the function
-# Slack's incoming webhooks take about one message per second: a 429 is waited out this often.
-RATE_LIMITED_ATTEMPTS = 3
-RATE_LIMITED_PAUSE_SECONDS = 1.0
+SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
 
 
 class HandoffNoticeUndelivered(Exception):
@@ -37,25 +43,60 @@ class HandoffNoticeUndelivered(Exception):
 
 @logger.inject_lambda_context
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    schedules = _readable_schedules()
+    if event.get("schedule_id"):
+        return _post_notice(event, context.invoked_function_arn)
     now = datetime.fromtimestamp(time.time(), timezone.utc)
-    handoff_at = datetime.fromisoformat(event["handoff_at"]) if event.get("handoff_at") else None
-    due = notices(schedules, handoff_at) if handoff_at is not None else []
-    arming = next_handoff(schedules, max(now, handoff_at or now))
-    if arming is not None:
-        _arm(arming, context.invoked_function_arn)
-    failed = [notice.schedule_id for notice in due if _post(notice.text) is not None]
-    logger.info("Handoff", extra={"handoff_at": event.get("handoff_at"), "notified": [n.member for n in due],
-                                  "next": arming.expression if arming else None})
-    if failed:
-        raise HandoffNoticeUndelivered(f"Slack did not take the handoff notice of {', '.join(failed)}")
-    return {"notified": [n.member for n in due], "next": arming.handoff_at.isoformat() if arming else None}
+    armings = to_arm(_readable_schedules(), now)
+    created = [arming.name for arming in armings if _arm(arming, context.invoked_function_arn)]
+    logger.info("Handoffs armed", extra={"armed": len(armings), "new": created})
+    return {"armed": len(armings), "created": created}
+
+
+def _post_notice(event: dict[str, Any], own_arn: str) -> dict[str, Any]:
+    schedule_id, handoff_at = event["schedule_id"], datetime.fromisoformat(event["handoff_at"])
+    found = _notice(schedule_id, handoff_at)
+    if found is None:
+        return {"posted": False, "reason": "no handoff to anyone then"}
+    webhook = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
+    now = time.time()
+    if event.get("slot_at") is None:  # a deferred notice's slot was reserved before: it has come
+        slot_at = reserve_slot_on(records, webhook, now)
+        if slot_at > now:
+            later = deferral(schedule_id, handoff_at, slot_at)
+            _arm(later, own_arn)
+            logger.info("Notice waits for Slack's pace", extra={"schedule_id": schedule_id, "slot_at": slot_at})
+            return {"posted": False, "deferred_to": later.expression}
+    conditional_failure = records.meta.client.exceptions.ConditionalCheckFailedException
+    try:
+        records.put_item(**claim(schedule_id, handoff_at, now))
+    except conditional_failure:
+        logger.info("Notice posted already", extra={"schedule_id": schedule_id, "handoff_at": event["handoff_at"]})
+        return {"posted": False, "reason": "posted already"}
+    problem = post_followup(webhook, found.text)
+    if problem is not None:
+        records.delete_item(**released(schedule_id, handoff_at))
+        raise HandoffNoticeUndelivered(f"Slack did not take the handoff notice of {schedule_id}: {problem}")
+    records.update_item(**posted(schedule_id, handoff_at))
+    # Not who: logs hold no one's account (the channel shows who was told).
+    logger.info("Notice posted", extra={"schedule_id": schedule_id, "handoff_at": event["handoff_at"]})
+    return {"posted": True}
+
+
+def _notice(schedule_id: str, handoff_at: datetime) -> Any:
+    item = table.get_item(Key={"schedule_id": schedule_id}, ConsistentRead=True).get("Item")
+    if item is None:
+        return None  # the schedule was deleted after its handoff was armed
+    try:
+        return notice(parse_schedule(item), handoff_at)
+    except InvalidSchedule as invalid:  # an alert paging it reports it; no notice can be worked out
+        logger.warning("Schedule unreadable", extra={"error": str(invalid)})
+        return None
 
 
 def _readable_schedules() -> list:
     items, kwargs = [], {}
     while True:
-        page = table.scan(**kwargs)
+        page = table.scan(ConsistentRead=True, **kwargs)
         items.extend(page["Items"])
         if "LastEvaluatedKey" not in page:
             break
@@ -69,26 +110,23 @@ def _readable_schedules() -> list:
     return readable
 
 
-def _arm(arming: Any, own_arn: str) -> None:
-    settings = {
-        "Name": SCHEDULE_NAME,
-        "ScheduleExpression": arming.expression,
-        "ScheduleExpressionTimezone": arming.time_zone,
-        "FlexibleTimeWindow": {"Mode": "OFF"},
-        "Target": {"Arn": own_arn, "RoleArn": os.environ["HANDOFF_SCHEDULER_ROLE_ARN"],
-                   "Input": json.dumps({"handoff_at": arming.handoff_at.isoformat()})},
-    }
+def _arm(arming: Arming, own_arn: str) -> bool:
+    """Create the one-time schedule; False when it exists already (armed, possibly due: left as it is)."""
     try:
-        scheduler.update_schedule(**settings)
-    except scheduler.exceptions.ResourceNotFoundException:
-        scheduler.create_schedule(**settings)
-
-
-def _post(text: str) -> str | None:
-    webhook = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=300)
-    for _ in range(RATE_LIMITED_ATTEMPTS):
-        problem = post_followup(webhook, text)
-        if problem != "Slack answered 429":
-            return problem
-        time.sleep(RATE_LIMITED_PAUSE_SECONDS)
-    return problem
+        scheduler.create_schedule(
+            Name=arming.name,
+            GroupName=os.environ["HANDOFF_SCHEDULE_GROUP"],
+            ScheduleExpression=arming.expression,
+            ScheduleExpressionTimezone="UTC",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            ActionAfterCompletion="DELETE",
+            Target={
+                "Arn": own_arn,
+                "RoleArn": os.environ["HANDOFF_SCHEDULER_ROLE_ARN"],
+                "Input": json.dumps(arming.input),
+                "DeadLetterConfig": {"Arn": os.environ["HANDOFF_FAILURE_QUEUE_ARN"]},
+            },
+        )
+    except scheduler.exceptions.ConflictException:
+        return False
+    return True

@@ -45,6 +45,7 @@ class AlertActions(Construct):
         table: dynamodb.ITable,
         webhook_secret: secretsmanager.ISecret | None,
         slack_signing_secret_name: str | None,
+        slack_team_id: str | None = None,
         reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, id_)
@@ -81,6 +82,8 @@ class AlertActions(Construct):
                 "SIGNING_KEY_SECRET_ARN": self.signing_key.secret_arn,
                 # Absent: Slack's button requests are refused and the signed links alone work.
                 **({"SLACK_SIGNING_SECRET_NAME": slack_signing_secret_name} if slack_signing_secret_name else {}),
+                # Absent: /oncall is refused (the one workspace it serves is not known).
+                **({"SLACK_TEAM_ID": slack_team_id} if slack_team_id else {}),
             },
             # None: no reservation (see the module's first lines for what protects the endpoint instead).
             reserved_concurrency=reserved_concurrency,

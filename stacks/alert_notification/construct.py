@@ -52,7 +52,8 @@ class AlertNotification(Construct):
     "attempt"}`` (``links``: the user's signed ``acknowledge`` and ``resolve`` URLs), returns when it
     delivered it and raises to report a failure (the error's name is what ``notifications_failed``
     records). ``actions_reserved_concurrency``: concurrency reserved for the public action endpoint
-    (None: none, see ``actions.py``). ``schedules``: on-call schedule items (docs/on-call-schedules.md)
+    (None: none, see ``actions.py``). ``slack_team_id``: the Slack workspace whose ``/oncall`` the
+    endpoint takes (None: it refuses every workspace's). ``schedules``: on-call schedule items (docs/on-call-schedules.md)
     an escalation names as ``schedule:<id>``, validated at synth. Exposes ``on_call`` (its ``table``),
     ``state_machine``, ``log_group``, ``notifier`` (the function used), ``table``, ``functions``, the
     functions this construct made, by name, and ``failure_queues`` and ``watched_metrics``, what a
@@ -70,6 +71,7 @@ class AlertNotification(Construct):
         schedule: str,
         slack_webhook_secret_name: str | None = None,
         slack_signing_secret_name: str | None = None,
+        slack_team_id: str | None = None,
         notifier: lambda_.IFunction | None = None,
         actions_reserved_concurrency: int | None = None,
         schedules: Sequence[Mapping[str, Any]] = (),
@@ -116,6 +118,7 @@ class AlertNotification(Construct):
             table=self.table,
             webhook_secret=webhook_secret,
             slack_signing_secret_name=slack_signing_secret_name,
+            slack_team_id=slack_team_id,
             reserved_concurrency=actions_reserved_concurrency,
         )
         self.watched_metrics = self.actions.watched_metrics
@@ -162,6 +165,7 @@ class AlertNotification(Construct):
 
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
             notifier = self._slack_notifier(webhook_secret)
+            self.on_call.post_on_shared_pace(self.idempotency_table)  # Handoff Notice's posts take their turn
         else:
             check_timeout_within(
                 notifier,
@@ -296,6 +300,8 @@ class AlertNotification(Construct):
             ),
             self.alarms.failure_queue,
         ]
+        if self.on_call.handoff is not None:
+            self.failure_queues.append(self.on_call.handoff_failures)
 
     def _table_logical_id(self, name: str) -> str:
         """``name`` (``AlertTable``, ``OnCallTable``) for the stack's first alert setup (the id every

@@ -19,16 +19,23 @@ from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from stacks.alert_notification.slack_webhook import let_post_to_slack
+from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.grants import invoke_statement
 from stacks.common.kept_table import kept_table
+from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import LAMBDAS_DIR, PythonFunction
 from stacks.common.team_function import InvalidProp
 
 _ONCALL_MODULE = LAMBDAS_DIR / "shared_layer" / "python" / "patterns_common" / "oncall.py"
+# Handoff Notice re-arms this often (EventBridge Scheduler User Guide, "Schedule types": rate()); it
+# arms two days ahead (alert_oncall_handoff_logic.ARM_AHEAD), so a handoff is armed many times over.
+REARM_EVERY = "rate(1 hour)"
 
 
 def oncall_module() -> ModuleType:
@@ -121,48 +128,81 @@ class OnCallSchedules(Construct):
         self.handoff = self._handoff_notices(webhook_secret, writer.function) if webhook_secret is not None else None
 
     def _handoff_notices(self, webhook_secret: secretsmanager.ISecret, writer: lambda_.Function) -> lambda_.Function:
-        """Handoff Notice and the one EventBridge Scheduler schedule it re-arms for the next handoff."""
+        """Handoff Notice, the schedule group of its one-time schedules, its hourly re-arm, its failure queue."""
         handoff = PythonFunction(
             self,
             "HandoffNotice",
             source="alert_oncall_handoff",
-            description="Tells the person whose on-call shift starts now in Slack, then arms the next handoff's notice",
-            # A 429 is waited out for a second, twice, per notice; a handful of schedules hand off at once.
+            description="Arms a one-time schedule per on-call handoff and tells the incoming person in Slack, once",
+            # A scan, a few dozen CreateSchedule calls or one post (1.5 s at most): never a wait for Slack.
             timeout=Duration.seconds(30),
             environment={"ON_CALL_TABLE_NAME": self.table.table_name},
         )
-        # The schedule is named as the function (both at most 64 letters, digits, '-' and '_').
-        stack = Stack.of(self)
-        schedule_arn = stack.format_arn(
-            service="scheduler", resource="schedule", resource_name=f"default/{handoff.function.function_name}"
+        function = handoff.function
+        # Its own group: the function may create schedules in it only, and deleting the stack deletes
+        # the group with every schedule in it (EventBridge Scheduler API Reference, DeleteScheduleGroup).
+        group = scheduler.CfnScheduleGroup(self, "HandoffSchedules")
+        failures = failure_queue(self, "HandoffFailureQueue")
+        # Two retries (1 and 2 minutes later), then the record waits for a person; a notice an hour
+        # late is no longer news.
+        function.configure_async_invoke(
+            retry_attempts=2, max_event_age=Duration.hours(1), on_failure=destinations.SqsDestination(failures)
         )
         invoker = iam.Role(
             self,
             "HandoffSchedulerRole",
             assumed_by=iam.ServicePrincipal(
-                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
+                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}}
             ),
-            description="Lets the handoff notice's EventBridge Scheduler schedule invoke Handoff Notice",
+            description="Lets the handoff schedules invoke Handoff Notice, and dead-letter what they could not",
         )
-        invoke = invoke_statement(handoff.function)
+        invoke = invoke_statement(function)
         invoker.add_to_policy(invoke)
-        handoff.function.add_environment("HANDOFF_SCHEDULER_ROLE_ARN", invoker.role_arn)
-        # A policy of its own: the function's default policy cannot name the function, which depends on it.
-        arm = iam.Policy(
-            self,
-            "ArmHandoffSchedule",
-            statements=[
-                iam.PolicyStatement(
-                    actions=["scheduler:CreateSchedule", "scheduler:UpdateSchedule"], resources=[schedule_arn]
-                )
-            ],
+        # A schedule's dead-letter queue (EventBridge Scheduler User Guide, "Configuring a dead-letter queue").
+        invoker.add_to_policy(iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[failures.queue_arn]))
+        function.add_environment("HANDOFF_SCHEDULER_ROLE_ARN", invoker.role_arn)
+        function.add_environment("HANDOFF_SCHEDULE_GROUP", group.ref)
+        function.add_environment("HANDOFF_FAILURE_QUEUE_ARN", failures.queue_arn)
+        schedules = Stack.of(self).format_arn(service="scheduler", resource="schedule", resource_name=f"{group.ref}/*")
+        function.add_to_role_policy(iam.PolicyStatement(actions=["scheduler:CreateSchedule"], resources=[schedules]))
+        acknowledge_wildcard_resource(
+            handoff,
+            schedules,
+            "CreateSchedule in the handoff notices' own schedule group only: one schedule per handoff, "
+            "named from the schedule and the instant, not known in advance.",
         )
-        arm.attach_to_role(handoff.function.role)
-        invoker.grant_pass_role(handoff.function)
-        self.table.grant(handoff.function, "dynamodb:Scan")
-        let_post_to_slack(handoff.function, webhook_secret)
-        # Arms the first notice once the declared schedules are written.
+        invoker.grant_pass_role(function)
+        self.table.grant(function, "dynamodb:Scan", "dynamodb:GetItem")
+        let_post_to_slack(function, webhook_secret)
+        scheduler.CfnSchedule(
+            self,
+            "HandoffRearm",
+            description="Arms the handoff notices of the next two days, for schedules written by any means",
+            group_name=group.ref,
+            schedule_expression=REARM_EVERY,
+            schedule_expression_timezone="UTC",
+            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+            target=scheduler.CfnSchedule.TargetProperty(
+                arn=function.function_arn,
+                role_arn=invoker.role_arn,
+                input="{}",
+                dead_letter_config=scheduler.CfnSchedule.DeadLetterConfigProperty(arn=failures.queue_arn),
+            ),
+        )
+        # Arms the first notices once the declared schedules are written.
         writer.add_to_role_policy(invoke)
-        self.declared.node.add_dependency(arm)  # the first arming, at deploy, may create the schedule
-        writer.add_environment("HANDOFF_FUNCTION_NAME", handoff.function.function_name)
-        return handoff.function
+        writer.add_environment("HANDOFF_FUNCTION_NAME", function.function_name)
+        self.handoff_failures = FailureQueue(
+            failures,
+            "HandoffNoticeFailed",
+            "Handoff Notice failed after Lambda's retries, or a handoff schedule could not invoke it: a "
+            "handoff notice was not posted, or the next notices were not armed. The record (its error "
+            "names the schedule) waits in the handoff failure queue (14 days).",
+        )
+        return function
+
+    def post_on_shared_pace(self, table: dynamodb.ITable) -> None:
+        """Handoff Notice takes its slots on Slack's pace item in ``table`` (TTL ``expiration``) and keeps its
+        posted records there (its own key prefix)."""
+        self.handoff.add_environment("PACE_TABLE_NAME", table.table_name)
+        table.grant(self.handoff, "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem")

@@ -20,6 +20,7 @@ class AlertNotificationStack(Stack):
             slack_webhook_secret_name=config.slack_webhook_secret_name,
             schedule=config.alert_schedule,
             slack_signing_secret_name=config.slack_signing_secret_name,
+            slack_team_id=config.slack_team_id,
             actions_reserved_concurrency=config.action_endpoint_reserved_concurrency,
         )
         self.state_machines = pattern.state_machines

@@ -1,4 +1,5 @@
-// The local console's pages: state machines, executions, one execution, alarms, on-call schedules; and the clock in the header.
+// The local console's pages: state machines, executions, one execution, alarms, on-call schedules (Slack in slack.js,
+// Phone and E-mail in phone.js); and the clock in the header.
 // Plain JavaScript over the JSON API in emulator/console/__init__.py; every page polls once a second.
 "use strict";
 
@@ -244,6 +245,7 @@ function startedBy({ rule, target, event }) {
 async function slackPage() {
   const slack = el("ol", { id: "slack", class: "tall", reversed: "" });
   view.replaceChildren(el("h1", {}, "Slack"),
+    await slashCommandBox(),
     el("p", { class: "muted" }, "The messages the app posted to the Slack stand-in, newest first, as a person sees them. " +
       "A button opens its link; where the app's interactivity is set up, a click also sends the app what Slack sends."),
     el("div", { class: "card" }, slack));
@@ -331,6 +333,8 @@ async function route() {
     else if (hash === "#/slack") await slackPage();
     else if (hash === "#/alarms") await alarmsPage();
     else if (hash === "#/oncall") await oncallPage();
+    else if (hash === "#/phone") await phonePage();
+    else if (hash === "#/email") await emailPage();
     else await machinesPage();
   } catch (failure) {
     view.replaceChildren(el("p", { class: "error" }, failure.message));

@@ -1,7 +1,8 @@
 // The Slack panel: the stand-in's messages drawn as a person sees them in Slack (mrkdwn text with
 // mentions and links, Block Kit sections and buttons). A click on a button does what Slack does:
 // a link button opens its url in a new tab, and where the app's interactivity is set up the
-// stand-in sends the app the signed block_actions request (POST /api/slack/click).
+// stand-in sends the app the signed block_actions request (POST /api/slack/click). A box types a
+// slash command as a chosen member (POST /api/slack/commands) and shows what the person would see.
 "use strict";
 
 // mrkdwn as Slack renders it: <@U123> mentions, <#C1|name> channels, <!here>, <url|text> links,
@@ -111,4 +112,60 @@ function slackPanel(list) {
     }));
   };
   return refresh;
+}
+
+// What the person who typed a slash command sees: the app's answer (its text as mrkdwn; ephemeral,
+// Slack's default for a command's answer, is marked "Only visible to you"), or Slack's own words when
+// the command reached no app, or the app's failure.
+function slashAnswer(typed, result) {
+  const box = el("div", { id: "slash-answer", "data-sent": String(result.sent), "data-status": String(result.status) },
+    el("p", { class: "muted" }, `${typed.user} typed ${typed.command} ${typed.text}`.trim()));
+  if (!result.sent) {
+    box.append(el("p", { class: "slash-answer-text" }, result.answer),
+      el("p", { class: "muted" }, "Slack sent nothing: the app's manifest declares no such command."));
+    return box;
+  }
+  if (result.status !== 200) {
+    box.append(el("p", { class: "error" }, `The app answered HTTP ${result.status ?? "nothing"}`), el("pre", {}, result.answer));
+    return box;
+  }
+  let message = null;
+  try { message = JSON.parse(result.answer); } catch { message = null; }
+  if (message === null || typeof message !== "object") {
+    box.append(el("p", { class: "slash-answer-text" }, result.answer || "(an empty 200: nothing shown)"));
+    return box;
+  }
+  const ephemeral = (message.response_type || "ephemeral") === "ephemeral";
+  box.append(el("span", { class: "badge" }, ephemeral ? "Only visible to you" : "Posted in the channel"),
+    el("div", { class: "slack-message slash-answer-text" }, el("p", {}, mrkdwn(message.text))));
+  return box;
+}
+
+// The box: member id, command (the declared ones offered), text, Send; the answer shown under it.
+async function slashCommandBox() {
+  const { declared } = await api("/api/slack/commands");
+  const user = el("input", { id: "slash-user", value: "U0123ABCD", size: "12", "aria-label": "member id" });
+  const command = el("input", { id: "slash-command", value: Object.keys(declared)[0] || "/", size: "12",
+    list: "slash-declared", "aria-label": "command" });
+  const text = el("input", { id: "slash-text", size: "48", placeholder: "cover primary 2026-11-28T09:00 2026-11-28T17:00",
+    "aria-label": "text" });
+  const answer = el("div");
+  const send = async (event) => {
+    event.preventDefault();
+    const typed = { user: user.value, command: command.value, text: text.value };
+    try {
+      answer.replaceChildren(slashAnswer(typed, await api("/api/slack/commands", typed)));
+    } catch (failure) {
+      answer.replaceChildren(el("p", { id: "slash-answer", class: "error" }, failure.message));
+    }
+  };
+  const declaredList = Object.entries(declared).map(([name, url]) => `${name} → ${url}`).join("; ");
+  return el("div", { class: "card" }, el("h2", {}, "Type a slash command as a member"),
+    el("p", { class: "muted" }, "Sent as Slack sends it: a form signed with the app's signing secret, stamped with the " +
+      `simulated clock, to the URL the app's manifest gives the command (${declaredList || "it declares none"}).`),
+    el("form", { id: "slash-form", class: "slash-form", onsubmit: send },
+      el("datalist", { id: "slash-declared" }, ...Object.keys(declared).map((name) => el("option", { value: name }))),
+      el("label", {}, "Member ", user), el("label", {}, "Command ", command), el("label", {}, "Text ", text),
+      el("button", { id: "slash-send", type: "submit", class: "primary" }, "Send")),
+    answer);
 }

@@ -242,8 +242,10 @@ class Schedule:
 
 
 def within(at: datetime) -> datetime:
-    """``at`` taken within the instants a schedule answers for, [EARLIEST, LATEST]."""
-    return min(max(at, EARLIEST), LATEST)
+    """``at`` taken within the instants a schedule answers for, [EARLIEST, LATEST], in UTC: an aware time
+    of a repeated autumn hour (fold 1) never equals the same instant in another zone (PEP 495), so a
+    set of edges would hold it twice."""
+    return min(max(at, EARLIEST), LATEST).astimezone(timezone.utc)
 
 
 def schedule_id_of(target: str) -> str | None:

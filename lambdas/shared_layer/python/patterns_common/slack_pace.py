@@ -6,7 +6,8 @@ the webhook's theoretical arrival time (GCRA, the generic cell rate algorithm): 
 ``max(now, tat - BURST * INTERVAL)`` and every reservation moves ``tat`` on by one interval. A
 reservation is one atomic UpdateItem (two when the webhook was idle), so 200 alerts raised in one
 second get 200 different slots, one every INTERVAL_SECONDS after a burst, below Slack's pace.
-The rules here hold no AWS client; the notifier makes the calls.
+Every poster to the webhook takes its turn here: Notify User and Handoff Notice. The rules here hold
+no AWS client; the caller hands its DynamoDB table to ``reserve_slot_on``.
 """
 
 from __future__ import annotations
@@ -100,3 +101,20 @@ def slot_after_busy_update(new_tat: float, now: float) -> float:
 def _number(value: float) -> Decimal:
     # DynamoDB numbers go through boto3 as Decimal; milliseconds are precision enough.
     return Decimal(str(round(value, 3)))
+
+
+def reserve_slot_on(table: Any, webhook_url: str, now: float) -> float:
+    """A post's moment on the webhook's shared pace, reserved on ``table`` (a boto3 DynamoDB Table):
+    one atomic UpdateItem, two if the webhook was idle."""
+    conditional_failure = table.meta.client.exceptions.ConditionalCheckFailedException
+    while True:  # each refusal means the other branch now holds; the race is lost at most a few times
+        try:
+            tat = table.update_item(**busy_update(webhook_url, now))["Attributes"]["tat"]
+            return slot_after_busy_update(float(tat), now)
+        except conditional_failure:
+            pass
+        try:
+            table.update_item(**idle_update(webhook_url, now))
+            return now
+        except conditional_failure:
+            pass
