@@ -81,9 +81,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     # Slack's: a new slot at the end of the queue could be minutes away. So does a call given its
     # slot by the machine.
     if "slot_at" not in event:
-        now = time.time()
-        slot_at = held_slot(event, webhook_url, now)
-        if not due(slot_at, now):
+        slot_at = held_slot(event, webhook_url, time.time())
+        # Read the clock again: a call that read it a moment before this one may have reserved after
+        # it, and its slot (its own now) is then a moment ahead of this call's first reading.
+        if not due(slot_at, time.time()):
             raise SlackChannelBusy(slot_at)
     try:
         status = post_message(webhook_url, notification.payload())
