@@ -414,10 +414,10 @@ def test_a_notice_slack_refused_is_posted_by_the_retry_once(notice_function, sla
 
 
 def test_a_notice_whose_slot_on_slacks_pace_is_later_is_left_to_a_schedule_at_the_slot(notice_function, slack):
-    # Given: three posts reserved on the webhook's pace at 08:00:00 (slots 08:00:00, 08:00:00, 08:00:01.25:
-    # a burst of two, then one every 1.25 s; slack_pace), so the notice's slot is 08:00:02.5
+    # Given: four posts reserved on the webhook's pace at 08:00:00 (slots 08:00:00 three times, then
+    # 08:00:01.25: a burst of three, then one every 1.25 s; slack_pace), so the notice's slot is 08:00:02.5
     table = boto3.resource("dynamodb").Table("short-lived")
-    for _ in range(3):
+    for _ in range(4):
         reserve_slot_on(table, slack.url, THU_08H.timestamp())
     event = {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"}
     # When: the handoff's schedule invokes it at 08:00:00
