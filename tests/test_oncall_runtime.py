@@ -371,3 +371,41 @@ def test_shifts_asked_up_to_a_time_of_the_repeated_hour_in_the_zone_have_no_empt
     # (in UTC: compared across zones, a fold-1 time is unequal to everything, PEP 495)
     assert [(s.member, s.start.astimezone(timezone.utc), s.end.astimezone(timezone.utc)) for s in found] == [
         (A, utc("2026-11-01T04:00"), utc("2026-11-01T05:00")), (B, utc("2026-11-01T05:00"), utc("2026-11-01T06:00"))]
+
+
+# Issue 41: cases mutation testing found no fast test deciding. Wed 2026-11-04 in Berlin is CET, UTC+1.
+def test_a_restrictions_minutes_count_to_the_minute():
+    # C on Wednesdays 09:30 to 17:59 CET
+    c = schedule("Europe/Berlin", {"members": [C], "start": "2026-11-02T09:00", "shift": "P1D",
+                                   "restrictions": [{"days": ["WED"], "start": "09:30", "end": "17:59"}]})
+    assert [c.on_call(utc(t)) for t in ("2026-11-04T08:15", "2026-11-04T08:29:59", "2026-11-04T08:30", "2026-11-04T08:45",
+                                         "2026-11-04T16:58", "2026-11-04T16:59")] == [None, None, C, C, C, None]
+
+
+def test_sundays_window_past_midnight_runs_into_monday():
+    # C from Sunday 22:00 to Monday 06:00 CET (Sun 2026-11-08, Mon 2026-11-09), and on no other night
+    night = schedule("Europe/Berlin", {"members": [C], "start": "2026-11-02T09:00", "shift": "P1D",
+                                       "restrictions": [{"days": ["SUN"], "start": "22:00", "end": "06:00"}]})
+    assert [night.on_call(utc(t)) for t in ("2026-11-08T20:59", "2026-11-08T21:00", "2026-11-09T04:59", "2026-11-09T05:00",
+                                             "2026-11-07T04:00")] == [None, C, C, None, None]
+
+
+def test_shifts_merged_where_nobody_changes_keep_their_start_and_end_in_the_zone():
+    # A alone, handing off to A every day at 09:00: one shift from Mon 10:00 to Wed 10:00 CET
+    alone = schedule("Europe/Berlin", {"members": [A], "start": "2026-11-02T09:00", "shift": "P1D"})
+    shifts = alone.shifts(utc("2026-11-02T09:00"), utc("2026-11-04T09:00"))
+    assert [(s.member, s.start.isoformat(), s.end.isoformat()) for s in shifts] == [
+        (A, "2026-11-02T10:00:00+01:00", "2026-11-04T10:00:00+01:00")]
+
+
+def test_the_days_of_restriction_windows_are_the_schedules_days_not_utcs():
+    # Pacific/Kiritimati is UTC+14 all year: Thu 2026-11-05 12:00 there is Wed 22:00 UTC. C from 09:00 to 10:00
+    # every day; the shifts from Wed 12:00 to Thu 12:00 local end with Thursday's window (19:00 to 20:00 UTC)
+    kiritimati = schedule("Pacific/Kiritimati", {"members": [C], "start": "2026-11-02T00:00", "shift": "P7D",
+                                                "restrictions": [{**WHOLE_DAYS, "start": "09:00", "end": "10:00"}]})
+    shifts = kiritimati.shifts(utc("2026-11-03T22:00"), utc("2026-11-04T22:00"))
+    assert [(s.member, s.start.isoformat(), s.end.isoformat()) for s in shifts] == [
+        (None, "2026-11-04T12:00:00+14:00", "2026-11-05T09:00:00+14:00"),
+        (C, "2026-11-05T09:00:00+14:00", "2026-11-05T10:00:00+14:00"),
+        (None, "2026-11-05T10:00:00+14:00", "2026-11-05T12:00:00+14:00"),
+    ]
