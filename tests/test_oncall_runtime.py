@@ -409,3 +409,83 @@ def test_the_days_of_restriction_windows_are_the_schedules_days_not_utcs():
         (C, "2026-11-05T09:00:00+14:00", "2026-11-05T10:00:00+14:00"),
         (None, "2026-11-05T10:00:00+14:00", "2026-11-05T12:00:00+14:00"),
     ]
+
+
+# The whole refusal, schedule, field and problem: a person fixes the item from it alone (docs/on-call-schedules.md,
+# "Refused, with the error InvalidSchedule and a message naming the schedule and the field").
+WEEKDAYS = "MON, TUE, WED, THU, FRI, SAT, SUN"
+OVERRIDE_TIME = "a local time YYYY-MM-DDTHH:MM from 1970 on, in the schedule's zone, optionally with its offset (+01:00)"
+ACCOUNT = "must be a person's account (a non-empty string of at most 254 characters, not a schedule)"
+
+
+def _override(**changes):
+    return {"member": D, "start": "2026-12-24T18:00", "end": "2026-12-27T09:00", **changes}
+
+
+def _window(**changes):
+    return {"days": ["MON"], "start": "09:00", "end": "17:00", **changes}
+
+
+@pytest.mark.parametrize(("item", "message"), [
+    ({key: value for key, value in GOOD.items() if key != "time_zone"},
+     "time_zone: is required: an IANA zone such as Europe/Berlin"),
+    (_with(layers=["U0AAAAAA1"]), "layers[0]: must be a layer {members, start, shift}"),
+    (_with(layer={"members": "U0AAAAAA1"}), "layers[0].members: must be a non-empty list: a rotation needs someone to rotate"),
+    (_with(layer={"members": ["   "]}), f"layers[0].members[0]: {ACCOUNT}"),
+    (_with(layer={"members": [A, "x" * 255]}), f"layers[0].members[1]: {ACCOUNT}"),
+    (_with(layer={"shift": 7}), "layers[0].shift: must be an ISO 8601 duration in hours, days or weeks (PT12H, P1D, P1W), got 7"),
+    (_with(layer={"restrictions": _window()}), "layers[0].restrictions: must be a list of {days, start, end}"),
+    (_with(layer={"restrictions": ["MON 09:00-17:00"]}), "layers[0].restrictions[0]: must be a window {days, start, end}"),
+    (_with(layer={"restrictions": [_window(when="weekdays")]}),
+     "layers[0].restrictions[0].when: is not a field here (the fields are days, start, end)"),
+    (_with(layer={"restrictions": [_window(days=[])]}), f"layers[0].restrictions[0].days: must be a non-empty list of {WEEKDAYS}"),
+    # A DynamoDB string set reads as a Python set: not the list the form asks for
+    (_with(layer={"restrictions": [_window(days={"MON"})]}), f"layers[0].restrictions[0].days: must be a non-empty list of {WEEKDAYS}"),
+    (_with(layer={"restrictions": [_window(start="09:60")]}),
+     "layers[0].restrictions[0].start: must be a local time of day HH:MM, 00:00 to 24:00, got '09:60'"),
+    (_with(layer={"restrictions": [_window(start="24:00")]}),
+     "layers[0].restrictions[0].start: must be 00:00 to 23:59 (a window ends at 24:00, it cannot start there)"),
+    (_with(layer={"restrictions": [_window(end="09:00")]}),
+     "layers[0].restrictions[0].end: must differ from start (an end before start runs past midnight)"),
+    (_with(overrides={"member": D}), "overrides: must be a list of {member, start, end}"),
+    (_with(overrides=[D]), "overrides[0]: must be an override {member, start, end}"),
+    (_with(overrides=[_override(reason="holiday")]), "overrides[0].reason: is not a field here (the fields are member, start, end)"),
+    (_with(overrides=[_override(member="")]), f"overrides[0].member: {ACCOUNT}"),
+    (_with(overrides=[_override(start="2026-12-24 18:00")]), f"overrides[0].start: must be {OVERRIDE_TIME}, got '2026-12-24 18:00'"),
+    (_with(overrides=[_override(end="2026-12-24T18:00")]), "overrides[0].end: must be after start"),
+    (_with(time_zone="America/New_York", overrides=[_override(start="2026-10-31T09:00", end="2026-10-31T12:00-05:00")]),
+     "overrides[0].end: has the offset -05:00, which America/New_York does not have at 2026-10-31T12:00"),
+])
+def test_a_refusal_names_the_schedule_the_field_and_what_to_write(item, message):
+    with pytest.raises(InvalidSchedule) as refused:
+        parse_schedule(item)
+    assert str(refused.value) == f"schedule 'primary', {message}"
+
+
+def test_a_member_of_254_characters_and_a_start_in_1970_are_read():
+    longest = "x" * 254
+    read = parse_schedule(_with(time_zone="UTC", layer={"members": [longest], "start": "1970-01-01T00:00"}))
+    assert read.on_call(utc("1970-01-01T00:00")) == longest
+
+
+# Handoffs around the clocks' changes in New York: 2026-03-08 02:00 EST -> 03:00 EDT, 2026-11-01 02:00 EDT -> 01:00 EST.
+def test_a_daily_handoff_at_a_time_the_spring_change_skips_happens_an_hour_later_on_the_clock():
+    # Daily at 02:30 from Sun 2026-03-01 (A, B, C): shift 7 would start Sun 03-08 02:30, which does not exist;
+    # read at the offset before the change (EST, UTC-5) it is 07:30 UTC, 03:30 EDT. Shift 6 began 03-07 02:30 EST.
+    rota = schedule("America/New_York", {"members": [A, B, C], "start": "2026-03-01T02:30", "shift": "P1D"})
+    assert [rota.on_call(utc(t)) for t in ("2026-03-08T07:00", "2026-03-08T07:29", "2026-03-08T07:30")] == [A, A, B]
+
+
+def test_a_daily_handoff_in_the_repeated_autumn_hour_happens_at_its_first_occurrence():
+    # Daily at 01:45 from Fri 2026-10-30 (A, B): shift 2 starts Sun 11-01 01:45 EDT, 05:45 UTC, and holds through
+    # the second 01:00-02:00 (EST, 06:00-07:00 UTC), whose 01:30 is before 01:45 on the clock but after it in time
+    rota = schedule("America/New_York", {"members": [A, B], "start": "2026-10-30T01:45", "shift": "P1D"})
+    assert [rota.on_call(utc(t)) for t in ("2026-11-01T05:44", "2026-11-01T05:45", "2026-11-01T06:30", "2026-11-01T06:50")] \
+        == [B, A, A, A]
+
+
+def test_a_yearly_rotation_starting_late_in_9999_answers_the_last_instant():
+    # Shift 0 from 9999-09-30 holds until after the last instant a schedule answers for (LATEST, 9999-10-01)
+    late = parse_schedule(_with(time_zone="UTC", layer={"members": [A, B], "start": "9999-09-30T00:00", "shift": "P366D"}))
+    assert late.on_call(datetime.max.replace(tzinfo=timezone.utc)) == A
+    assert late.on_call(utc("9999-09-29T23:59")) is None
