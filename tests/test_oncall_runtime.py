@@ -14,6 +14,7 @@ daylight-saving dates:
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from decimal import Decimal
 
 import pytest
 
@@ -429,6 +430,11 @@ def _window(**changes):
 @pytest.mark.parametrize(("item", "message"), [
     ({key: value for key, value in GOOD.items() if key != "time_zone"},
      "time_zone: is required: an IANA zone such as Europe/Berlin"),
+    (_with(time_zone=""), "time_zone: is required: an IANA zone such as Europe/Berlin"),
+    (_with(time_zone=5), "time_zone: is required: an IANA zone such as Europe/Berlin"),
+    (_with(timezone="UTC"),
+     "timezone: is not a field here (the fields are schedule_id, time_zone, layers, overrides, coverers, max_cover_days)"),
+    (_with(layers="P1D"), "layers: must be a non-empty list of layers, each {members, start, shift}"),
     (_with(layers=["U0AAAAAA1"]), "layers[0]: must be a layer {members, start, shift}"),
     (_with(layer={"members": "U0AAAAAA1"}), "layers[0].members: must be a non-empty list: a rotation needs someone to rotate"),
     (_with(layer={"members": ["   "]}), f"layers[0].members[0]: {ACCOUNT}"),
@@ -455,6 +461,14 @@ def _window(**changes):
     (_with(overrides=[_override(end="2026-12-24T18:00")]), "overrides[0].end: must be after start"),
     (_with(time_zone="America/New_York", overrides=[_override(start="2026-10-31T09:00", end="2026-10-31T12:00-05:00")]),
      "overrides[0].end: has the offset -05:00, which America/New_York does not have at 2026-10-31T12:00"),
+    # The third overlaps the first only (Thu 12-24 18:00 to Sun 12-27 09:00 and Sat 12-26 09:00 to Sun 12:00)
+    (_with(overrides=[_override(), _override(member=E, start="2026-12-28T09:00", end="2026-12-29T09:00"),
+                      _override(member=A, start="2026-12-26T09:00", end="2026-12-27T12:00")]),
+     "overrides[2]: overlaps overrides[0]: two overrides cannot cover the same time"),
+    (_with(coverers=[f"U0COVER{i:03d}" for i in range(101)]),
+     "coverers: must be a list of at most 100 accounts who may cover besides the layers' members"),
+    (_with(coverers=[E, ""]), f"coverers[1]: {ACCOUNT}"),
+    (_with(max_cover_days=Decimal("7.5")), "max_cover_days: must be a whole number of days from 1 to 366, got Decimal('7.5')"),
 ])
 def test_a_refusal_names_the_schedule_the_field_and_what_to_write(item, message):
     with pytest.raises(InvalidSchedule) as refused:
@@ -489,3 +503,42 @@ def test_a_yearly_rotation_starting_late_in_9999_answers_the_last_instant():
     late = parse_schedule(_with(time_zone="UTC", layer={"members": [A, B], "start": "9999-09-30T00:00", "shift": "P366D"}))
     assert late.on_call(datetime.max.replace(tzinfo=timezone.utc)) == A
     assert late.on_call(utc("9999-09-29T23:59")) is None
+
+
+@pytest.mark.parametrize(("item", "shown"), [
+    ({"time_zone": "UTC", "layers": GOOD["layers"]}, "None"),
+    ([GOOD], "None"),
+    ({**GOOD, "schedule_id": 5}, "5"),
+    ({**GOOD, "schedule_id": "x" * 65}, "x" * 65),
+    ({**GOOD, "schedule_id": "primary on-call"}, "primary on-call"),
+])
+def test_an_item_without_a_usable_schedule_id_is_refused_naming_that_field(item, shown):
+    with pytest.raises(InvalidSchedule) as refused:
+        parse_schedule(item)
+    assert str(refused.value) == (f"schedule '{shown}', schedule_id: must be 1 to 64 letters, digits, '.', '_' or '-' "
+                                  "(escalation names it as schedule:<id>)")
+
+
+def test_the_limits_themselves_are_read():
+    # an id of 64 characters, 100 coverers, covers of 1 and of 366 days
+    assert parse_schedule({**GOOD, "schedule_id": "a-b_c." + "x" * 58}).schedule_id == "a-b_c." + "x" * 58
+    assert len(parse_schedule(_with(coverers=[f"U0COVER{i:03d}" for i in range(100)])).coverers) == 100
+    assert [parse_schedule(_with(max_cover_days=days)).max_cover_days for days in (1, 366, Decimal(366))] == [1, 366, 366]
+
+
+def test_overrides_touching_in_either_order_are_read():
+    # E's override is listed first but follows D's: D until Sun 2026-12-27 09:00 CET (08:00 UTC), E from then
+    touching = parse_schedule(_with(overrides=[_override(member=E, start="2026-12-27T09:00", end="2026-12-28T09:00"),
+                                               _override()]))
+    assert [touching.on_call(utc(t)) for t in ("2026-12-27T07:59", "2026-12-27T08:00")] == [D, E]
+
+
+def test_a_machine_with_no_time_zone_database_says_so_naming_the_field(monkeypatch):
+    import zoneinfo
+
+    # (the database's absence is set up; what is tested is the message that names it)
+    monkeypatch.setattr(zoneinfo, "available_timezones", set)
+    with pytest.raises(InvalidSchedule) as refused:
+        parse_schedule(_with(time_zone="Europe/Berln"))
+    assert str(refused.value) == ("schedule 'primary', time_zone: 'Europe/Berln' cannot be looked up: this machine has no "
+                                  "time zone database (tzdata)")
