@@ -542,3 +542,29 @@ def test_a_machine_with_no_time_zone_database_says_so_naming_the_field(monkeypat
         parse_schedule(_with(time_zone="Europe/Berln"))
     assert str(refused.value) == ("schedule 'primary', time_zone: 'Europe/Berln' cannot be looked up: this machine has no "
                                   "time zone database (tzdata)")
+
+
+@pytest.fixture
+def machine_in_kiritimati(monkeypatch):
+    """The machine's own zone (what datetime.astimezone() without a zone uses) as far from the schedules' as it
+    gets, UTC+14: `python -m tools.oncall show` runs on a person's machine, not only in Lambda's UTC."""
+    import time
+
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_the_days_of_restriction_windows_do_not_depend_on_the_machines_zone(machine_in_kiritimati):
+    # Etc/GMT+12 is UTC-12 (POSIX's sign): Wed 2026-11-04 23:00 there is Thu 11:00 UTC, Fri 01:00 on the machine.
+    # C from 23:30 to 23:45 every day: Wednesday's window is among the shifts of Wed 23:00 to Thu 00:00 local
+    west = schedule("Etc/GMT+12", {"members": [C], "start": "2026-11-02T00:00", "shift": "P7D",
+                                   "restrictions": [{**WHOLE_DAYS, "start": "23:30", "end": "23:45"}]})
+    shifts = west.shifts(utc("2026-11-05T11:00"), utc("2026-11-05T12:00"))
+    assert [(s.member, s.start.isoformat(), s.end.isoformat()) for s in shifts] == [
+        (None, "2026-11-04T23:00:00-12:00", "2026-11-04T23:30:00-12:00"),
+        (C, "2026-11-04T23:30:00-12:00", "2026-11-04T23:45:00-12:00"),
+        (None, "2026-11-04T23:45:00-12:00", "2026-11-05T00:00:00-12:00"),
+    ]
