@@ -492,3 +492,17 @@ def test_the_handler_pages_the_lead_when_the_on_call_table_cannot_be_read(on_cal
         handler.lambda_handler({**event, "levels": [["schedule:primary"]]}, FakeLambdaContext())
     assert type(raised.value).__name__ == "ScheduleUnreadable"
     assert str(raised.value) == "schedule:primary: the on-call table could not be read (ResourceNotFoundException)"
+
+
+# Issue 41: what mutation testing found no fast test checking.
+def test_a_person_before_a_schedule_on_one_level_leaves_the_schedule_paged_too(logic):
+    # Wed 10:00 CET is primary's shift 2, A's
+    assert logic.find_round_targets([[LEAD, "schedule:primary"]], 0, WED_10H, reader(logic, DAILY)).users == [LEAD, A]
+
+
+def test_the_rounds_message_is_unchanged_without_notes_and_has_them_on_a_line_of_their_own(logic):
+    assert logic.round_message("Disk full on web-1", []) == "Disk full on web-1"
+    # The docs' wording of a gap on level 1 with level 2 standing in
+    found = logic.find_round_targets([["schedule:business"], [LEAD]], 0, WED_20H, reader(logic, BUSINESS_HOURS))
+    assert logic.round_message("Disk full on web-1", found.notes) == (
+        "Disk full on web-1\nSchedule business has nobody on call. The next escalation level is paged in its place.")
