@@ -88,4 +88,5 @@ def test_30_alerts_at_a_new_accounts_concurrency_each_post_once_with_no_429_and_
     # Then: each person posted exactly once, and Slack refused no post with 429: the shared pace held
     assert Counter(user for p in notified() for user in set(re.findall(r"U0SMALL\d{3}", json.dumps(p.body)))) == {
         f"U0SMALL{n:03d}": 1 for n in range(ALERTS)}
-    assert [p.seq for p in slack.posts if p.status == 429] == []
+    assert [p.seq for p in slack.posts if p.status == 429] == [], [
+        (p.seq, p.status, p.ts, str(p.body)[:60]) for p in slack.posts][-40:]
