@@ -12,7 +12,7 @@ measure.font = "13px system-ui, sans-serif";
 // a label cut short ends with "…" after a whole word.
 const LABEL_CHARS = 18;
 const LABEL_LINES = 3;
-const LABEL_OFFSET = 8;  // px between an edge and its label
+const LABEL_OFFSET = 6;  // px between an edge and its label
 function labelLines(text) {
   const lines = [];
   for (const word of text.split(/\s+/).filter(Boolean)) {
@@ -57,7 +57,7 @@ function nameLines(name) {
 
 function buildGraph(definition) {
   const g = new dagre.graphlib.Graph({ compound: true, multigraph: true });
-  g.setGraph({ rankdir: "TB", nodesep: 28, ranksep: 54, edgesep: 12, marginx: 16, marginy: 16 });
+  g.setGraph({ rankdir: "TB", nodesep: 20, ranksep: 54, edgesep: 8, marginx: 16, marginy: 16 });
   g.setNode("start", { kind: "terminal", label: "Start", width: 60, height: 28 });
   g.setNode("end", { kind: "terminal", label: "End", width: 60, height: 28 });
   let edges = 0;
@@ -65,9 +65,8 @@ function buildGraph(definition) {
     const lines = label ? labelLines(label) : [];
     // Measured at the labels' 11 px (the canvas measures 13 px), with room for the halo they are drawn with.
     const width = Math.max(0, ...lines.map((line) => measure.measureText(line).width * 11 / 13 + 8));
-    // Beside its edge, not on it: dagre sets a labelled edge's label to its right, labeloffset away, and
-    // keeps that room free of the other nodes and edges of its rank.
-    g.setEdge(from, to, { kind, label, lines, width, height: lines.length * 13 + 2, labelpos: lines.length ? "r" : "c",
+    // dagre keeps room for the label in the edge's middle rank; buildGraph then moves it beside the edge.
+    g.setEdge(from, to, { kind, label, lines, width, height: lines.length * 13 + 2, labelpos: "c",
       labeloffset: LABEL_OFFSET, minlen, weight }, "e" + edges++);
   };
   const ends = (state) => state && (state.Type === "Succeed" || state.Type === "Fail" || (state.End && !state.Next));
@@ -124,8 +123,15 @@ function buildGraph(definition) {
     }
   };
   addScope(definition, null, "start", "end");
-  dagre.layout(g);
-  clearLabels(g);
+  // A label is drawn on its edge's middle (dagre's "c": the narrowest drawing), then moved beside its
+  // edge; one with no clear place nearby is laid out again beside its edge (dagre's "r", which keeps
+  // the room free in its rank but widens the drawing, so only where needed).
+  for (let pass = 0; pass < 3; pass++) {
+    dagre.layout(g);
+    const crowded = clearLabels(g);
+    if (!crowded.length) break;
+    for (const e of crowded) g.edge(e).labelpos = "r";
+  }
   return g;
 }
 
@@ -141,9 +147,9 @@ function crosses(a, b, r) {
   return true;
 }
 
-// dagre keeps a label's room free only within its rank: an edge running diagonally between ranks may
-// still cross it. Where one does, the label moves along its own edge (beside it, either side) to the
-// first place no edge, state or other label touches; it stays where dagre put it if there is none.
+// Moves each edge label beside its edge, near it, to the first place no edge, state or other label
+// touches (dagre keeps a label's room free only within its rank: an edge running diagonally between
+// ranks may still cross it); returns the edges whose labels found none (left where dagre put them).
 function clearLabels(g) {
   const { width, height } = g.graph();
   const rect = (x, y, w, h) => ({ left: x - w / 2, right: x + w / 2, top: y - h / 2, bottom: y + h / 2 });
@@ -151,7 +157,9 @@ function clearLabels(g) {
   const segments = g.edges().flatMap((e) => g.edge(e).points.slice(1).map((p, i) => [g.edge(e).points[i], p]));
   const nodes = g.nodes().filter((id) => g.node(id).kind !== "box").map((id) => { const n = g.node(id); return rect(n.x, n.y, n.width, n.height); });
   const placed = [];
-  const clear = (r) => r.left >= 0 && r.top >= 0 && r.right <= width && r.bottom <= height
+  const crowded = [];
+  // Right of the drawing or below it is fine: the drawing grows to hold the label.
+  const clear = (r) => r.left >= 0 && r.top >= 0
     && !segments.some(([a, b]) => crosses(a, b, r)) && !nodes.some((n) => overlaps(n, r)) && !placed.some((l) => overlaps(l, r));
   for (const e of g.edges()) {
     const data = g.edge(e);
@@ -160,7 +168,7 @@ function clearLabels(g) {
     const w = data.width + 4, h = data.height + 4;
     const candidates = [[data.x, data.y]];
     // Nearest the middle of each stretch first, then further out, then further from the edge.
-    for (const away of [LABEL_OFFSET, 3 * LABEL_OFFSET, 6 * LABEL_OFFSET]) {
+    for (const away of [LABEL_OFFSET, 3 * LABEL_OFFSET]) {
       for (const t of [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9]) {
         for (const [a, b] of data.points.slice(1).map((p, i) => [data.points[i], p])) {
           const x = a.x + (b.x - a.x) * t, y = a.y + (b.y - a.y) * t;
@@ -170,8 +178,12 @@ function clearLabels(g) {
     }
     const found = candidates.find(([x, y]) => clear(rect(x, y, w, h)));
     if (found) [data.x, data.y] = found;
+    else crowded.push(e);
     placed.push(rect(data.x, data.y, w, h));
   }
+  g.graph().width = Math.max(width, ...placed.map((r) => r.right + 2));
+  g.graph().height = Math.max(height, ...placed.map((r) => r.bottom + 2));
+  return crowded;
 }
 
 function svg(tag, attributes = {}, parent = null) {
