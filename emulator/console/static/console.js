@@ -307,6 +307,9 @@ async function oncallPage() {
     el("p", { class: "muted" }, "Each schedule of the on-call table from the start of its day to two weeks from now (simulated " +
       "time), in its time zone: a row per layer, the overrides, and who is on call once all of them apply. " +
       "Schedules that cannot be read come first. Hover a shift for its times."),
+    el("p", { class: "legend oncall-legend" }, el("span", { class: "key cover" }, "an override: who covers"),
+      el("span", { class: "key gap" }, "a gap: nobody on call (the level's next target is paged)"),
+      el("span", { class: "key now" }, "now (simulated)")),
     list);
   const refresh = async () => {
     const { now, schedules } = await api("/api/oncall");
