@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from emulator.clock import INSTANT
@@ -37,6 +38,9 @@ RUN_ORDER = ["set-up", "outputs", "rehearsal-slack-values", "secrets", "first-al
              "check", "resolve"]
 WEBHOOK_SECRET, SIGNING_SECRET = "alert-notifier/slack-webhook", "step-functions-patterns/slack-signing-secret"
 ALERT, ALARM, MEMBER = "orders-db-cpu", "orders-db-cpu-high", "U0123ABCD"
+# Real seconds between a message appearing and a person's click on it: at real time 5 simulated seconds,
+# at the instant clock enough for all three rounds, 300 s apart, to pass
+A_PERSONS_PAUSE = 5
 
 
 def page_blocks(page: Path | None = None) -> tuple[dict[str, str], dict[str, str]]:
@@ -130,7 +134,11 @@ def test_the_deploy_page_ends_with_a_first_alert_acknowledged_from_slack(deploym
         wait_for(lambda: len(posts_about(deployment.slack, since)) == 2, "the first round's two posts", timeout=60)
         posts = posts_about(deployment.slack, since)
         assert sorted(post.body["text"] for post in posts) == sorted(slack_shown["round 1"].splitlines())
-        # The member presses Acknowledge in Slack: Slack opens the link and sends the signed click
+        # The member reads them and presses Acknowledge a few seconds later, in real time: how much
+        # simulated time that is depends on the clock's speed, and no second round may come meanwhile
+        time.sleep(A_PERSONS_PAUSE)
+        assert len(posts_about(deployment.slack, since)) == 2
+        # Slack opens the link and sends the signed click
         [mine] = [post for post in posts if post.body["text"].startswith(f"<@{MEMBER}>")]
         clicked = deployment.slack.click(mine.seq, block=1, element=0, user=MEMBER)
         assert clicked["interaction"]["status"] == 200
