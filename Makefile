@@ -16,7 +16,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 .PHONY: setup lambda-sandbox browser demo test bench synth lint deploy watch clean mutate
 
 # What `python -m emulator demo` runs: the project's venv (the emulator, and the app it synthesizes), the
-# cdk CLI, the Lambda sandbox. checkov (`make lint`) and the AWS CLI (the deploy page's test) it never
+# cdk CLI, the Lambda sandbox. checkov (`make lint`) and the AWS CLI (the deploy page's) it never
 # runs, so `make demo` leaves them to `make setup`.
 DEMO_NEEDS := $(VENV)/.installed node_modules/.installed lambda-sandbox
 
