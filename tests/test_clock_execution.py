@@ -3,6 +3,10 @@
 Issue 16: paused, simulated time stands still and executions wait at their next Wait; advance
 moves it by exactly N seconds; a speed F runs it F times real time; scheduled rules fire only
 when the clock passes their time, and the status shows the next firing.
+
+Issue 40: an advance past several due events fires each in order, at its own simulated time: a
+rule's hourly firings and the Waits they start; the app's hourly dispatch pages, at each hour, whoever
+is on call then.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import pytest
 from emulator.clock import INSTANT, SimClock, SimEvent
 from emulator.server import CLOCK_PATH
 from tests.conftest import ROOT
-from tests.emulator_helpers import permissive_role, put_target, unique, wait_for_event
+from tests.emulator_helpers import permissive_role, put_target, unique, wait_for, wait_for_event
 
 WAIT_SECONDS = 60
 
@@ -48,7 +52,7 @@ def _clock(aws, action: str = "", body: dict | None = None) -> tuple[int, dict]:
     url = aws.endpoint_url + CLOCK_PATH + (f"/{action}" if action else "")
     data = None if not action else json.dumps(body or {}).encode()
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=120) as response:
             return response.status, json.load(response)
     except urllib.error.HTTPError as exc:
         return exc.code, json.load(exc)
@@ -188,6 +192,36 @@ def test_the_clock_command_says_in_one_line_what_is_wrong(aws):
     assert nowhere.stderr == "error: AWS_ENDPOINT_URL is not set: export the lines `python -m emulator serve` prints\n"
     assert refused.returncode == 2 and "speed must be 'instant' or a positive factor" in refused.stderr
     assert "Traceback" not in nowhere.stderr + refused.stderr
+
+
+def test_an_advance_runs_an_hourly_rule_and_the_waits_it_starts_at_their_own_times(aws):
+    # Given: a real hourly EventBridge rule on the clock, starting a state machine that waits half an hour
+    role = permissive_role(aws, "order")
+    definition = {"StartAt": "Wait Half An Hour", "States": {
+        "Wait Half An Hour": {"Type": "Wait", "Seconds": 1800, "Next": "Done"}, "Done": {"Type": "Succeed"}}}
+    machine = aws.client("stepfunctions").create_state_machine(
+        name=unique("order"), definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
+    rule = unique("hourly")
+    events = aws.client("events")
+    events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
+    events.put_targets(Rule=rule, Targets=[{"Id": "machine", "Arn": machine, "RoleArn": role}])
+    aws.clock.pause()
+    aws.router.fire_on_clock({rule})
+    try:
+        wait_for(lambda: aws.router.next_firings(), "the rule to be on the clock")
+        [(_, first)] = aws.router.next_firings()
+        # When: advanced three hours and a quarter through the CLI's HTTP path
+        _clock(aws, "advance", {"seconds": 3 * 3600 + 900})
+    finally:
+        aws.router.fire_on_clock(set())
+        aws.clock.resume()
+    # Then: three executions, started at the rule's three times (first: an hour after it was armed);
+    # the first two ended their Wait half an hour after their start, the third still waits
+    sfn = aws.client("stepfunctions")
+    runs = sorted(sfn.list_executions(stateMachineArn=machine)["executions"], key=lambda e: e["startDate"])
+    assert [e["startDate"].timestamp() for e in runs] == pytest.approx([first, first + 3600, first + 2 * 3600], abs=1e-3)
+    assert [e["status"] for e in runs] == ["SUCCEEDED", "SUCCEEDED", "RUNNING"]
+    assert [e["stopDate"].timestamp() for e in runs[:2]] == pytest.approx([first + 1800, first + 3600 + 1800], abs=1e-3)
 
 
 def test_a_waiter_that_left_before_its_setter_reached_it_does_not_hold_the_clock_still():
