@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Iterator, Protocol
 
 _real_time = time.time
-_log = logging.getLogger(__name__)
 _real_monotonic = time.monotonic
+_log = logging.getLogger(__name__)
 
 # How long the emulator must be quiet before the clock jumps. Engine steps between two progress
 # reports take well under a millisecond; the margin covers a loaded two-core machine. The clock,
