@@ -10,10 +10,12 @@ state machine that waits; the app's hourly dispatcher): tests/test_clock_executi
 from __future__ import annotations
 
 import threading
+from datetime import datetime, timezone
 
 import pytest
 
 from emulator.clock import SimClock
+from emulator.events import _following
 from tests.emulator_helpers import wait_for
 
 HOUR = 3600
@@ -87,3 +89,15 @@ def test_an_instant_jump_to_a_wake_up_stops_first_at_a_timer_due_before_it(clock
     # way. The instant clock runs at real time between jumps: a second's tolerance.
     assert [kind for kind, _ in log] == ["fired", "consequence", "fired", "consequence", "woke"]
     assert [at - start for _, at in log] == pytest.approx([600, 660, 4200, 4260, 5400], abs=1)
+
+
+def test_a_scheduled_rule_comes_due_one_period_on_for_rate_and_at_the_next_utc_match_for_cron():
+    # EventBridge User Guide, "Setting a schedule pattern for scheduled rules (legacy)": rate() every
+    # period; cron(minutes hours day-of-month month day-of-week year) in UTC. L, W, # are not played.
+    half_past_eight = datetime(2026, 11, 28, 8, 30, tzinfo=timezone.utc).timestamp()
+    nine = datetime(2026, 11, 28, 9, 0, tzinfo=timezone.utc).timestamp()
+    assert _following("rate(1 hour)", half_past_eight) == half_past_eight + HOUR
+    assert _following("rate(5 minutes)", half_past_eight) == half_past_eight + 300
+    assert _following("cron(0 9 * * ? *)", half_past_eight) == nine
+    assert _following("cron(0 9 * * ? *)", nine) == nine + 24 * HOUR  # the next after, not the one at
+    assert _following("cron(0 9 L * ? *)", half_past_eight) is None
