@@ -203,18 +203,36 @@ def test_the_clock_command_says_in_one_line_what_is_wrong(aws):
     assert "Traceback" not in nowhere.stderr + refused.stderr
 
 
-def test_an_advance_runs_an_hourly_rule_and_the_waits_it_starts_at_their_own_times(aws):
-    # Given: a real hourly EventBridge rule on the clock, starting a state machine that waits half an hour
+def test_an_advance_runs_an_hourly_rule_the_waits_it_starts_and_an_alarms_changes_at_their_own_times(aws):
+    # Given: the clock paused; a real hourly EventBridge rule on it, starting a state machine that
+    # waits half an hour
+    aws.clock.pause()
+    t0 = aws.clock.now()
     role = permissive_role(aws, "order")
+    sfn = aws.client("stepfunctions")
     definition = {"StartAt": "Wait Half An Hour", "States": {
         "Wait Half An Hour": {"Type": "Wait", "Seconds": 1800, "Next": "Done"}, "Done": {"Type": "Succeed"}}}
-    machine = aws.client("stepfunctions").create_state_machine(
-        name=unique("order"), definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
+    machine = sfn.create_state_machine(name=unique("order"), definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
     rule = unique("hourly")
     events = aws.client("events")
     events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
     events.put_targets(Rule=rule, Targets=[{"Id": "machine", "Arn": machine, "RoleArn": role}])
-    aws.clock.pause()
+    # And: a one-minute alarm with a breaching datapoint now, whose state changes start another machine.
+    # Hand-worked (CloudWatch User Guide, "Configuring how CloudWatch alarms treat missing data"): a
+    # new alarm is INSUFFICIENT_DATA; at the end of this minute its window holds the datapoint:
+    # ALARM; a minute later the window is empty and missing data is missing: INSUFFICIENT_DATA.
+    alarm = unique("order-alarm")
+    aws.client("cloudwatch").put_metric_alarm(
+        AlarmName=alarm, Namespace="Clock/Order", MetricName="Breaches", Statistic="Sum", Period=60, EvaluationPeriods=1,
+        Threshold=0, ComparisonOperator="GreaterThanThreshold")
+    aws.client("cloudwatch").put_metric_data(Namespace="Clock/Order", MetricData=[{
+        "MetricName": "Breaches", "Value": 1, "Timestamp": datetime.datetime.fromtimestamp(t0, datetime.timezone.utc)}])
+    on_change = sfn.create_state_machine(name=unique("order-alarm"), roleArn=role, definition=json.dumps(
+        {"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}))["stateMachineArn"]
+    changes = unique("order-alarm")
+    events.put_rule(Name=changes, EventPattern=json.dumps({"source": ["aws.cloudwatch"], "detail": {"alarmName": [alarm]}}))
+    events.put_targets(Rule=changes, Targets=[{"Id": "machine", "Arn": on_change, "RoleArn": role}])
+    minute = t0 // 60 * 60
     aws.router.fire_on_clock({rule})
     try:
         wait_for(lambda: aws.router.next_firings(), "the rule to be on the clock")
@@ -228,9 +246,13 @@ def test_an_advance_runs_an_hourly_rule_and_the_waits_it_starts_at_their_own_tim
     # and no wake-up is in the past (nothing due is left unrun)
     assert [s["at"] for s in advanced["schedules"] if s["rule"] == rule] == pytest.approx([first + 3 * 3600], abs=1e-3)
     assert advanced["next_wakeup"] is not None and advanced["next_wakeup"] > advanced["now"]
+    # Then: the alarm's two changes started their executions at the two minute boundaries, not at
+    # the advance's end
+    started = sorted((e["startDate"].timestamp(), json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"])
+                      ["detail"]["state"]["value"]) for e in sfn.list_executions(stateMachineArn=on_change)["executions"])
+    assert started == [(pytest.approx(minute + 60, abs=1e-3), "ALARM"), (pytest.approx(minute + 120, abs=1e-3), "INSUFFICIENT_DATA")]
     # Then: three executions, started at the rule's three times (first: an hour after it was armed);
     # the first two ended their Wait half an hour after their start, the third still waits
-    sfn = aws.client("stepfunctions")
     runs = sorted(sfn.list_executions(stateMachineArn=machine)["executions"], key=lambda e: e["startDate"])
     assert [e["startDate"].timestamp() for e in runs] == pytest.approx([first, first + 3600, first + 2 * 3600], abs=1e-3)
     assert [e["status"] for e in runs] == ["SUCCEEDED", "SUCCEEDED", "RUNNING"]
