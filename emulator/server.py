@@ -16,7 +16,12 @@ import boto3
 from botocore.config import Config
 
 from emulator import patches
-from emulator.awslambda.concurrency import DEFAULT_ACCOUNT_CONCURRENCY, Concurrency, configured_quota
+from emulator.awslambda.concurrency import (
+    DEFAULT_ACCOUNT_CONCURRENCY,
+    MINIMUM_UNRESERVED,
+    Concurrency,
+    configured_quota,
+)
 from emulator.awslambda.function_urls import FunctionUrls
 from emulator.awslambda.runtime import LambdaRuntime
 from emulator.clock import TICKET_HEADER, SimClock
@@ -268,6 +273,22 @@ class LocalAws:
         self.mock_config = config
         if self._server is not None:
             _current.mock_config = config
+
+    @contextlib.contextmanager
+    def account_concurrency_quota(self, quota: int) -> Iterator[None]:
+        """The account at a concurrency quota of ``quota`` meanwhile (10: a new account's), as if it
+        had been deployed with it (``account_concurrency``), then back: one deployment serves the
+        tests of both. Refused when the reservations would leave fewer unreserved than Lambda keeps
+        (an app that reserves nothing deploys alike at any quota)."""
+        concurrency = self.concurrency
+        reserved = concurrency.quota - concurrency.unreserved()
+        if quota - reserved < min(MINIMUM_UNRESERVED, quota):
+            raise ValueError(f"the functions reserve {reserved} of the account's concurrency: a quota of {quota} cannot hold them")
+        before, concurrency.quota, self.account_concurrency = concurrency.quota, quota, quota
+        try:
+            yield
+        finally:
+            concurrency.quota, self.account_concurrency = before, before
 
     def stop(self) -> None:
         self.faults.clear()

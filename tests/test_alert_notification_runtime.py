@@ -273,10 +273,10 @@ def test_too_many_users_for_one_round_are_rejected_on_user_accounts(config_logic
 
 def test_long_user_names_are_bounded_by_the_payload_limit(config_logic):
     # Given: few enough users for the history limit, but 254-character names fill the payload
-    users = [f"{i:04d}" + "u" * 250 for i in range(400)]
+    users = [f"{i:04d}" + "u" * 250 for i in range(249)]
     item = alert_item(user_accounts=users, notification_count=Decimal(1), interval_seconds=Decimal(0))
     # Then
-    assert config_logic.worst_case_history_events([400]) <= 25_000
+    assert config_logic.worst_case_history_events([249]) <= 25_000
     with pytest.raises(config_logic.InvalidAlertConfig, match=r"^user_accounts: .*256 KiB payload limit"):
         config_logic.parse_alert_config(item)
 
@@ -525,8 +525,9 @@ def _execution_history(
         events += ["MapStateEntered", "MapStateStarted"]
         for _ in range(users):
             events += ["MapIterationStarted"]
-            if deferred:  # SlackChannelBusy caught into "Wait For The Channel's Turn", then Notify User again
-                events += [*_task_events(1, True), "WaitStateEntered", "WaitStateExited"]
+            if deferred:  # every attempt until SlackChannelBusy, caught into "Wait For The Channel's Turn",
+                # then Notify User again (its retries counted afresh: RetryCount is the state entry's)
+                events += [*_task_events(notify, True), "WaitStateEntered", "WaitStateExited"]
             events += _task_events(notify, notifications_failed)
             if notifications_failed:
                 events += ["PassStateEntered", "PassStateExited"]  # User Was Not Notified
@@ -656,14 +657,19 @@ def test_the_payload_estimate_holds_every_failure_of_every_round(config_logic, r
     assert config_logic.STATE_OVERHEAD_BYTES == 4096 and config_logic.CAUGHT_CAUSE_BYTES == 32 * 1024
 
 
-def test_a_config_whose_worst_history_is_exactly_25000_events_is_accepted(config_logic):
-    # Given: 72 users for 8 rounds; the worst path counted event by event
-    assert len(_worst_history([72] * 8)) == 25_000
-    item = alert_item(user_accounts=[f"u{i:02d}@example.com" for i in range(72)], interval_seconds=Decimal(0))
+def test_the_largest_round_whose_worst_history_fits_is_accepted_and_one_more_user_is_not(config_logic):
+    # Given: by hand, the worst one-round path: the execution's start and end (2), Fetch Alert Config
+    # (2 + 3 x 11 attempts), the first Choice (2), the start delay's Wait, status read (2 + 3 x 4) and
+    # Choice (18), the Map (4) and the Choice after it (2), the release (2 + 3 x 4) and its Catch's
+    # Succeed (2): 79; and per user 100: the iteration (2), Notify User twice around the channel's
+    # Wait (2 x (2 + 3 x 15) + 2) and the Pass of its failure (2). 249 users: 24,979 events; 250: 25,079
+    assert len(_worst_history([249])) == 79 + 249 * 100 == 24_979
+    item = alert_item(user_accounts=[f"u{i:03d}@example.com" for i in range(250)], interval_seconds=Decimal(0))
     # Then
-    assert config_logic.parse_alert_config({**item, "notification_count": Decimal(8)}).rounds == 8
-    with pytest.raises(config_logic.InvalidAlertConfig, match="^notification_count: at most 8 rounds of 72 users fit within 25,000"):
-        config_logic.parse_alert_config({**item, "notification_count": Decimal(9)})
+    assert config_logic.parse_alert_config({**item, "user_accounts": item["user_accounts"][:249], "notification_count": Decimal(1)}).rounds == 1
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.parse_alert_config({**item, "notification_count": Decimal(1)})
+    assert str(raised.value) == "user_accounts: 250 users cannot be notified within 25,000 history events even in one round"
 
 
 def test_a_config_whose_worst_state_is_exactly_256_kib_is_accepted(config_logic):
@@ -1054,28 +1060,15 @@ def test_client_errors_are_permanent(slack_webhook, slack, status):
         slack_webhook.post_message(slack.url, {"text": "hi"})
 
 
-def test_short_retry_afters_are_honoured_before_each_try_up_to_five_seconds_of_pauses(slack_webhook, slack):
-    # Given: Slack asks twice for a pause (https://api.slack.com/docs/rate-limits: 429 with Retry-After)
-    slack.fail_next(2, status=429, retry_after=2)
-    pauses: list[float] = []
-    # When
-    status = slack_webhook.post_message(slack.url, {"text": "hi"}, sleep=pauses.append)
-    # Then
-    assert status == 200
-    assert pauses == [2, 2]
-    assert [post.status for post in slack.posts] == [429, 429, 200]
-
-
-@pytest.mark.parametrize("retry_after, pauses", [(120, []), (None, []), (6, []), (5, [5]), (2, [2, 2]), (1, [1] * 5)])
-def test_rate_limits_not_settled_within_five_seconds_of_pauses_are_transient(slack_webhook, slack, retry_after, pauses):
-    # Given: 429s whose pauses would pass 5 s in all, or with no Retry-After
-    slack.fail_next(10, status=429, retry_after=retry_after)
-    taken: list[float] = []
-    # Then
-    with pytest.raises(slack_webhook.SlackTransientError, match="429"):
-        slack_webhook.post_message(slack.url, {"text": "hi"}, sleep=taken.append)
-    assert taken == pauses
-    assert len(slack.posts) == len(pauses) + 1
+@pytest.mark.parametrize("retry_after", [1, 120, None])
+def test_a_rate_limit_is_transient_at_once_and_never_waited_out_in_the_function(slack_webhook, slack, retry_after):
+    # Given: Slack asks for a pause (https://api.slack.com/docs/rate-limits: 429 with Retry-After)
+    slack.fail_next(1, status=429, retry_after=retry_after)
+    # Then: the function does not sleep through it (asleep, it would hold one of the account's
+    # concurrent executions); the machine's retry takes a new slot on the webhook's pace
+    with pytest.raises(slack_webhook.SlackTransientError, match=rf"429 \(Retry-After: {retry_after}\)"):
+        slack_webhook.post_message(slack.url, {"text": "hi"})
+    assert [post.status for post in slack.posts] == [429]
 
 
 def test_a_hanging_webhook_is_a_transient_timeout(slack_webhook, slack):
@@ -1550,45 +1543,112 @@ def test_the_webhook_pace_gives_a_short_burst_then_one_slot_a_second(notifier, s
     # When: six notifications reserve at the same instant, then one after the queue has drained
     slots = [notifier.reserve_slot(slack.url, 1000.0) for _ in range(6)]
     later = notifier.reserve_slot(slack.url, 1008.0)
-    # Then: a short burst at once, then a little slower than one a second; an idle webhook posts at once again
-    assert slots == [1000.0, 1000.0, 1001.25, 1002.5, 1003.75, 1005.0]
+    # Then: a burst of three at once (a round's Map notifies three at a time), then a little slower
+    # than one a second; an idle webhook posts at once again
+    assert slots == [1000.0, 1000.0, 1000.0, 1001.25, 1002.5, 1003.75]
     later_still = notifier.reserve_slot(slack.url, 1020.0)
     assert (later, later_still) == (1008.0, 1020.0)
 
 
-def test_a_slot_further_off_than_the_notifier_waits_is_handed_to_the_machine_then_used(notifier, slack):
+@pytest.fixture
+def no_sleep(notifier, monkeypatch):
+    """The notifier may not sleep: asleep, it would hold one of the account's concurrent executions."""
+
+    def refuse(seconds):
+        raise AssertionError(f"the notifier slept {seconds} s")
+
+    monkeypatch.setattr(notifier.time, "sleep", refuse)
+
+
+def test_a_slot_still_to_come_is_handed_to_the_machine_then_used(notifier, slack, no_sleep):
     import time as real_time
 
-    # Given: the webhook's queue is about 40 s long (33 slots, 1.25 s apart after a burst of 2)
-    for _ in range(33):
+    # Given: the webhook's queue is about 40 s long (34 slots, 1.25 s apart after a burst of 3)
+    for _ in range(34):
         notifier.reserve_slot(slack.url, real_time.time())
     # When
     with pytest.raises(Exception) as busy:
         notifier.lambda_handler(notification_event(), FakeLambdaContext())
-    # Then: SlackChannelBusy says the slot and the whole seconds to wait (the machine's Wait reads them), nothing posted
+    # Then: SlackChannelBusy names the slot (the machine's Wait waits until it), nothing posted
     assert type(busy.value).__name__ == "SlackChannelBusy"
     told = json.loads(str(busy.value))
-    # (the Wait ends 2 to 3 s before the slot, and the notifier sleeps the rest: within its 5 s)
-    assert 1.9 < told["slot_at"] - (real_time.time() + told["wait_seconds"]) < 3 and told["slot_at"] > real_time.time() + 35
+    assert list(told) == ["slot_at"] and real_time.time() + 35 < told["slot_at"] < real_time.time() + 41
     assert slack.posts == []
     # When: the machine calls again once the slot has come (here: a slot already due)
     result = notifier.lambda_handler({**notification_event(), "slot_at": real_time.time()}, FakeLambdaContext())
-    # Then: posted in it, without queueing again
+    # Then: posted at once, without queueing again
+    assert result["status"] == 200 and len(slack.posts) == 1
+    assert notifier.reserve_slot(slack.url, real_time.time()) < told["slot_at"] + 2  # no slot taken after it
+
+
+def test_a_slot_that_has_come_posts_at_once_and_one_a_fraction_of_a_second_off_waits(notifier, slack, no_sleep, monkeypatch):
+    # Given: three posts took the burst at 1000.2, so the next slot is 1001.45 (1000.2 + 1.25)
+    for _ in range(3):
+        notifier.reserve_slot(slack.url, 1000.2)
+    # When: a notification comes at 1001.3, 0.15 s before that slot, and another at 1003.0, after the
+    # slot it gets (1002.7)
+    monkeypatch.setattr(notifier.time, "time", lambda: 1001.3)
+    with pytest.raises(Exception) as busy:
+        notifier.lambda_handler(notification_event(user="early@example.com"), FakeLambdaContext())
+    monkeypatch.setattr(notifier.time, "time", lambda: 1003.0)
+    result = notifier.lambda_handler(notification_event(user="later@example.com"), FakeLambdaContext())
+    # Then: never before its slot (an early post spends the room left for posts without a slot); the
+    # machine waits for the first, and the second goes at once
+    assert type(busy.value).__name__ == "SlackChannelBusy" and json.loads(str(busy.value)) == {"slot_at": 1001.45}
     assert result["status"] == 200 and len(slack.posts) == 1
 
 
-def test_a_retried_notification_posts_at_once_in_the_room_left_below_slacks_pace(notifier, slack, monkeypatch):
+def test_a_round_of_three_at_an_instant_between_milliseconds_posts_all_three_at_once(notifier, slack, no_sleep, monkeypatch):
+    # Given: an idle webhook; three notifications at 1000.2006 s (the pace item keeps milliseconds)
+    monkeypatch.setattr(notifier.time, "time", lambda: 1000.2006)
+    # When
+    results = [notifier.lambda_handler(notification_event(user=f"u{n}@example.com"), FakeLambdaContext()) for n in range(3)]
+    # Then: the burst's three slots are now, none a rounding error in the future
+    assert [r["status"] for r in results] == [200] * 3 and len(slack.posts) == 3
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 5])
+def test_any_call_without_a_slot_takes_one_whichever_attempt(notifier, slack, no_sleep, attempt):
     import time as real_time
 
-    # Given: a long queue on the webhook, and a retry (after a 429) of a notification whose slot has passed
-    for _ in range(33):
+    # Given: a long queue on the webhook, and an attempt the machine retried (a throttled invocation,
+    # which never ran, or a post after a 429)
+    for _ in range(34):
         notifier.reserve_slot(slack.url, real_time.time())
-    waited = []
-    monkeypatch.setattr(notifier.time, "sleep", waited.append)
+    # When
+    with pytest.raises(Exception) as busy:
+        notifier.lambda_handler({**notification_event(), "attempt": attempt}, FakeLambdaContext())
+    # Then: it waits for its turn like any other post
+    assert type(busy.value).__name__ == "SlackChannelBusy" and slack.posts == []
+
+
+def test_the_retry_of_an_attempt_that_took_a_slot_posts_in_it_at_once(notifier, slack, no_sleep):
+    import time as real_time
+
+    # Given: a first attempt posted in its slot (the webhook idle) and Slack answered 500
+    slack.fail_next(1, status=500)
+    with pytest.raises(Exception) as failed:
+        notifier.lambda_handler(notification_event(), FakeLambdaContext())
+    assert type(failed.value).__name__ == "SlackTransientError"
+    # and meanwhile other notifications queued about 40 s of slots
+    for _ in range(34):
+        notifier.reserve_slot(slack.url, real_time.time())
+    # When: the machine retries it (no slot in its input: the Retry sends the same input)
+    result = notifier.lambda_handler({**notification_event(), "attempt": 2}, FakeLambdaContext())
+    # Then: posted at once in the slot it took, not queued behind the others
+    assert result["status"] == 200 and [post.status for post in slack.posts] == [500, 200]
+
+
+def test_a_retried_post_in_its_slot_posts_at_once_in_the_room_left_below_slacks_pace(notifier, slack, no_sleep):
+    import time as real_time
+
+    # Given: a long queue on the webhook, and a retry (after a 429) of a notification given its slot, passed
+    for _ in range(34):
+        notifier.reserve_slot(slack.url, real_time.time())
     retry = {**notification_event(), "slot_at": real_time.time() - 10, "attempt": 2}
     # When
     result = notifier.lambda_handler(retry, FakeLambdaContext())
     # Then: posted at once, queueing for no new slot (minutes away) and never handed back to the
     # machine, so a channel that keeps refusing ends in the retries' failure, never in a loop
-    assert result["status"] == 200 and waited == [] and len(slack.posts) == 1
+    assert result["status"] == 200 and len(slack.posts) == 1
     assert notifier.reserve_slot(slack.url, real_time.time()) > real_time.time() + 35  # the queue is as it was

@@ -273,23 +273,93 @@ def test_a_cover_is_refused_to_an_outsider_told_to_the_channel_and_undone_by_unc
     wait_for(lambda: deployment.aws.runtime.count("HandoffNotice") > handoff_arms, "Handoff Notice invoked to re-arm")
 
 
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def _berlin_text(day, hour: int) -> str:
+    """A local time on ``day`` in Berlin as the console writes it (docs/on-call-schedules.md): ``Mon 2026-11-30 22:00 CET``."""
+    local = datetime(day.year, day.month, day.day, hour, tzinfo=BERLIN)
+    return f"{local:%a %Y-%m-%d %H:%M} {local.tzname()}"
+
+
+_READ_TIMELINE = """
+const section = arguments[0], track = section.querySelector('.row[data-row="final"] .track').getBoundingClientRect();
+const segments = (row) => [...section.querySelectorAll(`.row[data-row="${row}"] .segment`)].map((s) => ({
+  member: s.dataset.member, start: s.dataset.start, end: s.dataset.end, kinds: [...s.classList].filter((c) => c !== "segment").sort(),
+  text: s.textContent }));
+const now = section.querySelector(".now");
+return {
+  rows: [...section.querySelectorAll(".timeline .row")].map((r) => r.dataset.row),
+  days: [...section.querySelectorAll(".row.days .day")].map((d) => d.textContent),
+  layer1: segments("layer 1"), layer2: segments("layer 2"), overrides: segments("overrides"), final: segments("final"),
+  now: { text: now.textContent, fraction: (now.getBoundingClientRect().left - track.left) / track.width },
+};
+"""
+
+
 def test_the_console_shows_each_schedules_next_two_weeks_in_its_zone(deployment, on_call, console, browser):
-    # Given: a weekly rotation, A then B, whose first week began a day ago (to the minute), in UTC
-    first, second = "U0WEEK0A1", "U0WEEK0B2"
-    started = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc).replace(second=0, microsecond=0) - timedelta(days=1)
-    schedule_id = on_call.put(schedule_id=unique("weekly"), time_zone="UTC",
-                              layers=[{"members": [first, second], "start": started.strftime("%Y-%m-%dT%H:%M"), "shift": "P1W"}])
-    # When: the console's on-call page is opened
-    browser.get(console.url + "#/oncall")
-    section = f'section[data-schedule="{schedule_id}"]'
-    until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f"{section} tbody tr"), "the schedule's shifts")
-    rows = [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
-            for row in browser.find_elements(By.CSS_SELECTOR, f"{section} tbody tr")]
-    # Then: A until the handoff 6 days from now, B for the week after, A again to the end of the two weeks
-    handoff = started + timedelta(weeks=1)
-    assert [row[0] for row in rows] == [first, second, first]
-    assert rows[0][2] == rows[1][1] == f"{handoff:%a %Y-%m-%d %H:%M} UTC"
-    assert rows[1][2] == rows[2][1] == f"{handoff + timedelta(weeks=1):%a %Y-%m-%d %H:%M} UTC"
+    # Given: the clock paused (the page shows "now": nothing may move it meanwhile), in Berlin:
+    # layer 1 rotates A and B weekly from a day ago, days only (08:00-20:00); layer 2 has N every
+    # evening 20:00-22:00; C covers from noon in two days to noon the day after; nights 22:00-08:00
+    # have nobody (gaps). And a schedule with a misspelt zone whose id sorts after it.
+    deployment.aws.clock.pause()
+    try:
+        now = datetime.fromtimestamp(deployment.aws.clock.now(), timezone.utc)
+        today = now.astimezone(BERLIN).date()
+        first, second, evening, cover = "U0DAYS0A1", "U0DAYS0B2", "U0EVEN0N3", "U0COVER04"
+        every_day = ["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]
+        cover_from, cover_to = today + timedelta(days=2), today + timedelta(days=3)
+        schedule_id = on_call.put(schedule_id=unique("a-layered"), time_zone="Europe/Berlin", layers=[
+            {"members": [first, second], "start": (now.astimezone(BERLIN) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M"),
+             "shift": "P1W", "restrictions": [{"days": every_day, "start": "08:00", "end": "20:00"}]},
+            {"members": [evening], "start": f"{today - timedelta(days=1)}T00:00", "shift": "P1D",
+             "restrictions": [{"days": every_day, "start": "20:00", "end": "22:00"}]},
+        ], overrides=[{"member": cover, "start": f"{cover_from}T12:00", "end": f"{cover_to}T12:00"}])
+        broken_id = on_call.put(schedule_id=unique("z-broken"), time_zone="Europe/Berlinn",
+                                layers=[{"members": [first], "start": "2026-01-01T00:00", "shift": "P1D"}])
+        # When: the console's on-call page is opened
+        browser.get(console.url + "#/oncall")
+        section = f'section[data-schedule="{schedule_id}"]'
+        until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f'{section} .row[data-row="final"] .segment')
+              and browser.find_elements(By.CSS_SELECTOR, f'section[data-schedule="{broken_id}"]'), "both schedules drawn")
+        timeline = browser.execute_script(_READ_TIMELINE, browser.find_element(By.CSS_SELECTOR, section))
+        order = [s.get_attribute("data-schedule") for s in browser.find_elements(By.CSS_SELECTOR, "#oncall section")]
+        broken = [s.get_attribute("data-schedule") for s in browser.find_elements(By.CSS_SELECTOR, "#oncall section.broken")]
+    finally:
+        deployment.aws.clock.resume()
+
+    # Then: broken schedules first (every one, ours among them, though its id sorts last), with the
+    # parser's error naming the field
+    assert broken_id in broken and order[:len(broken)] == broken
+    assert order.index(broken_id) < order.index(schedule_id)
+    error = browser.find_element(By.CSS_SELECTOR, f'section[data-schedule="{broken_id}"] .error').text
+    assert error == (f"schedule {broken_id!r}, time_zone: 'Europe/Berlinn' is not an IANA time zone "
+                     "(such as Europe/Berlin or America/New_York)")
+    # Then: the day labels, a row per layer, the overrides, then the final row
+    assert timeline["rows"] == ["days", "layer 1", "layer 2", "overrides", "final"]
+    # From the start of today in Berlin to two weeks from now: today and the 14 days after it
+    assert timeline["days"][0] == f"{today:%a %d %b}" and len(timeline["days"]) == 15
+    # The now line: as far along as now is, from Berlin's midnight to now + 14 days
+    midnight = datetime(today.year, today.month, today.day, tzinfo=BERLIN)
+    assert timeline["now"]["text"] == "now"
+    assert abs(timeline["now"]["fraction"] - (now - midnight) / (now + timedelta(days=14) - midnight)) < 0.003
+    # Layer rows: each layer alone, only its members, only in its hours
+    assert {s["member"] for s in timeline["layer1"]} == {first, second}
+    assert all(s["start"][15:20] >= "08:00" and s["end"][15:20] <= "20:00" for s in timeline["layer1"])
+    later = today + timedelta(days=5)
+    assert {"member": evening, "start": _berlin_text(later, 20), "end": _berlin_text(later, 22), "kinds": ["shift"],
+            "text": evening} in timeline["layer2"]
+    # The override marked in its row and in the final row, saying who covers, over the layers
+    assert timeline["overrides"] == [{"member": cover, "start": _berlin_text(cover_from, 12), "end": _berlin_text(cover_to, 12),
+                                      "kinds": ["override"], "text": f"{cover} covers"}]
+    assert [s for s in timeline["final"] if "override" in s["kinds"]] == [
+        {"member": cover, "start": _berlin_text(cover_from, 12), "end": _berlin_text(cover_to, 12),
+         "kinds": ["override", "shift"], "text": f"{cover} (covers)"}]
+    # The final row: the evening layer 20:00-22:00, then nobody (a gap) until 08:00
+    assert {"member": evening, "start": _berlin_text(later, 20), "end": _berlin_text(later, 22), "kinds": ["shift"],
+            "text": evening} in timeline["final"]
+    assert {"member": "", "start": _berlin_text(later, 22), "end": _berlin_text(later + timedelta(days=1), 8), "kinds": ["gap"],
+            "text": "gap: nobody"} in timeline["final"]
 
 
 def test_schedules_declared_with_the_app_are_in_its_on_call_table_after_deployment(deployment):

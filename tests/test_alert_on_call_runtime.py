@@ -414,10 +414,10 @@ def test_a_notice_slack_refused_is_posted_by_the_retry_once(notice_function, sla
 
 
 def test_a_notice_whose_slot_on_slacks_pace_is_later_is_left_to_a_schedule_at_the_slot(notice_function, slack):
-    # Given: three posts reserved on the webhook's pace at 08:00:00 (slots 08:00:00, 08:00:00, 08:00:01.25:
-    # a burst of two, then one every 1.25 s; slack_pace), so the notice's slot is 08:00:02.5
+    # Given: four posts reserved on the webhook's pace at 08:00:00 (slots 08:00:00 three times, then
+    # 08:00:01.25: a burst of three, then one every 1.25 s; slack_pace), so the notice's slot is 08:00:02.5
     table = boto3.resource("dynamodb").Table("short-lived")
-    for _ in range(3):
+    for _ in range(4):
         reserve_slot_on(table, slack.url, THU_08H.timestamp())
     event = {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"}
     # When: the handoff's schedule invokes it at 08:00:00
@@ -492,3 +492,17 @@ def test_the_handler_pages_the_lead_when_the_on_call_table_cannot_be_read(on_cal
         handler.lambda_handler({**event, "levels": [["schedule:primary"]]}, FakeLambdaContext())
     assert type(raised.value).__name__ == "ScheduleUnreadable"
     assert str(raised.value) == "schedule:primary: the on-call table could not be read (ResourceNotFoundException)"
+
+
+# Issue 41: what mutation testing found no fast test checking.
+def test_a_person_before_a_schedule_on_one_level_leaves_the_schedule_paged_too(logic):
+    # Wed 10:00 CET is primary's shift 2, A's
+    assert logic.find_round_targets([[LEAD, "schedule:primary"]], 0, WED_10H, reader(logic, DAILY)).users == [LEAD, A]
+
+
+def test_the_rounds_message_is_unchanged_without_notes_and_has_them_on_a_line_of_their_own(logic):
+    assert logic.round_message("Disk full on web-1", []) == "Disk full on web-1"
+    # The docs' wording of a gap on level 1 with level 2 standing in
+    found = logic.find_round_targets([["schedule:business"], [LEAD]], 0, WED_20H, reader(logic, BUSINESS_HOURS))
+    assert logic.round_message("Disk full on web-1", found.notes) == (
+        "Disk full on web-1\nSchedule business has nobody on call. The next escalation level is paged in its place.")

@@ -227,6 +227,98 @@ def test_an_unknown_request_answers_with_the_usage(text):
     assert str(refused.value) == command.USAGE
 
 
+
+# Issue 41: what mutation testing found no fast test checking.
+@pytest.mark.parametrize(("text", "parsed"), [
+    ("", command.Command("list")),
+    ("list", command.Command("list")),
+    ("  cover   primary ", command.Command("cover", "primary")),
+    ("cover primary 2026-11-05T09:00 2026-11-05T12:00", command.Command("cover", "primary", "2026-11-05T09:00", "2026-11-05T12:00")),
+    ("uncover primary", command.Command("uncover", "primary")),
+])
+def test_a_request_is_read_as_its_verb_and_schedule(text, parsed):
+    assert command.parse_command(text) == parsed
+
+
+def test_without_a_workspace_the_refusal_names_the_context_key_to_set():
+    with pytest.raises(command.CommandRefused) as refused:
+        command.check_workspace(TEAM, None)
+    assert "sets the context key slackTeamId to the workspace's ID (T...) and deploys again." in str(refused.value)
+
+
+def test_the_listing_of_an_empty_table_says_so():
+    assert command.listing([], WED_10) == "There are no on-call schedules yet (the on-call table is empty)."
+
+
+def test_the_listing_shows_a_gap_as_nobody_and_an_account_that_is_no_slack_member_as_written():
+    # "late" starts Tue 2026-12-01, after the two weeks looked at (Wed 11-04 10:00 to Wed 11-18 10:00 CET);
+    # "mail" hands off daily at 00:00 UTC from Mon 11-02: Wed is shift 2, its first member's, then A's
+    late = {"schedule_id": "late", "time_zone": "Europe/Berlin",
+            "layers": [{"members": [A], "start": "2026-12-01T09:00", "shift": "P1D"}]}
+    mail = {"schedule_id": "mail", "time_zone": "UTC",
+            "layers": [{"members": ["ops@example.com", A], "start": "2026-11-02T00:00", "shift": "P1D"}]}
+    assert command.listing([mail, late], WED_10) == (
+        "*late* (Europe/Berlin)\n"
+        "• now: nobody until Wed 2026-11-18 10:00 CET\n"
+        "• next: nobody in the next 14 days\n"
+        "*mail* (UTC)\n"
+        "• now: ops@example.com until Thu 2026-11-05 00:00 UTC\n"
+        "• next: <@U0AAAAAA1> from Thu 2026-11-05 00:00 UTC until Fri 2026-11-06 00:00 UTC"
+    )
+
+
+def test_a_window_ending_exactly_now_is_past():
+    # Wed 09:00 to 10:00 CET, asked at Wed 10:00:00 CET: nothing of it is left to cover
+    with pytest.raises(command.CommandRefused) as refused:
+        command.cover(PRIMARY, A, WED_10, "2026-11-04T09:00", "2026-11-04T10:00")
+    assert str(refused.value) == "Not covered: the window ended at Wed 2026-11-04 10:00 CET; a cover must end in the future."
+
+
+def test_a_schedule_that_cannot_be_read_is_neither_covered_nor_uncovered_and_says_why():
+    broken = {**PRIMARY, "time_zone": "Mars/Olympus"}
+    why = ("schedule 'primary', time_zone: 'Mars/Olympus' is not an IANA time zone (such as Europe/Berlin or "
+           "America/New_York).")
+    for change in (lambda: command.cover(broken, A, WED_10, None, None), lambda: command.uncover(broken, A, WED_10)):
+        with pytest.raises(command.CommandRefused) as refused:
+            change()
+        assert str(refused.value) == f"This schedule cannot be read: {why}"
+
+
+def test_a_typed_time_the_schedule_cannot_read_is_not_covered_naming_the_field():
+    with pytest.raises(command.CommandRefused) as refused:
+        command.cover(PRIMARY, A, WED_10, "tomorrow", "2026-11-05T12:00")
+    assert str(refused.value).startswith("Not covered: schedule 'primary', overrides[0].start: must be a local time ")
+
+
+def test_a_cover_of_ones_own_shift_and_of_three_in_a_row_are_told_so():
+    # A holds shift 2 (Wed 09:00 to Thu 09:00 CET) and covers it from Wed 10:00
+    assert command.cover(PRIMARY, A, WED_10, None, None).told == (
+        "<@U0AAAAAA1> covers their own shift on *primary* from Wed 2026-11-04 10:00 CET to Thu 2026-11-05 09:00 CET "
+        "(Europe/Berlin).")
+    # C covers Sun 12:00 to Tue 12:00 CET: nobody until the layer starts Mon 09:00, A until Tue 09:00, then B
+    early = {**PRIMARY, "coverers": [C]}
+    assert command.cover(early, C, utc("2026-11-01T00:00"), "2026-11-01T12:00", "2026-11-03T12:00").told == (
+        "<@U0CCCCCC3> covers a gap, <@U0AAAAAA1> and <@U0BBBBBB2> on *primary* from Sun 2026-11-01 12:00 CET to "
+        "Tue 2026-11-03 12:00 CET (Europe/Berlin).")
+
+
+def test_uncover_with_no_overrides_or_only_one_ending_now_is_refused():
+    nothing = "You have no cover of *primary* that has not ended."
+    with pytest.raises(command.CommandRefused, match=rf"^{nothing.replace('*', '[*]')}$"):
+        command.uncover(PRIMARY, B, WED_10)
+    # B's cover ended at Wed 10:00 CET, the instant B uncovers: it has ended, and stays as the record
+    ended = {**PRIMARY, "overrides": [{"member": B, "start": "2026-11-04T08:00", "end": "2026-11-04T10:00"}]}
+    with pytest.raises(command.CommandRefused, match=rf"^{nothing.replace('*', '[*]')}$"):
+        command.uncover(ended, B, WED_10)
+
+
+def test_uncover_within_the_first_minute_of_a_cover_removes_it_to_the_microsecond():
+    # 10:00:00.25 CET is in the minute the cover started: ended at 10:00 it would last nothing, so it goes
+    item = {**PRIMARY, "overrides": [{"member": B, "start": "2026-11-04T10:00", "end": "2026-11-04T12:00"}]}
+    change = command.uncover(item, B, WED_10.replace(microsecond=250000))
+    assert change.after == []
+    assert change.told.endswith("the cover from Wed 2026-11-04 10:00 CET to Wed 2026-11-04 12:00 CET is removed (Europe/Berlin).")
+
 # -- the endpoint, on moto, with the follow-up posting to the Slack stand-in ------------------------
 
 

@@ -116,6 +116,79 @@ def test_every_machine_graph_is_readable_in_a_1400_px_window(deployment, console
     assert alert["labels"] >= 4
 
 
+# Each label's and state's text lines, and which edge labels an edge passes through or sit on a state
+# (a segment clipped against the label's box, 1 px inside it: touching is not crossing).
+_READ_LABELS = """
+const svg = arguments[0].querySelector("svg.graph"), ctm = svg.getScreenCTM();
+const box = (r) => ({ left: r.left + 1, right: r.right - 1, top: r.top + 1, bottom: r.bottom - 1 });
+const crosses = (a, b, r) => {
+  let t0 = 0, t1 = 1; const dx = b.x - a.x, dy = b.y - a.y;
+  for (const [p, q] of [[-dx, a.x - r.left], [dx, r.right - a.x], [-dy, a.y - r.top], [dy, r.bottom - a.y]]) {
+    if (p === 0) { if (q < 0) return false; continue; }
+    const t = q / p;
+    if (p < 0) { if (t > t1) return false; t0 = Math.max(t0, t); } else { if (t < t0) return false; t1 = Math.min(t1, t); }
+  }
+  return true;
+};
+const edges = [...svg.querySelectorAll("path.edge")].map((path) => {
+  const numbers = path.getAttribute("d").match(/-?[0-9.]+(?:e-?[0-9]+)?/g).map(Number);
+  const points = [];
+  for (let i = 0; i < numbers.length; i += 2) points.push(new DOMPoint(numbers[i], numbers[i + 1]).matrixTransform(ctm));
+  return points;
+});
+const labels = [...svg.querySelectorAll("text.edge-label")].map((t) => ({
+  text: t.querySelector("title").textContent, lines: [...t.querySelectorAll("tspan")].map((s) => s.textContent),
+  box: box(t.getBoundingClientRect()) }));
+const nodes = [...svg.querySelectorAll("g.node")].map((n) => ({ name: n.dataset.state || n.textContent, box: n.getBoundingClientRect() }));
+const overlap = (a, b) => Math.min(a.right, b.right) > Math.max(a.left, b.left) && Math.min(a.bottom, b.bottom) > Math.max(a.top, b.top);
+return {
+  labels: labels.map((l) => ({ text: l.text, lines: l.lines })),
+  states: [...svg.querySelectorAll("g.state")].map((n) => ({
+    name: n.dataset.state, lines: [...n.querySelectorAll("text:not(.count) tspan")].map((s) => s.textContent) })),
+  labelsOnEdges: labels.flatMap((l) => edges.filter((ps) => ps.some((p, i) => i && crosses(ps[i - 1], p, l.box))).map(() => l.text)),
+  labelsOnNodes: labels.flatMap((l) => nodes.filter((n) => overlap(l.box, n.box)).map((n) => [l.text, n.name])),
+};
+"""
+
+
+def _whole_words(lines: list[str], text: str) -> bool:
+    """Whether ``lines`` are ``text`` (or its first words, then "…") broken between words only."""
+    words = text.split()
+    shown = [word for line in lines for word in line.split()]
+    if shown[-1:] == ["…"]:
+        shown = shown[:-1]
+    return all(line == line.strip() and line for line in lines) and shown == words[:len(shown)] \
+        and (len(shown) == len(words) or lines[-1].endswith(" …"))
+
+
+def test_graph_labels_break_between_words_only_and_keep_clear_of_edges_and_states(deployment, console, browser):
+    # Given: every deployed machine's graph drawn in the console
+    sfn = deployment.client("stepfunctions")
+    browser.get(console.url)
+    machines = deployment.machine_names()
+    assert "alert" in machines.values()  # the machine whose labels broke mid-word and sat on edges
+    until(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "section.machine svg.graph")) >= len(machines),
+          "graphs drawn")
+    for arn, name in machines.items():
+        definition = json.loads(sfn.describe_state_machine(stateMachineArn=arn)["definition"])
+        # When: its labels are read as drawn
+        drawn = browser.execute_script(_READ_LABELS, browser.find_element(By.CSS_SELECTOR, f'section[data-machine="{name}"]'))
+        # Then: each state's box shows the state's name, its lines cut only between its words
+        assert sorted(s["name"] for s in drawn["states"]) == sorted(n for n, _ in _states(definition)), name
+        for state in drawn["states"]:
+            assert " ".join(state["lines"]) == state["name"], (name, state)
+        # Then: each edge label's lines are whole words of its text, and each Catch's error names are
+        # shown whole, each a word, however long (AlertAlreadyRunning was "AlertAlreadyRunnin" / "g")
+        for label in drawn["labels"]:
+            assert _whole_words(label["lines"], label["text"]), (name, label)
+        caught = [", ".join(c["ErrorEquals"]) for _, state in _states(definition) for c in state.get("Catch", [])]
+        shown = [" ".join(label["lines"]) for label in drawn["labels"]]
+        for errors in caught:
+            assert errors in shown, (name, errors, shown)
+        # Then: no edge runs through a label, and no label sits on a state
+        assert drawn["labelsOnEdges"] == [] and drawn["labelsOnNodes"] == [], (name, drawn["labelsOnEdges"], drawn["labelsOnNodes"])
+
+
 def test_a_person_steps_the_sample_alert_round_by_round_and_acknowledges_it_from_slack(deployment, console, browser):
     # Given: the sample alert and what its item says (users per round, seconds between rounds)
     sfn = deployment.client("stepfunctions")

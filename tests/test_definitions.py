@@ -79,6 +79,48 @@ def test_every_retrier_spreads_its_retries_with_full_jitter(machine):
     assert [name for name, retrier in found if retrier.get("JitterStrategy") != "FULL"] == []
 
 
+def lambda_tasks(states: dict) -> dict[str, dict]:
+    """Every Task state of ``states`` that invokes a Lambda function, a Map's iteration states included."""
+    found = {}
+    for name, state in states.items():
+        if state["Type"] == "Task" and state["Resource"].startswith(("arn:aws:states:::lambda:invoke", "arn:aws:lambda:")):
+            found[name] = state
+        if "ItemProcessor" in state:
+            found |= lambda_tasks(state["ItemProcessor"]["States"])
+    return found
+
+
+def retry_intervals(retrier: dict) -> list[float]:
+    """The waits before each retry, as the Step Functions Developer Guide computes them: IntervalSeconds
+    (default 1) times BackoffRate (default 2.0) for each retry before, at most MaxDelaySeconds, for
+    MaxAttempts (default 3) retries (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html)."""
+    interval, rate = retrier.get("IntervalSeconds", 1), retrier.get("BackoffRate", 2.0)
+    cap = retrier.get("MaxDelaySeconds", float("inf"))
+    return [min(interval * rate**k, cap) for k in range(retrier.get("MaxAttempts", 3))]
+
+
+def test_retry_intervals_follow_the_developer_guide():
+    # e.g. 3 retries from 1 s doubling: 1 + 2 + 4 s, the 7 s a throttled call had before; a cap holds each
+    assert retry_intervals({}) == [1, 2, 4]
+    assert retry_intervals({"IntervalSeconds": 10, "MaxAttempts": 4, "BackoffRate": 3, "MaxDelaySeconds": 60}) == [10, 30, 60, 60]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_every_lambda_task_retries_throttling_for_at_least_two_minutes(machine):
+    # A new account runs ten functions at once (Lambda quotas; docs/reliability.md): a burst of
+    # alerts or jobs is throttled (Lambda.TooManyRequestsException) until instances free up, and
+    # Step Functions must keep trying that long. The first retrier whose ErrorEquals matches is the
+    # one that applies (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html).
+    tasks = lambda_tasks(json.loads(filled(machine))["States"])
+    short = {}
+    for name, state in tasks.items():
+        applies = next((r for r in state.get("Retry", []) if {"Lambda.TooManyRequestsException", "States.ALL"} & set(r["ErrorEquals"])), None)
+        total = sum(retry_intervals(applies)) if applies else 0
+        if total < 120:
+            short[name] = total
+    assert short == {}
+
+
 def test_load_definition_refuses_missing_and_unused_substitutions(tmp_path, monkeypatch):
     # Given
     monkeypatch.setattr("stacks.common.definitions.STATEMACHINES_DIR", tmp_path)

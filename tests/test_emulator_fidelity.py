@@ -343,6 +343,31 @@ def test_wait_timestamp_is_read_as_utc_whatever_the_local_timezone(aws, role_arn
     assert 1790 <= result.simulated_seconds <= 1801
 
 
+def test_a_wait_timestamp_ends_at_its_second_not_before(aws, role_arn):
+    # AWS: a Wait ends at its Timestamp, "up to seconds", the milliseconds truncated
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html). moto waited the whole
+    # seconds left from now, ending up to a second short. Given: the clock held at the middle of a
+    # second, a Wait until 30.6 s after the second began: it must end 30 s after the second began
+    definition = {
+        "QueryLanguage": "JSONata",
+        "StartAt": "Wait Until",
+        "States": {"Wait Until": {"Type": "Wait", "Timestamp": "{% $states.input.until %}", "End": True}},
+    }
+    machine = _machine(aws, role_arn, definition)
+    aws.clock.pause()
+    try:
+        aws.clock.advance(int(aws.clock.now()) + 1.5 - aws.clock.now())
+        second = int(aws.clock.now())
+        until = datetime.fromtimestamp(second + 30.6, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        execution_arn = aws.client("stepfunctions").start_execution(stateMachineArn=machine, input=json.dumps({"until": until}))["executionArn"]
+    finally:
+        aws.clock.resume()
+    result = follow(aws, execution_arn)
+    # Then
+    [exited] = [e["timestamp"].timestamp() for e in result.events if e["type"] == "WaitStateExited"]
+    assert result.status == "SUCCEEDED" and second + 30 <= exited < second + 30.5, (until, exited - second)
+
+
 def test_a_slow_host_does_not_make_simulated_time_run_ahead(aws, role_arn, probe_arn):
     # AWS: time passes only as it passes. The emulator jumps its clock when nothing is working;
     # the engine's calls to Lambda must count as work from start to end, however slow the host,
@@ -916,7 +941,7 @@ def test_cloudformation_applies_every_event_invoke_config_of_the_app(deployment)
             else:
                 assert "DestinationConfig" not in config
             applied += 1
-    assert applied == 5  # the dispatcher, the alarm change handler, the follow-up poster and the two job runners
+    assert applied == 6  # the dispatcher, the alarm change handler, the follow-up poster, Handoff Notice and the two job runners
 
 
 def test_the_app_never_imports_the_emulator():
@@ -958,6 +983,10 @@ def test_of_concurrent_conditional_writes_to_one_item_exactly_one_succeeds(aws):
         BillingMode="PAY_PER_REQUEST",
     )
     dynamodb.put_item(TableName=table, Item={"id": {"S": "x"}, "status": {"S": "active"}})
+    # Taken once, before the threads: botocore makes a client's exception classes on first use
+    # (BaseClient.exceptions) without a lock, so two threads racing there got two classes, and a refusal
+    # raised as one escaped an except naming the other (the failure seen under load, issue 41).
+    refused = dynamodb.exceptions.ConditionalCheckFailedException
 
     def claim(n: int) -> bool:
         try:
@@ -970,7 +999,7 @@ def test_of_concurrent_conditional_writes_to_one_item_exactly_one_succeeds(aws):
                 ExpressionAttributeValues={":done": {"S": "done"}, ":active": {"S": "active"}, ":n": {"N": str(n)}},
             )
             return True
-        except dynamodb.exceptions.ConditionalCheckFailedException:
+        except refused:
             return False
 
     # The emulator serves requests on threads of this process: switching threads far more often than

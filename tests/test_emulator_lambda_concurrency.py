@@ -83,15 +83,30 @@ def test_a_reservation_that_leaves_less_than_100_unreserved_is_refused(aws, smal
 
 def test_a_new_accounts_quota_of_10_refuses_any_reservation(aws, small_function):
     # Given: the account's quota as a new account's (10), which is all of it its minimum unreserved
-    quota = aws.concurrency.quota
-    aws.concurrency.quota = 10
-    try:
+    before = aws.client("lambda").get_account_settings()["AccountLimit"]
+    with aws.account_concurrency_quota(10):
+        limit = aws.client("lambda").get_account_settings()["AccountLimit"]
         # When / Then
         with pytest.raises(ClientError) as refused:
             aws.client("lambda").put_function_concurrency(FunctionName=small_function, ReservedConcurrentExecutions=1)
-    finally:
-        aws.concurrency.quota = quota
+    assert (limit["ConcurrentExecutions"], limit["UnreservedConcurrentExecutions"]) == (10, 10)
     assert refused.value.response["Error"]["Message"].endswith("below its minimum value of [10].")
+    # Then: the account is back at its own quota
+    assert aws.client("lambda").get_account_settings()["AccountLimit"] == before
+
+
+def test_an_account_whose_reservations_need_more_cannot_run_at_a_new_accounts_quota(aws, small_function):
+    # Given: one function reserves 5 (a new account could not: its 10 must all stay unreserved)
+    client = aws.client("lambda")
+    client.put_function_concurrency(FunctionName=small_function, ReservedConcurrentExecutions=5)
+    try:
+        # When / Then
+        with pytest.raises(ValueError, match="reserve 5 of the account's concurrency: a quota of 10 cannot hold them"):
+            with aws.account_concurrency_quota(10):
+                pass
+    finally:
+        client.delete_function_concurrency(FunctionName=small_function)
+    assert aws.concurrency.quota == 1000
 
 
 def test_a_stack_reserving_too_much_fails_to_deploy_naming_the_function(aws, role_arn):
@@ -123,17 +138,22 @@ def test_invocations_beyond_a_functions_reservation_are_throttled_with_429(aws, 
     client = aws.client("lambda")
     client.put_function_concurrency(FunctionName=name, ReservedConcurrentExecutions=1)
     event = json.dumps({"bucket": bucket, "release": "go"})
-    with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(client.invoke, FunctionName=name, Payload=event)
-        wait_for(lambda: aws.concurrency.running(name) == 1, "the first invocation to start")
-        # When: two more
-        throttles = []
-        for _ in range(2):
-            with pytest.raises(ClientError) as throttled:
-                client.invoke(FunctionName=name, Payload=event)
-            throttles.append(throttled.value.response)
-        aws.client("s3").put_object(Bucket=bucket, Key="go", Body=b"")
-        first = running.result(timeout=60)
+    # (the reservation goes after: the session's account must be able to run at a new account's
+    # quota, which holds no reservation, for tests/test_small_account_execution.py)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(client.invoke, FunctionName=name, Payload=event)
+            wait_for(lambda: aws.concurrency.running(name) == 1, "the first invocation to start")
+            # When: two more
+            throttles = []
+            for _ in range(2):
+                with pytest.raises(ClientError) as throttled:
+                    client.invoke(FunctionName=name, Payload=event)
+                throttles.append(throttled.value.response)
+            aws.client("s3").put_object(Bucket=bucket, Key="go", Body=b"")
+            first = running.result(timeout=60)
+    finally:
+        client.delete_function_concurrency(FunctionName=name)
     # Then: the first ran; the others were refused as Lambda refuses them
     assert json.loads(first["Payload"].read()) == {"released": True}
     assert [(t["ResponseMetadata"]["HTTPStatusCode"], t["Error"]["Code"], t["Reason"]) for t in throttles] == [

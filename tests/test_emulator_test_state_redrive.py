@@ -110,19 +110,20 @@ def test_get_job_status_catches_job_timeout(sfn, machines):
 
 
 def test_get_job_status_retries_a_lambda_service_error_then_gives_up(sfn, machines):
-    # Given Lambda.ServiceException, which the first Retrier matches (IntervalSeconds 2, BackoffRate 2,
-    # MaxAttempts 6, JitterStrategy FULL), after one retry already made
+    # Given Lambda.ServiceException, which the second Retrier matches (the first is throttling's,
+    # Lambda.TooManyRequestsException; IntervalSeconds 2, BackoffRate 2, MaxAttempts 6, JitterStrategy FULL),
+    # after one retry already made
     error = {"error": "Lambda.ServiceException", "cause": "Service unavailable"}
     retriable = _test_state(
         sfn, machines, "poller", "Get Job Status", {}, mock={"errorOutput": error},
         stateConfiguration={"retrierRetryCount": 1}, inspectionLevel="DEBUG",
     )
-    # Then the state is retried by the first Retrier, within 2 * 2^1 seconds (full jitter waits
+    # Then the state is retried by that Retrier, within 2 * 2^1 seconds (full jitter waits
     # anywhere from 0 to the interval)
     assert retriable["status"] == "RETRIABLE"
     assert retriable["nextState"] == "Get Job Status"
     details = retriable["inspectionData"]["errorDetails"]
-    assert details["retryIndex"] == 0
+    assert details["retryIndex"] == 1
     assert 0 <= details["retryBackoffIntervalSeconds"] <= 4
     # And once its six retries are spent, no Catcher matches: the state fails
     exhausted = _test_state(sfn, machines, "poller", "Get Job Status", {}, mock={"errorOutput": error}, stateConfiguration={"retrierRetryCount": 6})

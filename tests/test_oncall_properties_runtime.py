@@ -10,6 +10,7 @@ layer; a day or week shift hands off at the same local wall-clock time across a 
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -19,7 +20,11 @@ from hypothesis import strategies as st
 from patterns_common.oncall import LATEST, InvalidSchedule, Schedule, parse_schedule, within
 
 settings.register_profile("oncall", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-PROPERTY = settings.get_profile("oncall")
+# `make mutate` (tools/mutate.py) runs the fast tests once per mutant and sets ONCALL_PROPERTY_PROFILE=mutate:
+# fewer examples, the same ones every run (derandomized, no example database), so a mutant's outcome does
+# not depend on a random draw and the run takes minutes, not hours. `make test` keeps the full profile.
+settings.register_profile("mutate", parent=settings.get_profile("oncall"), max_examples=30, derandomize=True, database=None)
+PROPERTY = settings.get_profile(os.environ.get("ONCALL_PROPERTY_PROFILE", "oncall"))
 
 UTC = timezone.utc
 MEMBERS = ("U0AAAAAA1", "U0BBBBBB2", "U0CCCCCC3", "U0DDDDDD4")

@@ -14,6 +14,7 @@ daylight-saving dates:
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from decimal import Decimal
 
 import pytest
 
@@ -371,3 +372,199 @@ def test_shifts_asked_up_to_a_time_of_the_repeated_hour_in_the_zone_have_no_empt
     # (in UTC: compared across zones, a fold-1 time is unequal to everything, PEP 495)
     assert [(s.member, s.start.astimezone(timezone.utc), s.end.astimezone(timezone.utc)) for s in found] == [
         (A, utc("2026-11-01T04:00"), utc("2026-11-01T05:00")), (B, utc("2026-11-01T05:00"), utc("2026-11-01T06:00"))]
+
+
+# Issue 41: cases mutation testing found no fast test deciding. Wed 2026-11-04 in Berlin is CET, UTC+1.
+def test_a_restrictions_minutes_count_to_the_minute():
+    # C on Wednesdays 09:30 to 17:59 CET
+    c = schedule("Europe/Berlin", {"members": [C], "start": "2026-11-02T09:00", "shift": "P1D",
+                                   "restrictions": [{"days": ["WED"], "start": "09:30", "end": "17:59"}]})
+    assert [c.on_call(utc(t)) for t in ("2026-11-04T08:15", "2026-11-04T08:29:59", "2026-11-04T08:30", "2026-11-04T08:45",
+                                         "2026-11-04T16:58", "2026-11-04T16:59")] == [None, None, C, C, C, None]
+
+
+def test_sundays_window_past_midnight_runs_into_monday():
+    # C from Sunday 22:00 to Monday 06:00 CET (Sun 2026-11-08, Mon 2026-11-09), and on no other night
+    night = schedule("Europe/Berlin", {"members": [C], "start": "2026-11-02T09:00", "shift": "P1D",
+                                       "restrictions": [{"days": ["SUN"], "start": "22:00", "end": "06:00"}]})
+    assert [night.on_call(utc(t)) for t in ("2026-11-08T20:59", "2026-11-08T21:00", "2026-11-09T04:59", "2026-11-09T05:00",
+                                             "2026-11-07T04:00")] == [None, C, C, None, None]
+
+
+def test_shifts_merged_where_nobody_changes_keep_their_start_and_end_in_the_zone():
+    # A alone, handing off to A every day at 09:00: one shift from Mon 10:00 to Wed 10:00 CET
+    alone = schedule("Europe/Berlin", {"members": [A], "start": "2026-11-02T09:00", "shift": "P1D"})
+    shifts = alone.shifts(utc("2026-11-02T09:00"), utc("2026-11-04T09:00"))
+    assert [(s.member, s.start.isoformat(), s.end.isoformat()) for s in shifts] == [
+        (A, "2026-11-02T10:00:00+01:00", "2026-11-04T10:00:00+01:00")]
+
+
+def test_the_days_of_restriction_windows_are_the_schedules_days_not_utcs():
+    # Pacific/Kiritimati is UTC+14 all year: Thu 2026-11-05 12:00 there is Wed 22:00 UTC. C from 09:00 to 10:00
+    # every day; the shifts from Wed 12:00 to Thu 12:00 local end with Thursday's window (19:00 to 20:00 UTC)
+    kiritimati = schedule("Pacific/Kiritimati", {"members": [C], "start": "2026-11-02T00:00", "shift": "P7D",
+                                                "restrictions": [{**WHOLE_DAYS, "start": "09:00", "end": "10:00"}]})
+    shifts = kiritimati.shifts(utc("2026-11-03T22:00"), utc("2026-11-04T22:00"))
+    assert [(s.member, s.start.isoformat(), s.end.isoformat()) for s in shifts] == [
+        (None, "2026-11-04T12:00:00+14:00", "2026-11-05T09:00:00+14:00"),
+        (C, "2026-11-05T09:00:00+14:00", "2026-11-05T10:00:00+14:00"),
+        (None, "2026-11-05T10:00:00+14:00", "2026-11-05T12:00:00+14:00"),
+    ]
+
+
+# The whole refusal, schedule, field and problem: a person fixes the item from it alone (docs/on-call-schedules.md,
+# "Refused, with the error InvalidSchedule and a message naming the schedule and the field").
+WEEKDAYS = "MON, TUE, WED, THU, FRI, SAT, SUN"
+OVERRIDE_TIME = "a local time YYYY-MM-DDTHH:MM from 1970 on, in the schedule's zone, optionally with its offset (+01:00)"
+ACCOUNT = "must be a person's account (a non-empty string of at most 254 characters, not a schedule)"
+
+
+def _override(**changes):
+    return {"member": D, "start": "2026-12-24T18:00", "end": "2026-12-27T09:00", **changes}
+
+
+def _window(**changes):
+    return {"days": ["MON"], "start": "09:00", "end": "17:00", **changes}
+
+
+@pytest.mark.parametrize(("item", "message"), [
+    ({key: value for key, value in GOOD.items() if key != "time_zone"},
+     "time_zone: is required: an IANA zone such as Europe/Berlin"),
+    (_with(time_zone=""), "time_zone: is required: an IANA zone such as Europe/Berlin"),
+    (_with(time_zone=5), "time_zone: is required: an IANA zone such as Europe/Berlin"),
+    (_with(timezone="UTC"),
+     "timezone: is not a field here (the fields are schedule_id, time_zone, layers, overrides, coverers, max_cover_days)"),
+    (_with(layers="P1D"), "layers: must be a non-empty list of layers, each {members, start, shift}"),
+    (_with(layers=["U0AAAAAA1"]), "layers[0]: must be a layer {members, start, shift}"),
+    (_with(layer={"members": "U0AAAAAA1"}), "layers[0].members: must be a non-empty list: a rotation needs someone to rotate"),
+    (_with(layer={"members": ["   "]}), f"layers[0].members[0]: {ACCOUNT}"),
+    (_with(layer={"members": [A, "x" * 255]}), f"layers[0].members[1]: {ACCOUNT}"),
+    (_with(layer={"shift": 7}), "layers[0].shift: must be an ISO 8601 duration in hours, days or weeks (PT12H, P1D, P1W), got 7"),
+    (_with(layer={"restrictions": _window()}), "layers[0].restrictions: must be a list of {days, start, end}"),
+    (_with(layer={"restrictions": ["MON 09:00-17:00"]}), "layers[0].restrictions[0]: must be a window {days, start, end}"),
+    (_with(layer={"restrictions": [_window(when="weekdays")]}),
+     "layers[0].restrictions[0].when: is not a field here (the fields are days, start, end)"),
+    (_with(layer={"restrictions": [_window(days=[])]}), f"layers[0].restrictions[0].days: must be a non-empty list of {WEEKDAYS}"),
+    # A DynamoDB string set reads as a Python set: not the list the form asks for
+    (_with(layer={"restrictions": [_window(days={"MON"})]}), f"layers[0].restrictions[0].days: must be a non-empty list of {WEEKDAYS}"),
+    (_with(layer={"restrictions": [_window(start="09:60")]}),
+     "layers[0].restrictions[0].start: must be a local time of day HH:MM, 00:00 to 24:00, got '09:60'"),
+    (_with(layer={"restrictions": [_window(start="24:00")]}),
+     "layers[0].restrictions[0].start: must be 00:00 to 23:59 (a window ends at 24:00, it cannot start there)"),
+    (_with(layer={"restrictions": [_window(end="09:00")]}),
+     "layers[0].restrictions[0].end: must differ from start (an end before start runs past midnight)"),
+    (_with(overrides={"member": D}), "overrides: must be a list of {member, start, end}"),
+    (_with(overrides=[D]), "overrides[0]: must be an override {member, start, end}"),
+    (_with(overrides=[_override(reason="holiday")]), "overrides[0].reason: is not a field here (the fields are member, start, end)"),
+    (_with(overrides=[_override(member="")]), f"overrides[0].member: {ACCOUNT}"),
+    (_with(overrides=[_override(start="2026-12-24 18:00")]), f"overrides[0].start: must be {OVERRIDE_TIME}, got '2026-12-24 18:00'"),
+    (_with(overrides=[_override(end="2026-12-24T18:00")]), "overrides[0].end: must be after start"),
+    (_with(time_zone="America/New_York", overrides=[_override(start="2026-10-31T09:00", end="2026-10-31T12:00-05:00")]),
+     "overrides[0].end: has the offset -05:00, which America/New_York does not have at 2026-10-31T12:00"),
+    # The third overlaps the first only (Thu 12-24 18:00 to Sun 12-27 09:00 and Sat 12-26 09:00 to Sun 12:00)
+    (_with(overrides=[_override(), _override(member=E, start="2026-12-28T09:00", end="2026-12-29T09:00"),
+                      _override(member=A, start="2026-12-26T09:00", end="2026-12-27T12:00")]),
+     "overrides[2]: overlaps overrides[0]: two overrides cannot cover the same time"),
+    (_with(coverers=[f"U0COVER{i:03d}" for i in range(101)]),
+     "coverers: must be a list of at most 100 accounts who may cover besides the layers' members"),
+    (_with(coverers=[E, ""]), f"coverers[1]: {ACCOUNT}"),
+    (_with(max_cover_days=Decimal("7.5")), "max_cover_days: must be a whole number of days from 1 to 366, got Decimal('7.5')"),
+])
+def test_a_refusal_names_the_schedule_the_field_and_what_to_write(item, message):
+    with pytest.raises(InvalidSchedule) as refused:
+        parse_schedule(item)
+    assert str(refused.value) == f"schedule 'primary', {message}"
+
+
+def test_a_member_of_254_characters_and_a_start_in_1970_are_read():
+    longest = "x" * 254
+    read = parse_schedule(_with(time_zone="UTC", layer={"members": [longest], "start": "1970-01-01T00:00"}))
+    assert read.on_call(utc("1970-01-01T00:00")) == longest
+
+
+# Handoffs around the clocks' changes in New York: 2026-03-08 02:00 EST -> 03:00 EDT, 2026-11-01 02:00 EDT -> 01:00 EST.
+def test_a_daily_handoff_at_a_time_the_spring_change_skips_happens_an_hour_later_on_the_clock():
+    # Daily at 02:30 from Sun 2026-03-01 (A, B, C): shift 7 would start Sun 03-08 02:30, which does not exist;
+    # read at the offset before the change (EST, UTC-5) it is 07:30 UTC, 03:30 EDT. Shift 6 began 03-07 02:30 EST.
+    rota = schedule("America/New_York", {"members": [A, B, C], "start": "2026-03-01T02:30", "shift": "P1D"})
+    assert [rota.on_call(utc(t)) for t in ("2026-03-08T07:00", "2026-03-08T07:29", "2026-03-08T07:30")] == [A, A, B]
+
+
+def test_a_daily_handoff_in_the_repeated_autumn_hour_happens_at_its_first_occurrence():
+    # Daily at 01:45 from Fri 2026-10-30 (A, B): shift 2 starts Sun 11-01 01:45 EDT, 05:45 UTC, and holds through
+    # the second 01:00-02:00 (EST, 06:00-07:00 UTC), whose 01:30 is before 01:45 on the clock but after it in time
+    rota = schedule("America/New_York", {"members": [A, B], "start": "2026-10-30T01:45", "shift": "P1D"})
+    assert [rota.on_call(utc(t)) for t in ("2026-11-01T05:44", "2026-11-01T05:45", "2026-11-01T06:30", "2026-11-01T06:50")] \
+        == [B, A, A, A]
+
+
+def test_a_yearly_rotation_starting_late_in_9999_answers_the_last_instant():
+    # Shift 0 from 9999-09-30 holds until after the last instant a schedule answers for (LATEST, 9999-10-01)
+    late = parse_schedule(_with(time_zone="UTC", layer={"members": [A, B], "start": "9999-09-30T00:00", "shift": "P366D"}))
+    assert late.on_call(datetime.max.replace(tzinfo=timezone.utc)) == A
+    assert late.on_call(utc("9999-09-29T23:59")) is None
+
+
+@pytest.mark.parametrize(("item", "shown"), [
+    ({"time_zone": "UTC", "layers": GOOD["layers"]}, "None"),
+    ([GOOD], "None"),
+    ({**GOOD, "schedule_id": 5}, "5"),
+    ({**GOOD, "schedule_id": "x" * 65}, "x" * 65),
+    ({**GOOD, "schedule_id": "primary on-call"}, "primary on-call"),
+])
+def test_an_item_without_a_usable_schedule_id_is_refused_naming_that_field(item, shown):
+    with pytest.raises(InvalidSchedule) as refused:
+        parse_schedule(item)
+    assert str(refused.value) == (f"schedule '{shown}', schedule_id: must be 1 to 64 letters, digits, '.', '_' or '-' "
+                                  "(escalation names it as schedule:<id>)")
+
+
+def test_the_limits_themselves_are_read():
+    # an id of 64 characters, 100 coverers, covers of 1 and of 366 days
+    assert parse_schedule({**GOOD, "schedule_id": "a-b_c." + "x" * 58}).schedule_id == "a-b_c." + "x" * 58
+    assert len(parse_schedule(_with(coverers=[f"U0COVER{i:03d}" for i in range(100)])).coverers) == 100
+    assert [parse_schedule(_with(max_cover_days=days)).max_cover_days for days in (1, 366, Decimal(366))] == [1, 366, 366]
+
+
+def test_overrides_touching_in_either_order_are_read():
+    # E's override is listed first but follows D's: D until Sun 2026-12-27 09:00 CET (08:00 UTC), E from then
+    touching = parse_schedule(_with(overrides=[_override(member=E, start="2026-12-27T09:00", end="2026-12-28T09:00"),
+                                               _override()]))
+    assert [touching.on_call(utc(t)) for t in ("2026-12-27T07:59", "2026-12-27T08:00")] == [D, E]
+
+
+def test_a_machine_with_no_time_zone_database_says_so_naming_the_field(monkeypatch):
+    import zoneinfo
+
+    # (the database's absence is set up; what is tested is the message that names it)
+    monkeypatch.setattr(zoneinfo, "available_timezones", set)
+    with pytest.raises(InvalidSchedule) as refused:
+        parse_schedule(_with(time_zone="Europe/Berln"))
+    assert str(refused.value) == ("schedule 'primary', time_zone: 'Europe/Berln' cannot be looked up: this machine has no "
+                                  "time zone database (tzdata)")
+
+
+@pytest.fixture
+def machine_in_kiritimati(monkeypatch):
+    """The machine's own zone (what datetime.astimezone() without a zone uses) as far from the schedules' as it
+    gets, UTC+14: `python -m tools.oncall show` runs on a person's machine, not only in Lambda's UTC."""
+    import time
+
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_the_days_of_restriction_windows_do_not_depend_on_the_machines_zone(machine_in_kiritimati):
+    # Etc/GMT+12 is UTC-12 (POSIX's sign): Wed 2026-11-04 23:00 there is Thu 11:00 UTC, Fri 01:00 on the machine.
+    # C from 23:30 to 23:45 every day: Wednesday's window is among the shifts of Wed 23:00 to Thu 00:00 local
+    west = schedule("Etc/GMT+12", {"members": [C], "start": "2026-11-02T00:00", "shift": "P7D",
+                                   "restrictions": [{**WHOLE_DAYS, "start": "23:30", "end": "23:45"}]})
+    shifts = west.shifts(utc("2026-11-05T11:00"), utc("2026-11-05T12:00"))
+    assert [(s.member, s.start.isoformat(), s.end.isoformat()) for s in shifts] == [
+        (None, "2026-11-04T23:00:00-12:00", "2026-11-04T23:30:00-12:00"),
+        (C, "2026-11-04T23:30:00-12:00", "2026-11-04T23:45:00-12:00"),
+        (None, "2026-11-04T23:45:00-12:00", "2026-11-05T00:00:00-12:00"),
+    ]

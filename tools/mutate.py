@@ -9,7 +9,7 @@ top and ``patterns_common/`` beside it. mutmut puts its copy of that directory f
 the copy of the project it runs the tests in leaves the layer's ``patterns_common`` out, so the tests
 import the mutated modules and nothing has to move.
 
-Usage: ``python tools/mutate.py [MODULE ...]`` with module names as in ``LOGIC_MODULES`` (all eight when
+Usage: ``python tools/mutate.py [MODULE ...]`` with module names as in ``LOGIC_MODULES`` (all of them when
 none is given). Prints, per module, how many mutants the tests killed. Inspect a survivor afterwards
 with ``cd .mutmut && ../.venv/bin/mutmut show NAME`` (``mutmut results`` lists them).
 """
@@ -39,9 +39,16 @@ LOGIC_MODULES = {
     "alert_action_links": LAYER / "patterns_common/alert_action_links.py",
     "alert_alarms_logic": Path("lambdas/alert_alarms/alert_alarms_logic.py"),
     "alert_actions_logic": Path("lambdas/alert_actions/alert_actions_logic.py"),
+    "oncall": LAYER / "patterns_common/oncall.py",
+    "oncall_command": Path("lambdas/alert_actions/oncall_command.py"),
+    "alert_on_call_logic": Path("lambdas/alert_on_call/alert_on_call_logic.py"),
 }
 # The fast tests a developer runs on every change; the emulator tests would take minutes per mutant.
 FAST_TESTS = "tests/test_*_runtime.py"
+# The property tests (Hypothesis) run under this profile: a fixed set of fewer examples, so a mutant's
+# outcome does not depend on the run's random draw and the run takes minutes, not hours (see
+# tests/test_oncall_properties_runtime.py).
+PROPERTY_PROFILE = "mutate"
 # Two cores, shared: mutmut forks at most this many test runs at a time, at a lower priority.
 MAX_CHILDREN = 2
 NICENESS = 10
@@ -129,7 +136,7 @@ def main() -> int:
     run = subprocess.run(
         ["nice", "-n", str(NICENESS), str(mutmut), "run", "--max-children", str(MAX_CHILDREN)],
         cwd=STAGE,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "ONCALL_PROPERTY_PROFILE": PROPERTY_PROFILE},
         check=False,
     )
     elapsed = time.monotonic() - started

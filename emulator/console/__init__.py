@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -285,7 +286,9 @@ class Console:
         return _json({"alarms": alarms, "changes": changes})
 
     def _oncall(self, request: Request) -> Response:
-        """Each on-call schedule's shifts from now (simulated) for two weeks, in its zone; or why it cannot be read."""
+        """Each on-call schedule as a timeline from the start of its local day to two weeks from now (simulated):
+        broken schedules first, with why they cannot be read; then each one's layers, overrides and final
+        shifts, in its zone (see ``_timeline``)."""
         # The functions' own module (standard library only), loaded as the stack loads it to check schedules.
         from stacks.alert_notification.on_call import oncall_module
 
@@ -301,14 +304,10 @@ class Console:
                 except oncall.InvalidSchedule as invalid:
                     schedules.append({"schedule_id": str(item.get("schedule_id")), "error": str(invalid)})
                     continue
-                shifts = schedule.shifts(now, now + ONCALL_DAYS)
-                schedules.append({
-                    "schedule_id": schedule.schedule_id,
-                    "time_zone": schedule.zone.key,
-                    "shifts": [{"member": shift.member, "start": oncall.local_text(shift.start, schedule.zone),
-                                "end": oncall.local_text(shift.end, schedule.zone)} for shift in shifts],
-                })
-        return _json({"schedules": sorted(schedules, key=lambda s: s["schedule_id"])})
+                schedules.append(_timeline(oncall, schedule, now))
+        # A broken schedule pages nobody: it comes first, where it is seen.
+        return _json({"now": now.timestamp(),
+                      "schedules": sorted(schedules, key=lambda s: ("error" not in s, s["schedule_id"]))})
 
     def _phone(self, request: Request) -> Response:
         """Every text and call to and from the account's phone number, in the order sent: {"to", "from", "kind", "body"}."""
@@ -353,6 +352,42 @@ class Console:
                                  for seq, (message_id, message, subject, *_) in reversed(list(enumerate(sent, 1)))][:_LISTED_MESSAGES],
                 })
         return _json(topics)
+
+
+def _timeline(oncall: Any, schedule: Any, now: datetime) -> dict:
+    """A schedule's rows from the start of its local day to ``now`` + two weeks, every rule the functions'
+    module's: a row per layer (the layer alone, as ``Schedule.shifts`` resolves it), the overrides, and the
+    final schedule, cut where an override begins and ends so that the shifts an override decides are
+    marked as its. Instants are epoch seconds to draw, with the local text people of the schedule read."""
+    zone = schedule.zone
+    start = schedule.instant(datetime.combine(now.astimezone(zone).date(), datetime.min.time()))
+    end = now + ONCALL_DAYS
+
+    def shift(found: Any, **extra: Any) -> dict:
+        return {"member": found.member, "start": found.start.timestamp(), "end": found.end.timestamp(),
+                "start_text": oncall.local_text(found.start, zone), "end_text": oncall.local_text(found.end, zone), **extra}
+
+    overrides = [o for o in schedule.overrides if o.start < end and start < o.end]
+    cuts = sorted({start, end, *(t for o in overrides for t in (o.start, o.end) if start < t < end)})
+    final = [shift(found, override=any(o.start <= begin and finish <= o.end for o in overrides))
+             for begin, finish in zip(cuts, cuts[1:]) for found in schedule.shifts(begin, finish)]
+    days = []
+    day = start.astimezone(zone).date()
+    while (midnight := schedule.instant(datetime.combine(day, datetime.min.time()))) < end:
+        days.append({"start": midnight.timestamp(), "label": f"{oncall.DAYS[day.weekday()].title()} {day:%d %b}"})
+        day += timedelta(days=1)
+    return {
+        "schedule_id": schedule.schedule_id,
+        "time_zone": zone.key,
+        "start": start.timestamp(),
+        "end": end.timestamp(),
+        "days": days,
+        "layers": [{"members": list(layer.members),
+                    "shifts": [shift(found) for found in replace(schedule, layers=(layer,), overrides=()).shifts(start, end)]}
+                   for layer in schedule.layers],
+        "overrides": [shift(oncall.Shift(o.member, o.start.astimezone(zone), o.end.astimezone(zone))) for o in overrides],
+        "shifts": final,
+    }
 
 
 def _condition(alarm: dict) -> str:

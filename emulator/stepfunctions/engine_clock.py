@@ -112,21 +112,25 @@ def install_program_timeout(clock: SimClock) -> None:
 
 
 def install_wait_timestamp_utc(clock: SimClock) -> None:
-    """AWS reads a Wait Timestamp as UTC ('Z'); moto subtracts a naive local now()."""
+    """AWS reads a Wait Timestamp as UTC ('Z') and ends the Wait at it, to the second (it truncates
+    milliseconds: https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html). moto
+    subtracted a naive local now(), and waited the whole seconds left from now: up to a second short."""
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function import (
         timestamp as ts_module,
     )
 
-    def get_wait_seconds(self: Any, env: Any) -> int:
+    def eval_body(self: Any, env: Any) -> None:
         self.string.eval(env=env)
         timestamp_str: str = env.stack.pop()
-        timestamp = self._from_timestamp_string(timestamp=timestamp_str)
+        timestamp = self._from_timestamp_string(timestamp=timestamp_str)  # milliseconds truncated
         if timestamp is None:
             raise ts_module.FailureEventException(self._create_failure_event(env, timestamp_str))
-        target = timestamp.replace(tzinfo=_datetime.timezone.utc).timestamp()
-        return int(target - clock.now())
+        until = timestamp.replace(tzinfo=_datetime.timezone.utc).timestamp()
+        # The event is set when the execution stops; any other wake-up waits on.
+        while env.is_running() and (left := until - clock.now()) > 0:
+            env.program_state_event.wait(left)
 
-    ts_module.Timestamp._get_wait_seconds = get_wait_seconds
+    ts_module.Timestamp._eval_body = eval_body
 
 
 def install_progress_reports(clock: SimClock) -> None:

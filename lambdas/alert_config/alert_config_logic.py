@@ -53,10 +53,10 @@ MAX_PAYLOAD_BYTES = 256 * 1024
 MAX_HISTORY_EVENTS = 25_000
 
 # Attempts per task: 1 + the sum of MaxAttempts over the task's retriers in the ASL.
-FETCH_MAX_ATTEMPTS = 6
+FETCH_MAX_ATTEMPTS = 11
 READ_STATUS_MAX_ATTEMPTS = 4
-FIND_ON_CALL_MAX_ATTEMPTS = 6
-NOTIFY_MAX_ATTEMPTS = 10
+FIND_ON_CALL_MAX_ATTEMPTS = 11
+NOTIFY_MAX_ATTEMPTS = 15
 RELEASE_MAX_ATTEMPTS = 4
 # History events: a state is entered and exited (2); a task attempt is scheduled, started and ends
 # (3); a Map state also starts and ends (2), each iteration starts and ends (2); a Fail state is
@@ -335,13 +335,14 @@ def history_events(
     ``notifications_failed``; that waited before its first round when ``delayed``; that looked up
     who is on call before every round (``find_on_call_attempts``, 0 for an alert naming no schedule);
     that ended by releasing its claim (``released``) or in a Fail state; and whose every notification
-    first waited for its slot on the webhook's pace (``deferred``: one more attempt and one Wait state)."""
+    first waited for its slot on the webhook's pace (``deferred``: Notify User run twice, around one Wait)."""
     rounds = len(level_sizes)
     # The Map iteration, the notification's attempts, and the Catch's Pass state for a failure.
     notify_user = 2 + _task(notify_attempts) + (_STATE if notifications_failed else 0)
-    if deferred:  # an attempt ended by SlackChannelBusy (caught: Notify User is left), "Wait For The
-        # Channel's Turn", then Notify User entered again
-        notify_user += 3 + 2 * _STATE
+    if deferred:  # Notify User's attempts until one ends in SlackChannelBusy (caught: the state is
+        # left; any attempt without a slot may be it, after throttles or a 429), "Wait For The
+        # Channel's Turn", then Notify User entered again, its retries counted afresh
+        notify_user += _task(notify_attempts) + _STATE
     events = 2 + _task(fetch_attempts) + _STATE  # the execution, the fetch, the first Choice
     events += rounds * (_MAP + _STATE)  # each round's Map and the Choice after it
     events += (rounds - 1 + delayed) * (_STATE + _task(read_attempts) + _STATE)  # wait, status read, Choice

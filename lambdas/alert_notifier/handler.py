@@ -6,9 +6,12 @@ which attempt of the machine's this is; and ``slot_at``, the slot an earlier cal
 machine waited for it.
 
 A round's own pace (``post_at``) cannot see the other executions posting to the webhook, so this
-notifier keeps the webhook's pace shared by all of them instead (slack_pace): a slot within a few
-seconds is waited for here; a later one ends the call with SlackChannelBusy, and the machine waits
-(a Wait state costs nothing while it waits) and calls again with the slot: once per notification.
+notifier keeps the webhook's pace shared by all of them instead (slack_pace): a call without a slot
+takes one (or finds the one an earlier attempt took) and posts at once if it has come; a slot still
+to come ends the call with SlackChannelBusy,
+and the machine waits (a Wait state costs nothing while it waits; this function never sleeps, which
+would hold one of the account's concurrent executions, ten in a new account) and calls again with
+the slot, which is posted in at once: at most once per notification.
 
 A retried attempt (the state machine's Retry, or a Lambda retry after a timeout) finds the first
 attempt's idempotency record and returns its result instead of posting again.
@@ -16,6 +19,7 @@ attempt's idempotency record and returns its result instead of posting again.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -30,7 +34,6 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from slack_webhook import (
-    MAX_PACING_WAIT_SECONDS,
     Notification,
     SlackRejectedError,
     SlackTransientError,
@@ -39,7 +42,7 @@ from slack_webhook import (
 )
 
 from patterns_common.observability import logger, metrics, tracer
-from patterns_common.slack_pace import SlackChannelBusy, reserve_slot_on
+from patterns_common.slack_pace import SlackChannelBusy, due, held_slot_item, held_slot_key, reserve_slot_on
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
 
@@ -71,17 +74,18 @@ def count_for_alert(metric: str, alert_id: str) -> None:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     notification = Notification.from_event(event)
     webhook_url = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
-    now = time.time()
     attempt = event.get("attempt", 1)
-    if attempt == 1:
-        slot_at = event.get("slot_at")  # the slot the machine waited for, if it did
-        if slot_at is None:
-            slot_at = reserve_slot(webhook_url, now)
-            if slot_at - now > MAX_PACING_WAIT_SECONDS:
-                raise SlackChannelBusy(slot_at, now)
-        time.sleep(min(max(0.0, slot_at - now), MAX_PACING_WAIT_SECONDS))
-    # A retry (after a 429 or a timeout) posts at once, in the room the shared pace leaves below
-    # Slack's: its slot has passed, and a new one at the end of the queue could be minutes away.
+    # A notification takes one slot, whichever attempt first runs: the machine's first attempts may
+    # have been throttled, never running. The retry of an attempt that took a slot (after a 429, a
+    # 5xx or a timeout) finds it, passed, and posts at once in the room the shared pace leaves below
+    # Slack's: a new slot at the end of the queue could be minutes away. So does a call given its
+    # slot by the machine.
+    if "slot_at" not in event:
+        slot_at = held_slot(event, webhook_url, time.time())
+        # Read the clock again: a call that read it a moment before this one may have reserved after
+        # it, and its slot (its own now) is then a moment ahead of this call's first reading.
+        if not due(slot_at, time.time()):
+            raise SlackChannelBusy(slot_at)
     try:
         status = post_message(webhook_url, notification.payload())
     except (SlackTransientError, SlackRejectedError) as error:
@@ -92,6 +96,17 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     # Not who: logs hold no one's account (the item records who acted, the channel who was notified).
     logger.info("Notified", extra={"alert_id": notification.alert_id, "round": notification.round})
     return {"user": notification.user, "round": notification.round, "status": status}
+
+
+def held_slot(event: dict[str, Any], webhook_url: str, now: float) -> float:
+    """The slot this notification took on an earlier attempt, else a new one, recorded."""
+    key = json.dumps([event["execution_id"], event["round"], event["user"]])  # the idempotency key's fields
+    held = pace_table.get_item(Key=held_slot_key(key), ConsistentRead=True).get("Item")
+    if held is not None:
+        return float(held["slot_at"])
+    slot_at = reserve_slot(webhook_url, now)
+    pace_table.put_item(Item=held_slot_item(key, slot_at))
+    return slot_at
 
 
 def reserve_slot(webhook_url: str, now: float) -> float:

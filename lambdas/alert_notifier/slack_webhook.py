@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import http.client
 import re
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,20 +19,11 @@ from urllib.parse import urlsplit
 from patterns_common.slack_post import json_request
 
 REQUEST_TIMEOUT_SECONDS = 5.0
-# 429s asking for short pauses are honoured here, up to this many seconds of pauses in all (Slack
-# answers a webhook posting a little over its pace with Retry-After: 1, and a post that arrives late
-# may meet a few); beyond, the state machine's back-off takes over so the function does not sit idle
-# (and billed) for long.
-MAX_INLINE_RETRY_AFTER_SECONDS = 5
 # A section block's text holds at most 3,000 characters
 # (https://api.slack.com/reference/block-kit/blocks#section); an alert message may hold 4,000.
 MAX_SECTION_TEXT = 3_000
 # Slack member IDs (users U..., Enterprise Grid users W...): mentioned as <@ID>, which notifies them.
 _MEMBER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
-# Slack takes about one message per second per channel, with short bursts
-# (https://api.slack.com/docs/rate-limits): the notifier waits for its slot on the webhook's pace
-# (slack_pace) at most this long (its timeout allows it); the machine waits for a later one.
-MAX_PACING_WAIT_SECONDS = 5
 # The buttons, in order: (label, action in the links, button style).
 BUTTONS = (("Acknowledge", "acknowledge", "primary"), ("Resolve", "resolve", None))
 
@@ -122,35 +112,14 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def post_message(
-    webhook_url: str,
-    payload: Mapping[str, Any],
-    *,
-    timeout: float = REQUEST_TIMEOUT_SECONDS,
-    sleep: Callable[[float], None] = time.sleep,
-) -> int:
-    """POST the JSON ``payload`` and return the HTTP status; raise one of the two errors above otherwise."""
+def post_message(webhook_url: str, payload: Mapping[str, Any], *, timeout: float = REQUEST_TIMEOUT_SECONDS) -> int:
+    """POST the JSON ``payload`` and return the HTTP status; raise one of the two errors above otherwise.
+
+    A 429 is not waited out here: a function asleep holds one of the account's concurrent executions
+    (ten in a new account). It is transient; the machine's retry takes a new slot on the webhook's pace.
+    """
     if urlsplit(webhook_url).scheme not in ("https", "http"):
         raise SlackRejectedError("the webhook secret does not hold an http(s) URL")
-    paused = 0
-    while True:
-        try:
-            return _post(webhook_url, payload, timeout)
-        except _RateLimited as limited:
-            wait = limited.retry_after
-            if wait is None or paused + wait > MAX_INLINE_RETRY_AFTER_SECONDS:
-                raise SlackTransientError(f"Slack answered 429 (Retry-After: {wait})") from None
-        paused += wait
-        sleep(wait)
-
-
-class _RateLimited(Exception):
-    def __init__(self, retry_after: int | None) -> None:
-        super().__init__(retry_after)
-        self.retry_after = retry_after
-
-
-def _post(webhook_url: str, payload: Mapping[str, Any], timeout: float) -> int:
     try:
         with urllib.request.urlopen(json_request(webhook_url, payload), timeout=timeout) as response:  # noqa: S310 - scheme checked above
             return response.status
@@ -158,14 +127,9 @@ def _post(webhook_url: str, payload: Mapping[str, Any], timeout: float) -> int:
         detail = error.read(200).decode(errors="replace")
         error.close()
         if error.code == 429:
-            raise _RateLimited(_seconds(error.headers.get("Retry-After"))) from None
+            raise SlackTransientError(f"Slack answered 429 (Retry-After: {error.headers.get('Retry-After')})") from None
         if error.code >= 500:
             raise SlackTransientError(f"Slack answered {error.code}: {detail}") from None
         raise SlackRejectedError(f"Slack answered {error.code}: {detail}") from None
     except (urllib.error.URLError, http.client.HTTPException, TimeoutError, ConnectionError) as error:
         raise SlackTransientError(f"Slack did not answer: {error}") from None
-
-
-def _seconds(retry_after: str | None) -> int | None:
-    # Slack sends whole seconds; an HTTP-date (also legal) is left to the state machine's back-off.
-    return int(retry_after) if retry_after and retry_after.strip().isdigit() else None

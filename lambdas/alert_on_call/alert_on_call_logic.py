@@ -27,7 +27,6 @@ class ScheduleUnreadable(Exception):
     def __init__(self, schedule_id: str, reason: str, *more: tuple[str, str]) -> None:
         self.problems = dict([(schedule_id, reason), *more])
         super().__init__("; ".join(f"schedule:{name}: {why}" for name, why in self.problems.items()))
-        self.schedule_id = schedule_id
         self.reason = reason
 
 

@@ -307,21 +307,70 @@ function firstLine(text) {
 async function oncallPage() {
   const list = el("div", { id: "oncall" });
   view.replaceChildren(el("h1", {}, "On call"),
-    el("p", { class: "muted" }, "Each schedule of the on-call table for the next two weeks of simulated time: " +
-      "who is on call from when to when, in the schedule's time zone (layers, restrictions and overrides applied)."),
+    el("p", { class: "muted" }, "Each schedule of the on-call table from the start of its day to two weeks from now (simulated " +
+      "time), in its time zone: a row per layer, the overrides, and who is on call once all of them apply. " +
+      "Schedules that cannot be read come first. Hover a shift for its times."),
+    el("p", { class: "legend oncall-legend" }, el("span", { class: "key cover" }, "an override: who covers"),
+      el("span", { class: "key gap" }, "a gap: nobody on call (the level's next target is paged)"),
+      el("span", { class: "key now" }, "now (simulated)")),
     list);
   const refresh = async () => {
-    const { schedules } = await api("/api/oncall");
-    list.replaceChildren(...(schedules.length ? schedules.map((s) => el("section", { class: "card", "data-schedule": s.schedule_id },
-      el("h2", {}, s.error ? s.schedule_id : `${s.schedule_id} (${s.time_zone})`),
-      s.error ? el("p", { class: "error" }, s.error) :
-        el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "On call"), el("th", {}, "From"), el("th", {}, "Until"))),
-          el("tbody", {}, ...s.shifts.map((shift) => el("tr", { "data-member": shift.member || "" },
-            el("td", {}, shift.member || "nobody (a gap: the next level is paged)"), el("td", {}, shift.start), el("td", {}, shift.end)))))))
+    const { now, schedules } = await api("/api/oncall");
+    list.replaceChildren(...(schedules.length ? schedules.map((s) => (s.error ? brokenSchedule(s) : scheduleTimeline(s, now)))
       : [el("p", { class: "muted" }, "No schedules yet: put one into the table of OnCallTableName (docs/on-call-schedules.md).")]));
   };
   await refresh();
   pageTimer = setInterval(refresh, 5000);
+}
+
+function brokenSchedule(s) {
+  return el("section", { class: "card schedule broken", "data-schedule": s.schedule_id },
+    el("h2", {}, s.schedule_id, " ", el("span", { class: "badge status-failed" }, "InvalidSchedule")),
+    el("p", { class: "error" }, s.error),
+    el("p", { class: "muted" }, "Nobody is on call from it: a level naming it pages its other targets, and the alert fails " +
+      "with ScheduleUnreadable when the round pages nobody."));
+}
+
+// A member's colour, the same in every row and schedule, so the final row shows whose layer it took.
+function memberColour(member) {
+  let hash = 0;
+  for (const c of member) hash = (hash * 31 + c.charCodeAt(0)) % 360;
+  return `hsl(${hash}, 65%, 84%)`;
+}
+
+function scheduleTimeline(s, nowEpoch) {
+  const span = s.end - s.start;
+  const at = (epoch) => `${(100 * (Math.min(Math.max(epoch, s.start), s.end) - s.start) / span).toFixed(3)}%`;
+  const width = (a, b) => `${(100 * (Math.min(b, s.end) - Math.max(a, s.start)) / span).toFixed(3)}%`;
+  const segment = (shift, kind, text) => el("div", {
+    class: `segment ${kind}`, "data-member": shift.member || "", "data-start": shift.start_text, "data-end": shift.end_text,
+    style: `left: ${at(shift.start)}; width: ${width(shift.start, shift.end)};` + (shift.member && kind !== "gap" ? ` background: ${memberColour(shift.member)};` : ""),
+    title: `${text}: ${shift.start_text} – ${shift.end_text}`,
+  }, el("span", {}, text));
+  const row = (name, label, segments, extra = "") => el("div", { class: `row ${extra}`, "data-row": name },
+    el("div", { class: "row-label" }, ...label), el("div", { class: "track" }, ...segments));
+  const days = s.days.map((day) => el("div", { class: "day", style: `left: ${at(day.start)}` }, day.label));
+  const rows = [
+    row("days", [""], days, "days"),
+    ...s.layers.map((layer, index) => row(`layer ${index + 1}`, [`Layer ${index + 1}`, el("small", {}, layer.members.join(", "))],
+      layer.shifts.filter((shift) => shift.member).map((shift) => segment(shift, "shift", shift.member)))),
+    ...(s.overrides.length ? [row("overrides", ["Overrides"],
+      s.overrides.map((o) => segment(o, "override", `${o.member} covers`)))] : []),
+    row("final", ["On call", el("small", {}, "final schedule")], s.shifts.map((shift) => (shift.member === null
+      ? segment(shift, "gap", "gap: nobody")
+      : segment(shift, shift.override ? "shift override" : "shift", shift.override ? `${shift.member} (covers)` : shift.member))), "final"),
+  ];
+  const now = el("div", { class: "now", style: `--at-fraction: ${((nowEpoch - s.start) / span).toFixed(5)}`, title: "now (simulated)" },
+    el("span", {}, "now"));
+  return el("section", { class: "card schedule", "data-schedule": s.schedule_id },
+    el("h2", {}, `${s.schedule_id} `, el("span", { class: "muted" }, `(${s.time_zone})`)),
+    el("div", { class: "timeline" }, ...rows, now),
+    el("details", {}, el("summary", {}, "Shifts as a list"),
+      el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "On call"), el("th", {}, "From"), el("th", {}, "Until"))),
+        el("tbody", {}, ...s.shifts.map((shift) => el("tr", { "data-member": shift.member || "" },
+          el("td", {}, shift.member === null ? "nobody (a gap: the level's next target is paged)"
+            : shift.override ? `${shift.member} (override)` : shift.member),
+          el("td", {}, shift.start_text), el("td", {}, shift.end_text)))))));
 }
 
 // ---- routing -----------------------------------------------------------------------------------

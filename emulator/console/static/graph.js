@@ -7,21 +7,20 @@ const measure = document.createElement("canvas").getContext("2d");
 measure.font = "13px system-ui, sans-serif";
 
 // An edge label as at most three short lines (the full text is the label's tooltip), so a Choice
-// with many branches does not spread its labels across the page.
+// with many branches does not spread its labels across the page. Lines break between words only: a
+// word longer than a line (an error name such as AlertAlreadyRunning) is a line of its own, whole, and
+// a label cut short ends with "…" after a whole word.
 const LABEL_CHARS = 18;
+const LABEL_LINES = 3;
+const LABEL_OFFSET = 6;  // px between an edge and its label
 function labelLines(text) {
   const lines = [];
-  let line = "";
   for (const word of text.split(/\s+/).filter(Boolean)) {
-    for (let rest = word; rest; ) {
-      const room = line ? LABEL_CHARS - line.length - 1 : LABEL_CHARS;
-      if (rest.length <= room) { line = line ? `${line} ${rest}` : rest; rest = ""; }
-      else if (line) { lines.push(line); line = ""; }
-      else { lines.push(rest.slice(0, LABEL_CHARS)); rest = rest.slice(LABEL_CHARS); }
-    }
+    const last = lines.length ? lines[lines.length - 1] : null;
+    if (last !== null && last.length + 1 + word.length <= LABEL_CHARS) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
   }
-  if (line) lines.push(line);
-  return lines.length <= 3 ? lines : [...lines.slice(0, 2), lines[2].slice(0, LABEL_CHARS - 1) + "…"];
+  return lines.length <= LABEL_LINES ? lines : [...lines.slice(0, LABEL_LINES - 1), lines[LABEL_LINES - 1] + " …"];
 }
 
 // A Choice rule as a label: its Comment if the author wrote one, else JSONata's Condition, or
@@ -58,14 +57,17 @@ function nameLines(name) {
 
 function buildGraph(definition) {
   const g = new dagre.graphlib.Graph({ compound: true, multigraph: true });
-  g.setGraph({ rankdir: "TB", nodesep: 28, ranksep: 34, edgesep: 12, marginx: 16, marginy: 16 });
+  g.setGraph({ rankdir: "TB", nodesep: 20, ranksep: 54, edgesep: 8, marginx: 16, marginy: 16 });
   g.setNode("start", { kind: "terminal", label: "Start", width: 60, height: 28 });
   g.setNode("end", { kind: "terminal", label: "End", width: 60, height: 28 });
   let edges = 0;
   const edge = (from, to, label = "", kind = "next", minlen = 1, weight = 1) => {
     const lines = label ? labelLines(label) : [];
-    const width = Math.max(0, ...lines.map((line) => measure.measureText(line).width * 0.85 + 8));
-    g.setEdge(from, to, { kind, label, lines, width, height: lines.length * 13, labelpos: "c", minlen, weight }, "e" + edges++);
+    // Measured at the labels' 11 px (the canvas measures 13 px), with room for the halo they are drawn with.
+    const width = Math.max(0, ...lines.map((line) => measure.measureText(line).width * 11 / 13 + 8));
+    // dagre keeps room for the label in the edge's middle rank; buildGraph then moves it beside the edge.
+    g.setEdge(from, to, { kind, label, lines, width, height: lines.length * 13 + 2, labelpos: "c",
+      labeloffset: LABEL_OFFSET, minlen, weight }, "e" + edges++);
   };
   const ends = (state) => state && (state.Type === "Succeed" || state.Type === "Fail" || (state.End && !state.Next));
 
@@ -121,8 +123,67 @@ function buildGraph(definition) {
     }
   };
   addScope(definition, null, "start", "end");
-  dagre.layout(g);
+  // A label is drawn on its edge's middle (dagre's "c": the narrowest drawing), then moved beside its
+  // edge; one with no clear place nearby is laid out again beside its edge (dagre's "r", which keeps
+  // the room free in its rank but widens the drawing, so only where needed).
+  for (let pass = 0; pass < 3; pass++) {
+    dagre.layout(g);
+    const crowded = clearLabels(g);
+    if (!crowded.length) break;
+    for (const e of crowded) g.edge(e).labelpos = "r";
+  }
   return g;
+}
+
+// Does the segment from a to b pass through the rectangle r (Liang-Barsky clipping)?
+function crosses(a, b, r) {
+  let t0 = 0, t1 = 1;
+  const dx = b.x - a.x, dy = b.y - a.y;
+  for (const [p, q] of [[-dx, a.x - r.left], [dx, r.right - a.x], [-dy, a.y - r.top], [dy, r.bottom - a.y]]) {
+    if (p === 0) { if (q < 0) return false; continue; }
+    const t = q / p;
+    if (p < 0) { if (t > t1) return false; t0 = Math.max(t0, t); } else { if (t < t0) return false; t1 = Math.min(t1, t); }
+  }
+  return true;
+}
+
+// Moves each edge label beside its edge, near it, to the first place no edge, state or other label
+// touches (dagre keeps a label's room free only within its rank: an edge running diagonally between
+// ranks may still cross it); returns the edges whose labels found none (left where dagre put them).
+function clearLabels(g) {
+  const { width, height } = g.graph();
+  const rect = (x, y, w, h) => ({ left: x - w / 2, right: x + w / 2, top: y - h / 2, bottom: y + h / 2 });
+  const overlaps = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const segments = g.edges().flatMap((e) => g.edge(e).points.slice(1).map((p, i) => [g.edge(e).points[i], p]));
+  const nodes = g.nodes().filter((id) => g.node(id).kind !== "box").map((id) => { const n = g.node(id); return rect(n.x, n.y, n.width, n.height); });
+  const placed = [];
+  const crowded = [];
+  // Right of the drawing or below it is fine: the drawing grows to hold the label.
+  const clear = (r) => r.left >= 0 && r.top >= 0
+    && !segments.some(([a, b]) => crosses(a, b, r)) && !nodes.some((n) => overlaps(n, r)) && !placed.some((l) => overlaps(l, r));
+  for (const e of g.edges()) {
+    const data = g.edge(e);
+    if (!data.lines.length) continue;
+    // A margin of 2 px all round: touching is as hard to read as crossing.
+    const w = data.width + 4, h = data.height + 4;
+    const candidates = [[data.x, data.y]];
+    // Nearest the middle of each stretch first, then further out, then further from the edge.
+    for (const away of [LABEL_OFFSET, 3 * LABEL_OFFSET]) {
+      for (const t of [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9]) {
+        for (const [a, b] of data.points.slice(1).map((p, i) => [data.points[i], p])) {
+          const x = a.x + (b.x - a.x) * t, y = a.y + (b.y - a.y) * t;
+          candidates.push([x + w / 2 + away, y], [x - w / 2 - away, y], [x, y - h / 2 - away], [x, y + h / 2 + away]);
+        }
+      }
+    }
+    const found = candidates.find(([x, y]) => clear(rect(x, y, w, h)));
+    if (found) [data.x, data.y] = found;
+    else crowded.push(e);
+    placed.push(rect(data.x, data.y, w, h));
+  }
+  g.graph().width = Math.max(width, ...placed.map((r) => r.right + 2));
+  g.graph().height = Math.max(height, ...placed.map((r) => r.bottom + 2));
+  return crowded;
 }
 
 function svg(tag, attributes = {}, parent = null) {

@@ -106,7 +106,6 @@ class InvalidSchedule(Exception):
 
     def __init__(self, schedule_id: str, field: str, problem: str) -> None:
         super().__init__(f"schedule {schedule_id!r}, {field}: {problem}")
-        self.schedule_id = schedule_id
 
 
 @dataclass(frozen=True)

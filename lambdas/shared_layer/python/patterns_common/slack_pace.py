@@ -14,38 +14,54 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from decimal import Decimal
 from typing import Any
 
 # A little slower than Slack's "about one a second", and a smaller burst than Slack allows: the room
-# left takes the posts that go without a slot (follow-ups, retries after a 429 or a timeout) and
-# posts that arrive together after their slots, late.
+# left takes the posts that go without a slot (follow-ups, the retry of a post made in its slot) and
+# posts that arrive together a little off their slots. A burst of three posts a round's first three
+# users at once (its Map notifies three at a time): a notification that waits costs two more
+# transitions, the Wait and the second call.
 INTERVAL_SECONDS = 1.25
-BURST = 2
+BURST = 3
 # The pace item goes once its webhook has been idle this long (the table's TTL).
 IDLE_EXPIRY_SECONDS = 3600
-# The machine's Wait ends at least this long before the slot, and the notifier it then calls sleeps
-# the rest (within its own wait, slack_webhook.MAX_PACING_WAIT_SECONDS): the call's start (a cold
-# start, a loaded machine) is spent before the slot instead of making the post late. Late posts
-# arrive together, and together they outrun Slack's burst.
-WAKE_BEFORE_SLOT_SECONDS = 2
 
 
 class SlackChannelBusy(Exception):
-    """This notification's slot is further off than the notifier may wait: the machine waits for it.
+    """This notification's slot has not come: the machine waits for it (a Wait costs nothing while it
+    waits; a function asleep holds one of the account's concurrent executions) and calls again with it.
 
-    The message is JSON, {"slot_at": slot, "wait_seconds": whole seconds}, which the state machine's
-    Catch reads to wait and hand the slot back to the notifier; the wait ends a little before the slot."""
+    The message is JSON, {"slot_at": slot}, which the state machine's Catch reads: its Wait's
+    ``Timestamp`` is the slot rounded up to the whole second, as Step Functions keeps no finer time
+    (it truncates milliseconds), so the post goes at most a second and the call's start after its
+    slot, never before: an early post spends the room below Slack's pace that the posts without a
+    slot (follow-ups) need."""
 
-    def __init__(self, slot_at: float, now: float) -> None:
-        wait_seconds = max(0, math.floor(slot_at - now - WAKE_BEFORE_SLOT_SECONDS))
-        super().__init__(json.dumps({"slot_at": slot_at, "wait_seconds": wait_seconds}))
+    def __init__(self, slot_at: float) -> None:
+        super().__init__(json.dumps({"slot_at": slot_at}))
+
+
+def due(slot_at: float, now: float) -> bool:
+    """Whether a post in ``slot_at`` goes now: never before its slot (to the millisecond the pace item
+    keeps: a slot computed from its rounded ``tat`` can lie a fraction of one after ``now``)."""
+    return slot_at - now < 0.001
 
 
 def pace_key(webhook_url: str) -> dict[str, str]:
     """The pace item's key: one per webhook (its URL hashed: the URL is a credential)."""
     return {"id": "slack-pace#" + hashlib.sha256(webhook_url.encode()).hexdigest()[:32]}
+
+
+def held_slot_key(notification_key: str) -> dict[str, str]:
+    """The key of the item recording the slot one notification took (its idempotency key hashed), so
+    that the retry of an attempt that took one posts in it instead of queueing again."""
+    return {"id": "slack-slot#" + hashlib.sha256(notification_key.encode()).hexdigest()[:32]}
+
+
+def held_slot_item(notification_key: str, slot_at: float) -> dict[str, Any]:
+    """The PutItem ``Item`` recording the slot a notification took; it goes with the table's TTL."""
+    return {**held_slot_key(notification_key), "slot_at": _number(slot_at), "expiration": int(slot_at) + IDLE_EXPIRY_SECONDS}
 
 
 def busy_update(webhook_url: str, now: float) -> dict[str, Any]:
