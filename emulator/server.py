@@ -336,16 +336,20 @@ class LocalAws:
     # -- the clock, for a person --------------------------------------------------------------------
     def clock_status(self) -> dict:
         """The simulated clock as `python -m emulator clock status` and the console show it."""
+        now = self.clock.now()
         wakeups = [at for at in self.clock.pending_wakeups() if at != float("inf")]
+        # What is due already is firing or waking now (an advance returns once it has): only what is
+        # still to come is "next", so nothing shows as due in the past ("in -27.0 s").
+        upcoming = [at for at in wakeups if at > now]
         return {
-            "now": self.clock.now(),
+            "now": now,
             "speed": self.clock.speed,
             "paused": self.clock.paused,
-            "next_wakeup": wakeups[0] if wakeups else None,
+            "next_wakeup": upcoming[0] if upcoming else None,
             "waiting": len(wakeups),
-            "schedules": [{"rule": rule, "at": at} for rule, at in self.router.next_firings()],
+            "schedules": [{"rule": rule, "at": at} for rule, at in self.router.next_firings() if at > now],
             # EventBridge Scheduler's: every enabled schedule with a firing to come, fired on the clock or not
-            "scheduler": self.scheduler.armed(),
+            "scheduler": [entry for entry in self.scheduler.armed() if entry["next"] > now],
         }
 
     def control_clock(self, action: str, body: dict) -> dict:

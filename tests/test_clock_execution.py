@@ -3,6 +3,10 @@
 Issue 16: paused, simulated time stands still and executions wait at their next Wait; advance
 moves it by exactly N seconds; a speed F runs it F times real time; scheduled rules fire only
 when the clock passes their time, and the status shows the next firing.
+
+Issue 40: an advance past several due events fires each in order, at its own simulated time: a
+rule's hourly firings and the Waits they start; the app's hourly dispatch pages, at each hour, whoever
+is on call then.
 """
 
 from __future__ import annotations
@@ -22,7 +26,16 @@ import pytest
 from emulator.clock import INSTANT, SimClock, SimEvent
 from emulator.server import CLOCK_PATH
 from tests.conftest import ROOT
-from tests.emulator_helpers import permissive_role, put_target, unique, wait_for_event
+from tests.emulator_helpers import permissive_role, put_target, unique, wait_for, wait_for_event
+from tests.test_alert_notification_execution import (  # noqa: F401 - fixtures, imported not copied
+    MACHINE,
+    POST_TEXT,
+    _users,
+    alerts,
+    schedule,
+    slack,
+)
+from tests.test_alert_on_call_execution import on_call  # noqa: F401
 
 WAIT_SECONDS = 60
 
@@ -48,7 +61,7 @@ def _clock(aws, action: str = "", body: dict | None = None) -> tuple[int, dict]:
     url = aws.endpoint_url + CLOCK_PATH + (f"/{action}" if action else "")
     data = None if not action else json.dumps(body or {}).encode()
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=120) as response:
             return response.status, json.load(response)
     except urllib.error.HTTPError as exc:
         return exc.code, json.load(exc)
@@ -159,7 +172,7 @@ def _cli(aws, *args: str, endpoint: str | None = None) -> subprocess.CompletedPr
     if endpoint is not None:
         env["AWS_ENDPOINT_URL"] = endpoint
     return subprocess.run([sys.executable, "-m", "emulator", "clock", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=600)
 
 
 def test_the_clock_command_finds_the_server_through_aws_endpoint_url(aws):
@@ -188,6 +201,105 @@ def test_the_clock_command_says_in_one_line_what_is_wrong(aws):
     assert nowhere.stderr == "error: AWS_ENDPOINT_URL is not set: export the lines `python -m emulator serve` prints\n"
     assert refused.returncode == 2 and "speed must be 'instant' or a positive factor" in refused.stderr
     assert "Traceback" not in nowhere.stderr + refused.stderr
+
+
+def test_an_advance_runs_an_hourly_rule_the_waits_it_starts_and_an_alarms_changes_at_their_own_times(aws):
+    # Given: the clock paused; a real hourly EventBridge rule on it, starting a state machine that
+    # waits half an hour
+    aws.clock.pause()
+    t0 = aws.clock.now()
+    role = permissive_role(aws, "order")
+    sfn = aws.client("stepfunctions")
+    definition = {"StartAt": "Wait Half An Hour", "States": {
+        "Wait Half An Hour": {"Type": "Wait", "Seconds": 1800, "Next": "Done"}, "Done": {"Type": "Succeed"}}}
+    machine = sfn.create_state_machine(name=unique("order"), definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
+    rule = unique("hourly")
+    events = aws.client("events")
+    events.put_rule(Name=rule, ScheduleExpression="rate(1 hour)")
+    events.put_targets(Rule=rule, Targets=[{"Id": "machine", "Arn": machine, "RoleArn": role}])
+    # And: a one-minute alarm with a breaching datapoint now, whose state changes start another machine.
+    # Hand-worked (CloudWatch User Guide, "Configuring how CloudWatch alarms treat missing data"): a
+    # new alarm is INSUFFICIENT_DATA; at the end of this minute its window holds the datapoint:
+    # ALARM; a minute later the window is empty and missing data is missing: INSUFFICIENT_DATA.
+    alarm = unique("order-alarm")
+    aws.client("cloudwatch").put_metric_alarm(
+        AlarmName=alarm, Namespace="Clock/Order", MetricName="Breaches", Statistic="Sum", Period=60, EvaluationPeriods=1,
+        Threshold=0, ComparisonOperator="GreaterThanThreshold")
+    aws.client("cloudwatch").put_metric_data(Namespace="Clock/Order", MetricData=[{
+        "MetricName": "Breaches", "Value": 1, "Timestamp": datetime.datetime.fromtimestamp(t0, datetime.timezone.utc)}])
+    on_change = sfn.create_state_machine(name=unique("order-alarm"), roleArn=role, definition=json.dumps(
+        {"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}))["stateMachineArn"]
+    changes = unique("order-alarm")
+    events.put_rule(Name=changes, EventPattern=json.dumps({"source": ["aws.cloudwatch"], "detail": {"alarmName": [alarm]}}))
+    events.put_targets(Rule=changes, Targets=[{"Id": "machine", "Arn": on_change, "RoleArn": role}])
+    minute = t0 // 60 * 60
+    aws.router.fire_on_clock({rule})
+    try:
+        wait_for(lambda: aws.router.next_firings(), "the rule to be on the clock")
+        [(_, first)] = aws.router.next_firings()
+        # When: advanced three hours and a quarter through the CLI's HTTP path (the clock stays
+        # paused until the test ends: the aws fixture resumes it)
+        _, advanced = _clock(aws, "advance", {"seconds": 3 * 3600 + 900})
+    finally:
+        aws.router.fire_on_clock(set())
+    # Then: the answer shows the clock as the advance left it: the rule's next firing is its fourth,
+    # and no wake-up is in the past (nothing due is left unrun)
+    assert [s["at"] for s in advanced["schedules"] if s["rule"] == rule] == pytest.approx([first + 3 * 3600], abs=1e-3)
+    assert advanced["next_wakeup"] is not None and advanced["next_wakeup"] > advanced["now"]
+    # Then: the alarm's two changes started their executions at the two minute boundaries, not at
+    # the advance's end
+    started = sorted((e["startDate"].timestamp(), json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"])
+                      ["detail"]["state"]["value"]) for e in sfn.list_executions(stateMachineArn=on_change)["executions"])
+    assert started == [(pytest.approx(minute + 60, abs=1e-3), "ALARM"), (pytest.approx(minute + 120, abs=1e-3), "INSUFFICIENT_DATA")]
+    # Then: three executions, started at the rule's three times (first: an hour after it was armed);
+    # the first two ended their Wait half an hour after their start, the third still waits
+    runs = sorted(sfn.list_executions(stateMachineArn=machine)["executions"], key=lambda e: e["startDate"])
+    assert [e["startDate"].timestamp() for e in runs] == pytest.approx([first, first + 3600, first + 2 * 3600], abs=1e-3)
+    assert [e["status"] for e in runs] == ["SUCCEEDED", "SUCCEEDED", "RUNNING"]
+    assert [e["stopDate"].timestamp() for e in runs[:2]] == pytest.approx([first + 1800, first + 3600 + 1800], abs=1e-3)
+
+
+def test_the_five_hour_advance_counts_five_dispatches_each_paging_who_is_on_call_at_its_hour(deployment, aws, slack, alerts, on_call, schedule):  # noqa: F811
+    # Given: the clock paused and the app's hourly dispatch rule (cdk.json alertSchedule "rate(1 hour)")
+    # on it: its first firing an hour after the rule is armed, then one each hour
+    _clock(aws, "pause")
+    aws.router.fire_on_clock({schedule.rule})
+    try:
+        wait_for(lambda: any(rule == schedule.rule for rule, _ in aws.router.next_firings()), "the dispatch rule on the clock")
+        [first] = [at for rule, at in aws.router.next_firings() if rule == schedule.rule]
+        # And: five members in hourly shifts from half an hour (and up to a minute more: the layer
+        # starts on a whole minute) before the first dispatch, so the dispatch k hours later falls in
+        # shift k, held by member k (k = n mod 5)
+        members = _users("one", "two", "three", "four", "five")
+        start = datetime.datetime.fromtimestamp(first // 60 * 60 - 1800, datetime.timezone.utc)
+        schedule_id = on_call.put(schedule_id=unique("hourly"), time_zone="UTC",
+                                  layers=[{"members": members, "start": f"{start:%Y-%m-%dT%H:%M}", "shift": "PT1H"}])
+        # And: an active alert paging the schedule, one round per execution (each ends before the next hour)
+        alert_id = alerts.put(alert_id=unique("each-hour"), status="active", notification_count=1, interval_seconds=300,
+                              escalation=[[f"schedule:{schedule_id}"]], message="Disk above 90%")
+        # When: the clock is advanced as the issue's user did, past five hourly dispatch times
+        advanced = _cli(aws, "advance", "18400")
+    finally:
+        aws.router.fire_on_clock(set())  # (the alerts fixture deletes the alert: no later dispatch pages it)
+    assert advanced.returncode == 0, advanced.stderr
+    # Then: five executions for the alert, started at the five hours (the clock stood still at each)
+    sfn = aws.client("stepfunctions")
+    mine = []
+    for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=deployment.machine_arn(MACHINE)):
+        for execution in page["executions"]:
+            if execution["startDate"].timestamp() >= first - 1 and alert_id in sfn.describe_execution(
+                    executionArn=execution["executionArn"])["input"]:
+                mine.append(execution)
+    mine.sort(key=lambda e: e["startDate"])
+    hours = [first + k * 3600 for k in range(5)]
+    assert [e["startDate"].timestamp() for e in mine] == pytest.approx(hours, abs=1)
+    assert [e["status"] for e in mine] == ["SUCCEEDED"] * 5
+    # Then: each paged the member on call at its own hour, posted within that hour's first minute
+    # (a Slack ts is the time to the microsecond, cut: a post at the hour itself may read a hair before)
+    pages = [(match["user"], float(post.ts)) for post in slack.delivered
+             if (match := POST_TEXT.match(post.body.get("text", "") if isinstance(post.body, dict) else "")) and match["alert_id"] == alert_id]
+    assert [user for user, _ in pages] == members
+    assert all(hour - 1e-3 <= at < hour + 60 for (_, at), hour in zip(pages, hours)), (pages, hours)
 
 
 def test_a_waiter_that_left_before_its_setter_reached_it_does_not_hold_the_clock_still():

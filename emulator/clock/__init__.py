@@ -10,6 +10,12 @@ time, and a person controls it (``python -m emulator clock``, the console):
   simulated time follows real time, so the clock never runs ahead of work that is still happening.
 - a factor F (1: real time, 60: a minute per second): rate F, never a jump.
 - paused: rate 0; whatever waits on the clock waits until it is resumed or advanced by hand.
+
+Two kinds of timed event: a thread waiting on the clock (a sleeper), and a service's own timer
+(``Timed``: EventBridge scheduled rules, Scheduler schedules, alarm evaluations), which polls the
+clock and fires what is due. Neither a jump nor an ``advance`` passes a due event: each stops at the
+next one, stands there while it fires and its consequences run (until the emulator is quiet), and only
+then moves on, so an advance of five hours past five hourly firings runs them at their five hours.
 """
 
 from __future__ import annotations
@@ -17,15 +23,17 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import logging
 import math
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, Protocol
 
 _real_time = time.time
 _real_monotonic = time.monotonic
+_log = logging.getLogger(__name__)
 
 # How long the emulator must be quiet before the clock jumps. Engine steps between two progress
 # reports take well under a millisecond; the margin covers a loaded two-core machine. The clock,
@@ -49,6 +57,16 @@ def parse_speed(text: str | float) -> str | float:
     if not 0 < factor < math.inf:
         raise ValueError(f"speed must be {INSTANT!r} or a positive factor such as 1 or 60, got {text!r}")
     return factor
+
+
+class Timed(Protocol):
+    """A service's timer on the clock (registered with ``SimClock.add_timer``)."""
+
+    def next_due(self, until: float) -> float | None:
+        """The simulated time of its next firing if that is no later than ``until``; else None."""
+
+    def fire_due(self) -> None:
+        """Fire whatever is due at the clock's time now."""
 
 
 class Reservation:
@@ -98,6 +116,9 @@ class SimClock:
         self._stopped = threading.Event()
         self.jumps = 0
         self.jumped_seconds = 0.0
+        self._timers: list[Timed] = []
+        # Held by an advance for its whole stepping: one advance at a time, and no jump meanwhile.
+        self._advancing = threading.Lock()
         self._thread = threading.Thread(target=self._advance_forever, name="sim-clock", daemon=True)
         self._thread.start()
 
@@ -305,37 +326,127 @@ class SimClock:
             return sorted(s.wake_at for s in self._sleepers)
 
     # -- advancing -----------------------------------------------------------------------------
+    def add_timer(self, timer: Timed) -> None:
+        with self._lock:
+            self._timers.append(timer)
+
+    def remove_timer(self, timer: Timed) -> None:
+        with self._lock:
+            if timer in self._timers:
+                self._timers.remove(timer)
+
+    def _timer_due(self, until: float) -> float | None:
+        """The earliest firing of a timer no later than ``until`` (called without the lock: a timer
+        takes its own service's locks)."""
+        with self._lock:
+            timers = list(self._timers)
+        dues = []
+        for timer in timers:
+            try:
+                due = timer.next_due(until)
+            except Exception:  # noqa: BLE001 - a backend mid-reset between runs has nothing due
+                _log.exception("Timer %r could not say when it is due", timer)
+                continue
+            if due is not None and due <= until:
+                dues.append(due)
+        return min(dues, default=None)
+
+    def _fire_timers(self) -> None:
+        with self._lock:
+            timers = list(self._timers)
+        for timer in timers:
+            try:
+                timer.fire_due()
+            except Exception:  # noqa: BLE001 - one service's failure must not stop the clock
+                _log.exception("Timer %r failed to fire", timer)
+
+    def _move_to(self, at: float) -> None:
+        """Stand the clock at ``at`` (never backwards) and wake every sleeper due by then (lock held)."""
+        gap = at - self.now()
+        if gap > 0:
+            simulated, real, rate = self._anchor
+            self._anchor = (simulated + gap, real, rate)
+            self.jumped_seconds += gap
+        for sleeper in self._sleepers:
+            if sleeper.wake_at <= self.now():
+                sleeper.event.set()
+        self._last_activity = _real_monotonic()
+
+    def _quiet(self) -> bool:
+        """Quiet enough, and no sleeper due is still on its way out (lock held)."""
+        now = self.now()
+        return self._quiet_enough() and not any(s.wake_at <= now for s in self._sleepers)
+
+    def _settle_down(self) -> None:
+        """Wait until what the last event set going has run: every thread busy or due has finished or waits."""
+        while True:
+            with self._lock:
+                if self._quiet():
+                    return
+            time.sleep(TICK_SECONDS)
+
     def advance(self, seconds: float) -> None:
-        """Move simulated time forward by hand, at any speed and while paused."""
+        """Move simulated time forward by hand, at any speed and while paused, event by event.
+
+        Each due event (sleeper or timer) up to the end fires at its own time, in time order, and
+        what it sets going runs before the clock moves on; returns once the clock stands at the end
+        and the emulator is quiet. The calling thread's busy tokens are given back meanwhile (a test
+        holding the clock still may advance it).
+        """
         if not 0 <= seconds < math.inf:
             raise ValueError(f"seconds must be a non-negative number, got {seconds!r}")
-        with self._lock:
-            simulated, real, rate = self._anchor
-            self._anchor = (simulated + seconds, real, rate)
-            self.jumped_seconds += seconds
-            for sleeper in self._sleepers:
-                sleeper.event.set()
+        with self._advancing, self.idle():
+            target = self.now() + seconds
+            while True:
+                self._fire_timers()
+                self._settle_down()
+                # Anything due by now has fired or woken: only a later event is a step forward.
+                with self._lock:
+                    now = self.now()
+                    sleeper = min((s.wake_at for s in self._sleepers if now < s.wake_at <= target), default=None)
+                timer = self._timer_due(target)
+                steps = [at for at in (sleeper, timer) if at is not None and at > now]
+                if not steps:
+                    break
+                with self._lock:
+                    self._move_to(min(steps))
+            with self._lock:
+                self._move_to(target)
+            self._fire_timers()
+            self._settle_down()
 
     def _advance_forever(self) -> None:
         while not self._stopped.wait(TICK_SECONDS):
-            with self._lock:
-                if self._speed != INSTANT or self._paused:
-                    continue
-                if not self._sleepers or self._tokens:
-                    continue
-                if _real_monotonic() - self._last_activity < self._settle:
-                    continue
-                earliest = self._sleepers[0]
-                gap = earliest.wake_at - self.now()
-                if gap > 0:
-                    simulated, real, rate = self._anchor
-                    self._anchor = (simulated + gap, real, rate)
-                    self.jumps += 1
-                    self.jumped_seconds += gap
-                for sleeper in self._sleepers:
-                    if sleeper.wake_at <= self.now():
-                        sleeper.event.set()
-                self._last_activity = _real_monotonic()
+            if not self._advancing.acquire(blocking=False):
+                continue  # an advance steps the clock itself
+            try:
+                self._jump()
+            finally:
+                self._advancing.release()
+
+    def _jump(self) -> None:
+        """At instant speed, once quiet, jump to the earliest sleeper, or to a timer due before it."""
+        with self._lock:
+            if self._speed != INSTANT or self._paused or not self._sleepers or not self._quiet_enough():
+                return
+            earliest = self._sleepers[0].wake_at
+        timer = self._timer_due(earliest)
+        if timer is not None and timer <= self.now():
+            self._fire_timers()  # due and not fired yet (its service polls): fire it here, then look again
+            return
+        with self._lock:
+            if not self._sleepers or not self._quiet_enough():
+                return  # work started while the timers were asked
+            target = min(self._sleepers[0].wake_at, timer if timer is not None else math.inf)
+            if target > self.now():
+                self.jumps += 1
+            self._move_to(target)
+        if timer is not None and timer <= target:
+            self._fire_timers()
+
+    def _quiet_enough(self) -> bool:
+        """No busy token and the settle period passed since the last progress (lock held)."""
+        return not self._tokens and _real_monotonic() - self._last_activity >= self._settle
 
     def stop(self) -> None:
         self._stopped.set()

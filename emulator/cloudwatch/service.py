@@ -3,7 +3,9 @@
 A state change, whether SetAlarmState's or an evaluation's, puts the "CloudWatch Alarm State
 Change" event on the default bus through the EventRouter and runs the actions of the new state
 (SNS topics: the documented notification). Evaluation runs on a thread that watches the simulated
-clock: at each period boundary an alarm's window passes, as many as the clock skipped.
+clock: at each period boundary an alarm's window passes, as many as the clock skipped. It is one of
+the clock's timers too: an advance or a jump stops at each boundary where an alarm changes state, so
+the change and its actions run at their own time (emulator/clock).
 """
 
 from __future__ import annotations
@@ -51,10 +53,12 @@ class CloudWatch:
         self._queues_sampled = 0
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        clock.add_timer(self)
         threading.Thread(target=self._run, name="cloudwatch-alarms", daemon=True).start()
 
     def stop(self) -> None:
         self._stop.set()
+        self.clock.remove_timer(self)
 
     # -- changes ----------------------------------------------------------------------------------
     def state_changed(self, model: Any, previous: logic.State) -> None:
@@ -163,23 +167,51 @@ class CloudWatch:
                     continue
                 self._evaluate_alarm(model, alarm, now)
 
-    def _evaluate_alarm(self, model: Any, alarm: logic.Alarm, now: float) -> None:
+    def _boundaries(self, model: Any, alarm: logic.Alarm, until: float) -> tuple[dict, list[int]]:
+        """The alarm's datapoints by period, and the boundaries after its last evaluation up to
+        ``until`` at which its state can change (lock held)."""
         period, n = alarm.period, alarm.evaluation_periods
-        latest = logic.period_start(now, period)
+        latest = logic.period_start(until, period)
         # First evaluated at the end of the period it was created (or updated) in.
-        last = self._evaluated.setdefault(id(model), logic.period_start(alarm.configuration_updated, period))
+        last = self._evaluated.get(id(model), logic.period_start(alarm.configuration_updated, period))
         if latest <= last:
-            return
+            return {}, []
         # Only boundaries where the window holds data, or has just lost it, can change the state;
         # between them every window is empty and gives what the first empty one gave.
         periods = self._store.periods(alarm, last - (n + 1) * period, latest)
         boundaries = {last + period, latest} | {s + k * period for s in periods for k in range(1, n + 2)}
-        for at in sorted(b for b in boundaries if last < b <= latest):
+        return periods, sorted(b for b in boundaries if last < b <= latest)
+
+    def _evaluate_alarm(self, model: Any, alarm: logic.Alarm, now: float) -> None:
+        periods, boundaries = self._boundaries(model, alarm, now)
+        for at in boundaries:
             verdict = logic.evaluate(alarm, periods, at, logic.State.of(model))
             if verdict is not None:
                 with self.clock.busy():
                     self.set_state(model, verdict)
-        self._evaluated[id(model)] = latest
+        if boundaries:
+            self._evaluated[id(model)] = boundaries[-1]
+
+    # -- on the clock -------------------------------------------------------------------------------
+    def next_due(self, until: float) -> float | None:
+        """The clock's timer (emulator.clock.Timed): the first boundary up to ``until`` at which an
+        alarm's state changes on the data there is now. Evaluations that change nothing are no event:
+        an advance of a day does not stop at each of its 1,440 minutes."""
+        with self._lock:
+            backend = _backend(self.account_id, self.region)
+            self._store.index(id(backend), backend.metric_data)
+            changes = []
+            for model in list(backend.alarms.values()):
+                alarm = logic.Alarm.of(model)
+                if not alarm.evaluable:
+                    continue
+                periods, boundaries = self._boundaries(model, alarm, until)
+                state = logic.State.of(model)
+                changes += [at for at in boundaries if logic.evaluate(alarm, periods, at, state) is not None][:1]
+            return min(changes, default=None)
+
+    def fire_due(self) -> None:
+        self.evaluate()
 
     def _run(self) -> None:
         while not self._stop.wait(_POLL_SECONDS):

@@ -4,7 +4,8 @@ moto's Step Functions emits no events and moto's EventBridge delivers to neither
 Step Functions targets. This module builds the documented "Step Functions Execution Status
 Change" event when an execution starts or ends, matches it with moto's own pattern matcher
 against every rule of the default bus, renders input transformers and delivers to the targets.
-Scheduled rules fire on demand, and by the simulated clock.
+Scheduled rules (``rate()``, and ``cron()`` in UTC) fire on demand, and by the simulated clock: the
+rule router is one of the clock's timers, so an advance stops at each firing (emulator/clock).
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ from typing import Any, Callable
 from emulator.awslambda.trace import new_trace_id, trace_root
 from emulator.clock import SimClock
 from emulator.events.envelope import aws_event
+from emulator.scheduler import UnplayedExpression, next_cron, rate_seconds
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 # A placeholder, an escape, a quote, or a run of anything else: enough to know what is in a string.
 _TEMPLATE_TOKEN = re.compile(r'<(?P<name>[A-Za-z0-9_.\-]+)>|\\.|"|[^<\\"]+|[<\\]', re.DOTALL)
-_RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
-_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
 
 def _millis(value: Any) -> int | None:
@@ -180,6 +180,8 @@ class EventRouter:
         # Which scheduled rules fire on the simulated clock: all (None) or the names given. Off by
         # default: tests and the demo fire schedules when they mean to.
         self._clock_rules: set[str] | None = None if auto_schedules else set()
+        self._firing = threading.Lock()  # the poll and the clock's advance fire one at a time
+        clock.add_timer(self)
         threading.Thread(target=self._run_schedules, name="schedules", daemon=True).start()
 
     def fire_on_clock(self, rule_names: set[str] | None) -> None:
@@ -282,7 +284,7 @@ class EventRouter:
         """(rule name, simulated epoch) of the next firing of each rule on the clock, soonest first."""
         names = {rule.arn: rule.name for rule in self.scheduled_rules()}
         with self._lock:
-            due = [(names[arn], at) for arn, at in self._schedule_next.items() if arn in names]
+            due = [(names[arn], at) for arn, at in self._schedule_next.items() if arn in names and at != float("inf")]
         return sorted(due, key=lambda pair: pair[1])
 
     def fire_schedule(self, rule_name: str) -> int:
@@ -294,35 +296,65 @@ class EventRouter:
                           region=rule.region_name, at=self.clock.now(), resources=[rule.arn], detail={})
         return self._deliver(rule, event)
 
-    def _run_schedules(self) -> None:
-        while not self._stop.wait(0.05):
-            try:
-                rules = self.scheduled_rules()
-            except Exception:  # noqa: BLE001 - the backend may be mid-reset between runs
+    def _clock_schedules(self) -> list[tuple[Any, float]]:
+        """Each enabled rule that fires on the clock, with its next firing (learnt the first time it is seen)."""
+        try:
+            rules = self.scheduled_rules()
+        except Exception:  # noqa: BLE001 - the backend may be mid-reset between runs
+            return []
+        now, armed = self.clock.now(), []
+        for rule in rules:
+            enabled = self._clock_rules is None or rule.name in self._clock_rules
+            if rule.state != "ENABLED" or not enabled:
                 continue
-            now = self.clock.now()
-            for rule in rules:
-                period = _period(rule.scheduled_expression)
-                enabled = self._clock_rules is None or rule.name in self._clock_rules
-                if period is None or rule.state != "ENABLED" or not enabled:
-                    continue
-                with self._lock:
-                    due = self._schedule_next.setdefault(rule.arn, now + period)
-                    missed = 0
-                    while due <= now and missed < 100:  # one firing per period the clock passed
-                        due, missed = due + period, missed + 1
+            with self._lock:
+                due = self._schedule_next.get(rule.arn)
+                if due is None:
+                    due = _following(rule.scheduled_expression, now)
+                    if due is None:
+                        continue
                     self._schedule_next[rule.arn] = due
+            armed.append((rule, due))
+        return armed
+
+    def next_due(self, until: float) -> float | None:
+        """The clock's timer (emulator.clock.Timed): the soonest firing of a rule on the clock."""
+        return min((due for _, due in self._clock_schedules()), default=None)
+
+    def fire_due(self) -> None:
+        """Fire each rule whose time the clock has passed, once per occurrence passed (an advance
+        stops at each; a clock running fast may pass several between two looks)."""
+        with self._firing:
+            now = self.clock.now()
+            for rule, due in self._clock_schedules():
+                missed = 0
+                while due <= now and missed < 100:
+                    due, missed = _following(rule.scheduled_expression, due), missed + 1
+                    if due is None:
+                        break
+                with self._lock:
+                    self._schedule_next[rule.arn] = due if due is not None else float("inf")
                 for _ in range(missed):
                     with self.clock.busy():
                         self.fire_schedule(rule.name)
 
+    def _run_schedules(self) -> None:
+        while not self._stop.wait(0.05):
+            self.fire_due()
+
     def stop(self) -> None:
         self._stop.set()
+        self.clock.remove_timer(self)
 
 
-def _period(expression: str) -> float | None:
-    match = _RATE.match(expression.strip())
-    if not match:
-        return None  # cron(...) schedules fire only on demand in the emulator
-    return int(match.group(1)) * _UNIT_SECONDS[match.group(2).rstrip("s")]
-
+def _following(expression: str, after: float) -> float | None:
+    """A scheduled rule's first occurrence after ``after``: one period on for ``rate()``; for
+    ``cron()`` (UTC, EventBridge User Guide "Schedule expressions for rules") the next matching minute.
+    None for an expression the emulator does not play."""
+    period = rate_seconds(expression)
+    if period is not None:
+        return after + period
+    try:
+        return next_cron(expression, None, after)
+    except UnplayedExpression:
+        return None

@@ -16,14 +16,17 @@ when absent):
 
 A firing invokes the Lambda target asynchronously with the target's ``Input`` if the target's
 ``RoleArn`` may ``lambda:InvokeFunction`` on it (otherwise nothing is invoked and ``refused`` records
-why). A schedule updated to a new expression fires on its new expression. When the clock jumps past
-several occurrences of a recurring schedule, it fires once, and next at its first occurrence after now.
+why). A schedule updated to a new expression fires on its new expression. The scheduler is one of the
+clock's timers (emulator/clock): an advance or a jump stops at each occurrence, so none is passed;
+should the clock run past several between two looks (a high speed), the schedule fires once, and next
+at its first occurrence after now.
 Not played: ``StartDate``/``EndDate``, flexible time windows, retries and dead-letter queues.
 
 As with scheduled rules (emulator/events), firing is off by default: tests and the demo say which
 schedules fire (``fire_on_clock``, names or fnmatch patterns); ``LocalAws(auto_schedules=True)``
 fires every one. A recurring schedule not let fire moves on past its occurrences without firing.
-Nothing waits on the clock for a schedule, so an idle emulator's instant clock does not jump to it.
+Nothing waits on the clock for a schedule, so an idle emulator's instant clock does not jump to it;
+a jump to a later wake-up stops at it first.
 ``armed()`` lists every enabled schedule with its next firing (``python -m emulator clock status``).
 """
 
@@ -177,7 +180,9 @@ class Scheduler:
         self._next: dict[tuple, float | None] = {}
         self._names: set[str] | None = None if auto_schedules else set()
         self._lock = threading.Lock()
+        self._firing = threading.Lock()  # the poll and the clock's advance step schedules one at a time
         self._stop = threading.Event()
+        clock.add_timer(self)
         threading.Thread(target=self._run, name="scheduler", daemon=True).start()
 
     def fire_on_clock(self, names: set[str] | None) -> None:
@@ -187,6 +192,7 @@ class Scheduler:
 
     def stop(self) -> None:
         self._stop.set()
+        self.clock.remove_timer(self)
 
     def armed(self) -> list[dict]:
         """Every enabled schedule with a firing to come: name, group, expression, zone, next (simulated epoch), soonest first."""
@@ -210,13 +216,31 @@ class Scheduler:
                 continue
         return []
 
+    def _enabled(self, schedule: Any) -> bool:
+        """Let fire on the clock (fire_on_clock)."""
+        with self._lock:
+            return self._names is None or any(fnmatch.fnmatchcase(schedule.name, n) for n in self._names)
+
+    def next_due(self, until: float) -> float | None:
+        """The clock's timer (emulator.clock.Timed): the soonest firing of a schedule let fire."""
+        dues = []
+        for schedule in self._schedules():
+            with self._lock:
+                due = self._next.get(_key(schedule))
+            if due is not None and (schedule.state or "ENABLED") == "ENABLED" and self._enabled(schedule):
+                dues.append(due)
+        return min(dues, default=None)
+
+    def fire_due(self) -> None:
+        """Learn new schedules' first firings, and fire those the clock has reached."""
+        with self._firing:
+            for schedule in self._schedules():
+                if (schedule.state or "ENABLED") == "ENABLED":
+                    self._step(schedule, self._enabled(schedule))
+
     def _run(self) -> None:
         while not self._stop.wait(0.05):
-            for schedule in self._schedules():
-                with self._lock:
-                    enabled = self._names is None or any(fnmatch.fnmatchcase(schedule.name, n) for n in self._names)
-                if (schedule.state or "ENABLED") == "ENABLED":
-                    self._step(schedule, enabled)
+            self.fire_due()
 
     def _step(self, schedule: Any, enabled: bool) -> None:
         """Learn a new schedule's first firing; fire it once due (if enabled) and learn its next."""

@@ -66,7 +66,10 @@ async function refreshClock(change) {
     const next = [];
     if (clock.next_wakeup !== null) next.push(`next wake-up in ${duration(clock.next_wakeup - clock.now)} (${clock.waiting} waiting)`);
     for (const schedule of clock.schedules) {
-      next.push(`next firing of ${schedule.rule} in ${duration(Math.max(0, schedule.at - clock.now))} (${when(schedule.at)})`);
+      next.push(`next firing of ${schedule.rule} in ${duration(schedule.at - clock.now)} (${when(schedule.at)})`);
+    }
+    for (const schedule of clock.scheduler) {
+      next.push(`next firing of ${schedule.group}/${schedule.name} in ${duration(schedule.next - clock.now)} (${when(schedule.next)})`);
     }
     document.getElementById("clock-next").textContent = next.join(" · ") || "nothing waits on the clock";
   } catch (failure) {
