@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 import jsii
-from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
+from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def shared_layer_code() -> lambda_.Code:
         asset_hash_type=AssetHashType.OUTPUT,
         bundling=BundlingOptions(
             # Never pulled: the local bundling always succeeds or fails synthesis with its reason.
-            image=DockerImage.from_registry("public.ecr.aws/sam/build-python3.13"),
+            image=lambda_.Runtime.PYTHON_3_13.bundling_image,
             local=_SharedLayerBundling(),
         ),
     )
