@@ -22,7 +22,7 @@ DEMO_NEEDS := $(VENV)/.installed node_modules/.installed lambda-sandbox
 
 setup: $(DEMO_NEEDS) $(CHECKOV_VENV)/.installed $(AWSCLI_VENV)/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-powertools-layer.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-powertools-layer.txt requirements-shared-layer.txt
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zoneinfo
 
 import pytest
 from aws_cdk import App, Stack
@@ -54,6 +55,36 @@ def test_declared_schedules_are_checked_at_synth_by_the_runtimes_code():
         _alerts([{**PRIMARY, "schedule_id": "secondary"}, broken])
     with pytest.raises(InvalidProp, match=r"^schedules\[1\]: schedule 'primary' is declared twice"):
         _alerts([PRIMARY, PRIMARY])
+
+
+@pytest.fixture
+def machine_zones(tmp_path):
+    """The test process's zone directory replaced by one holding only a made-up zone, as a build machine's
+    database might differ from the package the functions read; put back afterwards."""
+    from importlib import resources
+
+    zone = tmp_path / "zoneinfo" / "Mars" / "Olympus_Mons"
+    zone.parent.mkdir(parents=True)
+    zone.write_bytes(resources.files("tzdata.zoneinfo").joinpath("UTC").read_bytes())
+    searched = zoneinfo.TZPATH
+    zoneinfo.reset_tzpath(to=[str(tmp_path / "zoneinfo")])
+    zoneinfo.ZoneInfo.clear_cache()
+    yield tmp_path / "zoneinfo"
+    zoneinfo.reset_tzpath(to=searched)
+    zoneinfo.ZoneInfo.clear_cache()
+
+
+def test_synthesis_reads_zones_from_the_tzdata_the_layer_ships_not_the_machines_database(machine_zones):
+    # Given: a machine whose database has a zone tzdata lacks, and lacks Europe/Berlin
+    assert str(zoneinfo.ZoneInfo("Mars/Olympus_Mons").utcoffset(None)) == "0:00:00"
+    # When / Then: synthesis refuses the machine's zone as the functions would (they read only tzdata)...
+    mars = {**PRIMARY, "schedule_id": "mars", "time_zone": "Mars/Olympus_Mons"}
+    with pytest.raises(InvalidProp, match=r"^schedules\[0\]: schedule 'mars', time_zone: 'Mars/Olympus_Mons' is not an IANA time zone"):
+        _alerts([mars])
+    # ... and accepts tzdata's Europe/Berlin, which the machine's database lacks
+    _alerts([PRIMARY])
+    # ... and leaves the process's own search path as it found it
+    assert zoneinfo.TZPATH == (str(machine_zones),)
 
 
 def test_the_action_endpoint_lists_schedules_and_writes_covers_on_the_on_call_table_only(template):

@@ -105,6 +105,68 @@ def test_the_powertools_layer_deployed_is_the_release_the_tests_run(synthesized_
     assert layers and all(":017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-x86_64:27" in layer for layer in layers)
 
 
+def _shared_layers(synthesized_app) -> dict[str, Path]:
+    """Each stack's shared layer (its LambdaLayers/Shared) and the asset directory it deploys."""
+    found = {}
+    for stack, template in synthesized_app.templates.items():
+        for logical_id, resource in template["Resources"].items():
+            if resource["Type"] == "AWS::Lambda::LayerVersion" and logical_id.startswith("LambdaLayersShared"):
+                found[stack] = synthesized_app.outdir / f"asset.{resource['Properties']['Content']['S3Key'].removesuffix('.zip')}"
+    return found
+
+
+def test_the_shared_layer_ships_the_pinned_tzdata_the_synthesis_read(synthesized_app):
+    # Lambda puts a layer's python/ on the path (Lambda Developer Guide, "Layer paths for each Lambda
+    # runtime"), and zoneinfo falls back to the tzdata package there (docs.python.org zoneinfo,
+    # "Data sources"). 2026.6 is the release requirements-shared-layer.txt pins.
+    from importlib import resources
+
+    layers = _shared_layers(synthesized_app)
+    # Every stack with functions has one (Monitoring has none)
+    assert set(layers) == {"AlertNotificationStack", "JobPollerStack", "MapRetryStack"}
+    for stack, asset in layers.items():
+        python = asset / "python"
+        assert (python / "patterns_common" / "oncall.py").is_file(), stack
+        assert (python / "tzdata-2026.6.dist-info" / "METADATA").is_file(), stack
+        assert "__version__ = \"2026.6\"" in (python / "tzdata" / "__init__.py").read_text(), stack
+        # The zone files are the ones synthesis reads from the venv's tzdata, byte for byte
+        for zone in ("Europe/Berlin", "America/New_York", "Asia/Kolkata", "UTC"):
+            shipped = (python / "tzdata" / "zoneinfo" / zone).read_bytes()
+            assert shipped == resources.files("tzdata.zoneinfo").joinpath(zone).read_bytes(), (stack, zone)
+        assert not list(python.rglob("__pycache__")), stack
+
+
+def test_every_function_reads_zones_only_from_the_shared_layers_tzdata(synthesized_app):
+    # PYTHONTZPATH empty: zoneinfo searches no directory, so not the image's /usr/share/zoneinfo, and
+    # uses only the tzdata package (docs.python.org zoneinfo, "Environment configuration").
+    functions = {
+        logical_id: resource["Properties"]
+        for template in synthesized_app.templates.values()
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+    assert len(functions) >= 20
+    for logical_id, props in functions.items():
+        assert props["Environment"]["Variables"]["PYTHONTZPATH"] == "", logical_id
+        assert any("LambdaLayersShared" in json.dumps(layer) for layer in props["Layers"]), logical_id
+
+
+def test_a_venv_without_the_pinned_tzdata_fails_synthesis_naming_both_releases(tmp_path, monkeypatch):
+    # Given: a pin the venv does not hold
+    from aws_cdk import App, Stack
+
+    from stacks.common import zone_data
+    from stacks.common.python_function import shared_layer
+
+    pins = tmp_path / "requirements-shared-layer.txt"
+    pins.write_text("tzdata==2019.1\n")
+    monkeypatch.setattr(zone_data, "SHARED_LAYER_REQUIREMENTS", pins)
+    # When / Then: the layer's bundling refuses it, saying what to run
+    with pytest.raises(RuntimeError, match=r"tzdata 2019\.1 is pinned in requirements-shared-layer\.txt for the shared "
+                                           r"layer, but 2026\.6 is installed .*run `make setup`"):
+        shared_layer(Stack(App(outdir=str(tmp_path / "out")), "Layer"))
+
+
 def test_a_powertools_release_without_a_known_layer_version_fails_synthesis(tmp_path, monkeypatch):
     # Given: the pin moved to a release whose layer version nobody wrote down
     from stacks.common import python_function

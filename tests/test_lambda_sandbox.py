@@ -197,3 +197,112 @@ def test_beyond_the_instance_limit_an_instance_is_stopped_as_soon_as_it_is_idle(
     # Then: the first instance was stopped once idle; the second call was a cold start
     assert (first[0], second[0]) == (1, 1)
     assert first[1] != second[1]
+
+
+# -- time zones: only the tzdata the shared layer ships ------------------------------------------------
+# The app's functions set PYTHONTZPATH empty (stacks/common/zone_data.py): zoneinfo then searches no
+# directory and reads zones only from the tzdata package on the path (docs.python.org zoneinfo,
+# "Environment configuration"), here the one in the shared layer, as on AWS whatever the image carries.
+READS_A_SCHEDULE = '''
+import zoneinfo
+from datetime import datetime
+
+from patterns_common.oncall import InvalidSchedule, parse_schedule
+
+def lambda_handler(event, context):
+    try:
+        schedule = parse_schedule(event)
+    except InvalidSchedule as refused:
+        return {"refused": str(refused)}
+    import tzdata
+    return {"tzpath": list(zoneinfo.TZPATH), "tzdata": tzdata.__file__, "tzdata_version": tzdata.__version__,
+            "summer_offset_hours": datetime(2026, 7, 1, 12, tzinfo=schedule.zone).utcoffset().total_seconds() / 3600}
+'''
+BERLIN = {"schedule_id": "primary", "time_zone": "Europe/Berlin",
+          "layers": [{"members": ["U0AAAAAA1"], "start": "2026-11-02T09:00", "shift": "P7D"}]}
+
+
+def _deployed_layers(aws) -> tuple[str, str]:
+    """(Powertools, shared) layer version ARNs of the deployed app's functions."""
+    functions = [f for page in aws.client("lambda").get_paginator("list_functions").paginate() for f in page["Functions"]]
+    [function] = [f for f in functions if f["FunctionName"].startswith("JobPoller") and "ValidateJobInput" in f["FunctionName"]]
+    arns = [layer["Arn"] for layer in function["Layers"]]
+    [powertools] = [arn for arn in arns if ":layer:AWSLambdaPowertoolsPythonV3-python313" in arn]
+    [shared] = [arn for arn in arns if arn != powertools]
+    return powertools, shared
+
+
+def _invoke_with(aws, function: dict, event: dict) -> dict:
+    response = aws.client("lambda").invoke(FunctionName=function["FunctionArn"], Payload=json.dumps(event).encode())
+    assert "FunctionError" not in response, response["Payload"].read()
+    return json.loads(response["Payload"].read())
+
+
+def test_a_function_of_the_app_reads_zones_from_the_tzdata_in_its_shared_layer(aws, role_arn):
+    # Given: a handler with the app's deployed layers and the environment every function of the app has
+    layers = list(_deployed_layers(aws))
+    function = create_function(aws, role_arn, "zones-from-layer", "handler", READS_A_SCHEDULE, Layers=layers,
+                               Environment={"Variables": {"PYTHONTZPATH": ""}})
+    # When
+    body = _invoke_with(aws, function, BERLIN)
+    # Then: no directory searched; the zone came from the layer's tzdata (2026.6, the pin), and is right:
+    # Berlin keeps CEST, UTC+2, in July
+    assert body["tzpath"] == []
+    assert "/layers/" in body["tzdata"] and body["tzdata"].endswith("/python/tzdata/__init__.py")
+    assert body["tzdata_version"] == "2026.6"
+    assert body["summer_offset_hours"] == 2
+
+
+def test_a_handler_fails_locally_when_the_layer_lacks_tzdata(aws, role_arn):
+    # Given: the shared layer as it was before it shipped tzdata (its code only), published as a layer
+    import io
+    import zipfile
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in (ROOT / "lambdas" / "shared_layer").rglob("*.py"):
+            zf.write(path, path.relative_to(ROOT / "lambdas" / "shared_layer").as_posix())
+    code_only = aws.client("lambda").publish_layer_version(
+        LayerName=unique("shared-without-tzdata"), Content={"ZipFile": archive.getvalue()}, CompatibleRuntimes=["python3.13"],
+    )["LayerVersionArn"]
+    powertools, _ = _deployed_layers(aws)
+    function = create_function(aws, role_arn, "zones-without-tzdata", "handler", READS_A_SCHEDULE,
+                               Layers=[powertools, code_only], Environment={"Variables": {"PYTHONTZPATH": ""}})
+    # When
+    body = _invoke_with(aws, function, BERLIN)
+    # Then: the host's own database (which the emulator's machine has) is not read, as on AWS
+    assert body == {"refused": "schedule 'primary', time_zone: 'Europe/Berlin' cannot be looked up: "
+                               "this machine has no time zone database (tzdata)"}
+
+
+IMPORTS_THE_PARSER = ("from aws_lambda_powertools.utilities.parser import BaseModel\n\n"
+                      "def lambda_handler(event, context):\n    return BaseModel.__name__\n")
+LOOKS_UP_A_ZONE = '''
+import sys
+inherited = "zoneinfo" in sys.modules
+import zoneinfo
+
+def lambda_handler(event, context):
+    try:
+        zoneinfo.ZoneInfo("Europe/Berlin")
+        found = True
+    except zoneinfo.ZoneInfoNotFoundError:
+        found = False
+    return {"inherited": inherited, "tzpath": list(zoneinfo.TZPATH), "found": found}
+'''
+
+
+def test_a_zoneinfo_the_shared_interpreter_imported_reads_the_functions_pythontzpath(aws, role_arn):
+    # Given: a function whose cold start imports Powertools' parser, whose pydantic imports zoneinfo;
+    # what a cold start imports from a managed layer, the emulator's zygote imports too
+    powertools, _ = _deployed_layers(aws)
+    first = create_function(aws, role_arn, "imports-parser", "handler", IMPORTS_THE_PARSER, Layers=[powertools])
+    _invoke_with(aws, first, {})
+    # ... and a function with PYTHONTZPATH empty and no tzdata, forked from that zygote
+    second = create_function(aws, role_arn, "zone-lookup", "handler", LOOKS_UP_A_ZONE, Layers=[powertools],
+                             Environment={"Variables": {"PYTHONTZPATH": ""}})
+    # When
+    body = _invoke_with(aws, second, {})
+    # Then: zoneinfo came already imported, yet searches no directory, as in a process started with
+    # PYTHONTZPATH empty on AWS; with no tzdata the zone is not found
+    assert body == {"inherited": True, "tzpath": [], "found": False}

@@ -284,6 +284,20 @@ def _drop_shadowed_preloads(own_dirs: list[str]) -> None:
         _preloaded.clear()
 
 
+def _read_zone_path_from_environment() -> None:
+    """zoneinfo's search path as a process started with the function's environment reads it.
+
+    zoneinfo reads PYTHONTZPATH once, when imported. A zoneinfo the zygote imported (pydantic, which
+    Powertools' parser uses, imports it) read the zygote's environment, without the function's
+    variables, and may hold zones read from the host's database; on AWS the function's process starts
+    with its variables, so a function with PYTHONTZPATH empty reads only the tzdata package it ships.
+    """
+    zoneinfo = sys.modules.get("zoneinfo")
+    if zoneinfo is not None:
+        zoneinfo.reset_tzpath()
+        zoneinfo.ZoneInfo.clear_cache()
+
+
 def _instance(request: dict, sock_fd: int, stdlib: list[str], runtime_dir: str) -> None:
     """Become one instance of a function: its log, environment, paths and handler; serve until told to stop."""
     global _conn
@@ -294,6 +308,7 @@ def _instance(request: dict, sock_fd: int, stdlib: list[str], runtime_dir: str) 
     os.close(log)
     os.environ.clear()
     os.environ.update(request["env"])
+    _read_zone_path_from_environment()
     code_dir = request["env"]["LAMBDA_TASK_ROOT"]
     # Lambda's order: function code first, then each layer's python/ directory, then the runtime.
     sys.path[:] = [code_dir, *request["layers"], *stdlib, runtime_dir]

@@ -31,6 +31,7 @@ from stacks.common.kept_table import kept_table
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import LAMBDAS_DIR, PythonFunction
 from stacks.common.team_function import InvalidProp
+from stacks.common.zone_data import zones_as_the_functions_read_them
 
 _ONCALL_MODULE = LAMBDAS_DIR / "shared_layer" / "python" / "patterns_common" / "oncall.py"
 # Handoff Notice re-arms this often (EventBridge Scheduler User Guide, "Schedule types": rate()); it
@@ -50,12 +51,14 @@ def oncall_module() -> ModuleType:
 
 
 def check_schedules(schedules: Sequence[Mapping[str, Any]]) -> None:
-    """Refuse, at synth, a declared schedule the runtime would refuse, or two with one id."""
+    """Refuse, at synth, a declared schedule the runtime would refuse, or two with one id; zones are read
+    from the tzdata the shared layer ships, as the functions read them."""
     oncall = oncall_module()
     seen: set[str] = set()
     for index, item in enumerate(schedules):
         try:
-            parsed = oncall.parse_schedule(item)
+            with zones_as_the_functions_read_them():
+                parsed = oncall.parse_schedule(item)
         except oncall.InvalidSchedule as invalid:
             raise InvalidProp(f"schedules[{index}]: {invalid}") from invalid
         if parsed.schedule_id in seen:

@@ -14,6 +14,7 @@ from aws_cdk.region_info import RegionInfo
 from constructs import Construct
 
 from stacks.common.nag import acknowledge
+from stacks.common.zone_data import ZONE_ENVIRONMENT, shared_layer_code
 
 ROOT = Path(__file__).resolve().parents[2]
 LAMBDAS_DIR = ROOT / "lambdas"
@@ -94,7 +95,7 @@ def powertools_layer_arn(stack: Stack) -> str:
 
 
 def _stack_layers(stack: Stack) -> list[lambda_.ILayerVersion]:
-    """One Powertools reference and one shared-code layer per stack, created on first use."""
+    """One Powertools reference and one shared layer (code and zone data) per stack, created on first use."""
     holder = stack.node.try_find_child("LambdaLayers")
     if holder is None:
         holder = Construct(stack, "LambdaLayers")
@@ -102,9 +103,9 @@ def _stack_layers(stack: Stack) -> list[lambda_.ILayerVersion]:
         lambda_.LayerVersion(
             holder,
             "Shared",
-            code=lambda_.Code.from_asset(str(LAMBDAS_DIR / "shared_layer"), exclude=["__pycache__", "*.pyc"]),
+            code=shared_layer_code(),
             compatible_runtimes=[RUNTIME],
-            description="Helpers shared by this app's functions (patterns_common package)",
+            description="Helpers shared by this app's functions (patterns_common package) and the time zone data they read (tzdata)",
         )
     return [holder.node.find_child("Powertools"), holder.node.find_child("Shared")]
 
@@ -167,6 +168,8 @@ class PythonFunction(Construct):
                 "POWERTOOLS_SERVICE_NAME": source,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
+                # Zones from the shared layer's pinned tzdata only, never the image's database.
+                **ZONE_ENVIRONMENT,
                 **(environment or {}),
             },
         )

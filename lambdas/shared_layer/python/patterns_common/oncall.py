@@ -17,7 +17,9 @@ schedule raises at all: a local time is from 1970 on, a shift at most a year, an
 ``9999-12-31T23:59`` in any zone is FOREVER, "until further notice"; instants asked about are taken
 within [EARLIEST, LATEST].
 
-Zones come from the operating system's time zone database through the standard library's zoneinfo.
+Zones come through the standard library's zoneinfo. The functions set PYTHONTZPATH empty, so they read
+only the tzdata package the shared layer ships beside this module (stacks/common/zone_data.py); synthesis
+reads the same package.
 """
 
 from __future__ import annotations
