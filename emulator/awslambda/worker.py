@@ -56,6 +56,9 @@ def _sim_sleep(seconds: float) -> None:
     global _offset
     if seconds <= 0:
         return
+    # What the handler printed so far reaches its log stream stamped before the sleep, as on AWS.
+    sys.stdout.flush()
+    sys.stderr.flush()
     with _sleep_turn:
         _conn.send({"type": "sleep", "seconds": float(seconds)})
         reply = _conn.recv()
