@@ -34,9 +34,12 @@ AWS_CLI = ROOT / ".venv-awscli" / "bin" / "aws"
 # tests on the deployment (conftest.py), not beside the handler tests on moto.
 pytestmark = pytest.mark.emulator
 
-# Prints a line, sleeps a simulated minute, prints a JSON line as Powertools' Logger does.
+# Prints a line at its import (the cold start's init), and per invocation a line, then after a simulated
+# minute's sleep a JSON line as Powertools' Logger does.
 SLEEPER_CODE = '''
 import json, time
+
+print("importing the sleeper")
 
 def lambda_handler(event, context):
     print("before the nap", context.log_group_name, context.log_stream_name)
@@ -124,9 +127,10 @@ def test_a_functions_lines_go_to_its_group_in_one_stream_framed_by_the_runtimes_
         assert stamps[1] >= stamps[0] and stamps[4] >= stamps[3] >= stamps[2]
         assert float(report["duration"]) >= 60_000
         assert int(report["used"]) > 0
-    assert len(messages) == 10
+    # What the init printed comes first, once: before the cold start's START line
+    assert messages[0] == "importing the sleeper" and len(messages) == 11
     # Only the cold start reports (and is billed) its init: billed is duration plus init, rounded up.
-    cold, warm = (REPORT.match(messages[i]) for i in (4, 9))
+    cold, warm = (REPORT.match(messages[i]) for i in (5, 10))
     assert cold["init"] is not None and warm["init"] is None
     assert int(cold["billed"]) == -(-round((float(cold["duration"]) + float(cold["init"])) * 100) // 100)
     assert int(warm["billed"]) == -(-round(float(warm["duration"]) * 100) // 100)
@@ -145,8 +149,8 @@ def test_a_function_with_a_configured_group_logs_there_and_says_so(aws, role_arn
     assert aws.client("lambda").get_function_configuration(FunctionName=name)["LoggingConfig"]["LogGroup"] == group
     logs = aws.client("logs")
     messages = [event["message"] for event in all_events(logs, group)]
-    assert messages[0] == f"START RequestId: {rid} Version: $LATEST"
-    assert messages[1].startswith(f"before the nap {group} ")
+    assert messages[1] == f"START RequestId: {rid} Version: $LATEST"
+    assert messages[2].startswith(f"before the nap {group} ")
     assert not logs.describe_log_groups(logGroupNamePrefix=f"/aws/lambda/{name}")["logGroups"]
 
 
@@ -216,6 +220,6 @@ def test_the_aws_cli_reads_a_functions_log_from_the_emulator(aws, role_arn):
     # Then: it prints the invocation's lines, START to REPORT
     assert done.returncode == 0, done.stderr
     messages = [event["message"] for event in json.loads(done.stdout)["events"]]
-    assert messages[0] == f"START RequestId: {rid} Version: $LATEST"
-    assert messages[3] == f"END RequestId: {rid}"
-    assert REPORT.match(messages[4])["id"] == rid
+    assert messages[:2] == ["importing the sleeper", f"START RequestId: {rid} Version: $LATEST"]
+    assert messages[4] == f"END RequestId: {rid}"
+    assert REPORT.match(messages[5])["id"] == rid

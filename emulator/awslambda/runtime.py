@@ -429,7 +429,8 @@ class LambdaRuntime:
         deadline = started + float(fn.timeout)
         healthy = False
         group = lambda_logs.log_group(fn)
-        log = [(started, lambda_logs.start_line(request_id))]  # (simulated time, line), as the runtime logs
+        # (simulated time, line), as the runtime logs: what the cold start's init printed comes before START.
+        log = [(started, line) for line in worker.printed()] + [(started, lambda_logs.start_line(request_id))]
         init_ms, worker.init_ms = worker.init_ms, None  # only the instance's first invocation reports its init
         record["log"] = {"group": group, "stream": worker.stream}
         try:

@@ -139,6 +139,9 @@ def _log_error(error: dict) -> None:
 
 def _serve(handler: object, init_error: dict | None) -> None:
     global _offset
+    # What the init printed is in the log before the first invocation's START, as on AWS.
+    sys.stdout.flush()
+    sys.stderr.flush()
     _conn.send({"type": "ready", "loaded": _what_to_share()})
     while True:
         try:
