@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from emulator.server import LocalAws
-from tests.emulator_helpers import create_function, permissive_role, unique, wait_for
+from tests.emulator_helpers import create_function, function_log, permissive_role, unique, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 AWS_CLI = ROOT / ".venv-awscli" / "bin" / "aws"
@@ -162,8 +162,10 @@ def test_two_instances_at_once_write_two_streams_read_back_interleaved(aws, role
     # When: two invocations run at once, then are released
     with ThreadPoolExecutor(2) as pool:
         calls = [pool.submit(invoke, aws, name, {"release": str(release)}) for _ in range(2)]
-        # Both running (and so on two instances) before either is released.
-        wait_for(lambda: sum(1 for r in aws.runtime.invocations if r["function"] == name) == 2, "both invocations to start")
+        # Then: both run at once (so on two instances), and each one's START is readable while it still
+        # runs, as `aws logs tail --follow` shows it
+        wait_for(lambda: [m.startswith("START RequestId: ") for m in function_log(aws, name)] == [True, True],
+                 "both STARTs while both invocations run")
         release.touch()
         for call in calls:
             call.result()

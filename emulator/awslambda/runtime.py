@@ -304,7 +304,7 @@ class LambdaRuntime:
         self.concurrency = concurrency
         # The keys a function's handler gets (its role's session): AWS_ACCESS_KEY_ID, ..._SECRET_..., ..._SESSION_TOKEN.
         self._credentials = credentials or (lambda fn: dict(_DUMMY_CREDENTIALS))
-        # Told an invocation's log lines once it ends, as CloudWatch reads embedded metrics from them.
+        # Told an invocation's log lines as they reach CloudWatch Logs, as CloudWatch reads embedded metrics from them.
         self._on_output = on_output
         self._logs = lambda_logs.LogSink(account_id, region)
         self.faults = faults or Faults()
@@ -429,11 +429,19 @@ class LambdaRuntime:
         deadline = started + float(fn.timeout)
         healthy = False
         group = lambda_logs.log_group(fn)
-        # (simulated time, line), as the runtime logs: what the cold start's init printed comes before START.
-        log = [(started, line) for line in worker.printed()] + [(started, lambda_logs.start_line(request_id))]
+
+        def log(at: float, lines: list[str]) -> None:
+            """Lines reach the stream as they come, not at the end: `aws logs tail --follow` asks only for
+            lines newer than the last it saw, so a long invocation's START stamped before them would be missed."""
+            self._logs.put(group, worker.stream, [(at, line) for line in lines])
+            if self._on_output is not None:
+                self._on_output(lines)
+
         init_ms, worker.init_ms = worker.init_ms, None  # only the instance's first invocation reports its init
         record["log"] = {"group": group, "stream": worker.stream}
         try:
+            # What the cold start's init printed comes before START, as the runtime logs it.
+            log(started, [*worker.printed(), lambda_logs.start_line(request_id)])
             worker.conn.send({
                 "payload": payload,
                 "trace_id": trace_id or new_trace_id(self.clock.now()),
@@ -453,14 +461,10 @@ class LambdaRuntime:
         finally:
             # Read before the instance goes back to its pool, where the next invocation may print.
             ended = self.clock.now()
-            log += [(ended, line) for line in worker.printed()]
-            log += [(ended, lambda_logs.end_line(request_id)),
-                    (ended, lambda_logs.report_line(request_id, (ended - started) * 1000, int(fn.memory_size),
-                                                    worker.max_memory_mb(), init_ms))]
+            log(ended, [*worker.printed(), lambda_logs.end_line(request_id),
+                        lambda_logs.report_line(request_id, (ended - started) * 1000, int(fn.memory_size),
+                                                worker.max_memory_mb(), init_ms)])
             pool.release(worker, healthy)
-            self._logs.put(group, worker.stream, log)
-            if self._on_output is not None:
-                self._on_output([line for _, line in log])
         if timeout_fault is not None and result.error_type != "Sandbox.Timedout":
             # The handler did its work; its answer is lost when the function times out.
             self.clock.sleep(max(0.0, deadline - self.clock.now()))
@@ -473,7 +477,7 @@ class LambdaRuntime:
         return result
 
     def _await_reply(self, worker: _Worker, deadline: float, request_id: str, timeout: float,
-                     log: list[tuple[float, str]]) -> tuple[InvokeResult, bool]:
+                     log: Callable[[float, list[str]], None]) -> tuple[InvokeResult, bool]:
         # One poll on the reply pipe and the pidfd together, blocking until the simulated deadline (see
         # _real_seconds_until): with many invocations in flight, a selector built per look
         # (Connection.poll) and a second poll per look for the pidfd were most of the emulator's own CPU.
@@ -493,7 +497,7 @@ class LambdaRuntime:
                     break
                 if message["type"] == "sleep":
                     # The worker flushed before asking: what it printed so far is stamped now, not at the end.
-                    log.extend((self.clock.now(), line) for line in worker.printed())
+                    log(self.clock.now(), worker.printed())
                     if getattr(self._local, "event_start", None) is not None:
                         self._local.event_start.release()  # started: the next event may start
                     remaining = deadline - self.clock.now()
