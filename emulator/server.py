@@ -234,7 +234,7 @@ class LocalAws:
 
         self.concurrency = Concurrency(self.account_concurrency, lambda: lambda_backends[ACCOUNT_ID][REGION].list_functions())
         self.runtime = LambdaRuntime(self.clock, self.endpoint_url, self.workdir, self._resolve_layer, self.faults,
-                                     on_output=self.cloudwatch.read_function_log, concurrency=self.concurrency,
+                                     account_id=ACCOUNT_ID, region=REGION, on_output=self.cloudwatch.read_function_log, concurrency=self.concurrency,
                                      credentials=self._function_credentials)
         self.function_urls = FunctionUrls(self.clock, lambda fn, payload: self.runtime.invoke(fn, payload, False),
                                           _find_function)

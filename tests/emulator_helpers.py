@@ -1,4 +1,4 @@
-"""Small helpers the emulator tests share: unique names, functions from inline code, waiting, and the
+"""Small helpers the emulator tests share: unique names, functions from inline code, their logs, waiting, and the
 ``aws`` and ``role_arn`` fixtures."""
 
 from __future__ import annotations
@@ -30,6 +30,18 @@ def create_function(aws: Any, role_arn: str, prefix: str, module: str, code: str
         Code={"ZipFile": archive.getvalue()},
         **settings,
     )
+
+
+def function_log(aws: Any, function_name: str, **filters: Any) -> list[str]:
+    """What ``function_name`` logged (the runtime's lines too), from CloudWatch Logs as an operator reads
+    it: its configured group, every stream, in time order; ``filters`` as FilterLogEvents takes them."""
+    group = aws.client("lambda").get_function_configuration(FunctionName=function_name)["LoggingConfig"]["LogGroup"]
+    logs = aws.client("logs")
+    try:
+        pages = logs.get_paginator("filter_log_events").paginate(logGroupName=group, **filters)
+        return [event["message"] for page in pages for event in page["events"]]
+    except logs.exceptions.ResourceNotFoundException:  # no line yet: the group comes with the first
+        return []
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:

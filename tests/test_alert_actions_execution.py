@@ -26,7 +26,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from emulator.follow import follow
 from patterns_common import alert_action_links as links
 from patterns_common.alert_executions import alert_key, alert_key_of
-from tests.emulator_helpers import wait_for, wait_for_event
+from tests.emulator_helpers import function_log, wait_for, wait_for_event
 
 STACK = "AlertNotificationStack"
 # For tests/parallel.py's shards: the alarm storm (200 escalations, 400 deliveries) alone runs about as
@@ -230,10 +230,9 @@ def alarm_changes_handled(deployment, alarms: set[str], state: str) -> int:
     own alarms change state as the clock moves), so a count of its invocations says nothing about one
     alarm.
     """
-    logs = list((deployment.aws.runtime.workdir / "logs").glob(f"{STACK}-*ApplyAlarmChange*.log"))
-    assert len(logs) <= 1, logs  # (none before its first invocation)
+    handler = deployment.stack_resource(STACK, "AWS::Lambda::Function", "ApplyAlarmChange")
     count = 0
-    for line in (line for log in logs for line in log.read_text(encoding="utf-8").splitlines()):
+    for line in function_log(deployment.aws, handler, filterPattern='"Alarm change"'):
         try:
             record = json.loads(line)
         except ValueError:

@@ -458,3 +458,43 @@ def test_an_execution_a_lambda_target_started_names_the_event_that_invoked_it(de
         events.remove_targets(Rule="console-test-alarm-invokes-starter", Ids=["starter"])
         events.delete_rule(Name="console-test-alarm-invokes-starter")
         deployment.client("lambda").delete_function(FunctionName="console-test-starter")
+
+
+def test_the_execution_page_shows_the_log_lines_of_the_functions_it_called(deployment, console, browser):
+    # Given: the map-retry sample run to its end; one item fails once, so there are two passes, and the
+    # Record Pass Results function logs a line per pass with Powertools' Logger
+    payload = samples.sample("map-retry", "one-item-fails-once").input
+    deployment.seed("map-retry", payload)
+    result = deployment.run("map-retry", payload)
+    assert result.status == "SUCCEEDED"
+    history = deployment.client("stepfunctions").get_execution_history(executionArn=result.execution_arn, maxResults=1000)["events"]
+    lambda_tasks = sum(1 for e in history if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resourceType"] == "lambda")
+    passes = sum(1 for e in history if e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] == "Record Pass Results")
+    assert passes == 2
+    lambda_client = deployment.client("lambda")
+    # When: a person opens the execution's page
+    browser.get(console.url + "#/execution/" + result.execution_arn)
+    blocks = lambda: browser.find_elements(By.CSS_SELECTOR, "#function-logs details.invocation-log")
+    until(browser, lambda: len(blocks()) == lambda_tasks, f"{lambda_tasks} invocations' logs")
+    # Then: each invocation the execution's tasks made shows its own lines from CloudWatch Logs, framed by
+    # the runtime's START, END and REPORT lines (https://docs.aws.amazon.com/lambda/latest/dg/python-logging.html)
+    recorded = []
+    for block in blocks():
+        request_id = block.find_element(By.TAG_NAME, "summary").text.split(" · ")[1]
+        lines = [line.split("  ", 1)[1] for line in block.find_element(By.TAG_NAME, "pre").get_attribute("textContent").splitlines()]
+        assert lines[0] == f"START RequestId: {request_id} Version: $LATEST"
+        assert lines[-2] == f"END RequestId: {request_id}"
+        assert lines[-1].startswith(f"REPORT RequestId: {request_id}\tDuration: ")
+        # The group is the one the function's LoggingConfig names: each of the app's functions has its own
+        # (stacks/common/python_function.py), not /aws/lambda/<name>.
+        function = block.find_element(By.TAG_NAME, "summary").text.split(" · ")[0]
+        group, stream = block.find_element(By.TAG_NAME, "p").text.split(" › ")
+        assert group == lambda_client.get_function_configuration(FunctionName=function)["LoggingConfig"]["LogGroup"]
+        assert not group.startswith("/aws/lambda/") and "/[$LATEST]" in stream
+        # and the Record Pass Results function's JSON line, once per pass, in the invocation's own block
+        mine = [json.loads(line) for line in lines if line.startswith("{") and '"Recorded pass"' in line]
+        assert all(record["function_request_id"] == request_id for record in mine)
+        recorded += mine
+    assert [record["message"] for record in recorded] == ["Recorded pass"] * passes
+    browser.execute_script("arguments[0].scrollIntoView()", browser.find_element(By.ID, "function-logs"))
+    browser.save_screenshot("/tmp/console-function-logs.png")

@@ -23,7 +23,7 @@ import pytest
 
 from emulator import samples
 from emulator.follow import run
-from tests.emulator_helpers import SERVICES_TRUST, create_function, unique, wait_for
+from tests.emulator_helpers import SERVICES_TRUST, create_function, function_log, unique, wait_for
 
 ACCOUNT = "123456789012"
 
@@ -125,7 +125,7 @@ def test_the_callback_runner_is_refused_its_heartbeat_and_the_job_times_out(depl
     # Then: the runner's first heartbeat is refused (its log says so), so the task never hears from
     # it and the machine ends as its design says a dead runner ends it
     runner = deployment.stack_resource("JobPollerStack", "AWS::Lambda::Function", "CallbackJobRunner")
-    log = (deployment.aws.runtime.workdir / "logs" / f"{runner}.log").read_text()
+    log = "\n".join(function_log(deployment.aws, runner))
     assert session_of(role) in log
     assert ("is not authorized to perform: states:SendTaskHeartbeat on resource: "
             f"{deployment.machine_arn('callback')} because no identity-based policy allows") in log

@@ -205,3 +205,36 @@ def install_lambda_task_error_names() -> None:
 
     StateTaskServiceLambda._error_cause_from_client_error = staticmethod(error_cause_from_client_error)
     StateTaskServiceLambda._from_error = from_error
+
+
+def install_logging_config() -> None:
+    """AWS: CreateFunction and UpdateFunctionConfiguration take ``LoggingConfig`` (``LogGroup``, the group
+    the function logs to, default ``/aws/lambda/<function name>``), and the function's configuration
+    shows it, with ``LogFormat`` ``Text`` unless set. moto dropped it, so nothing could say where a
+    function's lines go. https://docs.aws.amazon.com/lambda/latest/api/API_LoggingConfig.html
+    """
+    from moto.awslambda.models import LambdaFunction
+
+    from emulator.awslambda.logs import log_group
+
+    original_init = LambdaFunction.__init__
+    original_configuration = LambdaFunction.get_configuration
+    original_update = LambdaFunction.update_configuration
+
+    def __init__(self: Any, account_id: str, spec: dict, *args: Any, **kwargs: Any) -> None:
+        original_init(self, account_id, spec, *args, **kwargs)
+        self.logging_config = spec.get("LoggingConfig") or {}
+
+    def get_configuration(self: Any, *args: Any, **kwargs: Any) -> dict:
+        configuration = original_configuration(self, *args, **kwargs)
+        configuration["LoggingConfig"] = {"LogFormat": "Text", **self.logging_config, "LogGroup": log_group(self)}
+        return configuration
+
+    def update_configuration(self: Any, config_updates: dict) -> dict:
+        if "LoggingConfig" in config_updates:
+            self.logging_config = {**self.logging_config, **config_updates["LoggingConfig"]}
+        return original_update(self, config_updates)
+
+    LambdaFunction.__init__ = __init__
+    LambdaFunction.get_configuration = get_configuration
+    LambdaFunction.update_configuration = update_configuration

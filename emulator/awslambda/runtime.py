@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.awslambda import asynchronous as lambda_async
+from emulator.awslambda import logs as lambda_logs
 from emulator.awslambda import sandbox as lambda_sandbox
 from emulator.awslambda.concurrency import Concurrency
 from emulator.awslambda.trace import new_trace_id
@@ -166,19 +167,46 @@ class _Zygote:
 class _Worker:
     """One instance: a forked process, watched through a pidfd so a reused pid is never signalled."""
 
-    def __init__(self, zygote: _Zygote, request: dict, log_path: Path) -> None:
-        self.sock, pid = zygote.fork(request)
+    def __init__(self, zygote: _Zygote, request: dict, stream: str) -> None:
+        began = time.monotonic()
+        self.log_path = Path(request["log"])  # what this instance alone prints (stdout and stderr)
+        self.log_read = 0  # how much of it has gone to CloudWatch Logs
+        self.stream = stream  # its log stream
+        self.sock, self.pid = zygote.fork(request)
         self.conn = Connection(os.dup(self.sock.fileno()))
         try:
-            self.pidfd = os.pidfd_open(pid)
+            self.pidfd = os.pidfd_open(self.pid)
         except ProcessLookupError:  # already gone
             self.pidfd = None
         ready = self._recv(timeout=60) if self.pidfd is not None else None
         if ready is None or ready.get("type") != "ready":
             self.kill()
-            raise RuntimeError(f"Lambda worker did not start; see {log_path}")
+            raise RuntimeError(f"Lambda worker did not start; see {self.log_path}")
         self.loaded = ready["loaded"]
+        # The cold start (fork and handler import), in real milliseconds: its REPORT's Init Duration.
+        self.init_ms: float | None = (time.monotonic() - began) * 1000
         self.idle_since = time.monotonic()  # real time; set again each time it goes back to its pool
+
+    def printed(self) -> list[str]:
+        """The complete lines the instance printed since the last look (a line still being written waits)."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self.log_read)
+                text = log.read()
+        except FileNotFoundError:
+            return []
+        complete = text.rfind(b"\n") + 1
+        self.log_read += complete
+        return text[:complete].decode("utf-8", "replace").splitlines()
+
+    def max_memory_mb(self) -> int:
+        """The instance's peak resident memory (VmHWM), in MB as the REPORT line gives it."""
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+        except OSError:  # gone
+            return 0
+        kib = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0)
+        return round(kib / 1024)
 
     def _recv(self, timeout: float) -> dict | None:
         return self.conn.recv() if self.conn.poll(timeout) else None
@@ -269,15 +297,16 @@ class _FunctionPool:
 class LambdaRuntime:
     def __init__(
         self, clock: SimClock, endpoint_url: str, workdir: Path, layer_resolver: Callable[[str], Any], faults: Faults | None = None,
-        on_output: Callable[[Path], None] | None = None, concurrency: Concurrency | None = None,
-        credentials: Callable[[Any], dict[str, str]] | None = None,
+        *, account_id: str, region: str, on_output: Callable[[list[str]], None] | None = None,
+        concurrency: Concurrency | None = None, credentials: Callable[[Any], dict[str, str]] | None = None,
     ) -> None:
         self.clock = clock
         self.concurrency = concurrency
         # The keys a function's handler gets (its role's session): AWS_ACCESS_KEY_ID, ..._SECRET_..., ..._SESSION_TOKEN.
         self._credentials = credentials or (lambda fn: dict(_DUMMY_CREDENTIALS))
-        # Told a function's log file after each invocation, as CloudWatch Logs reads what it printed.
+        # Told an invocation's log lines as they reach CloudWatch Logs, as CloudWatch reads embedded metrics from them.
         self._on_output = on_output
+        self._logs = lambda_logs.LogSink(account_id, region)
         self.faults = faults or Faults()
         self.endpoint_url = endpoint_url
         self.workdir = workdir
@@ -396,9 +425,23 @@ class LambdaRuntime:
         except RuntimeError as exc:
             record["error"] = "Runtime.ExitError"
             return InvokeResult(error_payload("Runtime.ExitError", str(exc)), "Runtime.ExitError")
-        deadline = self.clock.now() + float(fn.timeout)
+        started = self.clock.now()
+        deadline = started + float(fn.timeout)
         healthy = False
+        group = lambda_logs.log_group(fn)
+
+        def log(at: float, lines: list[str]) -> None:
+            """Lines reach the stream as they come, not at the end: `aws logs tail --follow` asks only for
+            lines newer than the last it saw, so a long invocation's START stamped before them would be missed."""
+            self._logs.put(group, worker.stream, [(at, line) for line in lines])
+            if self._on_output is not None:
+                self._on_output(lines)
+
+        init_ms, worker.init_ms = worker.init_ms, None  # only the instance's first invocation reports its init
+        record["log"] = {"group": group, "stream": worker.stream}
         try:
+            # What the cold start's init printed comes before START, as the runtime logs it.
+            log(started, [*worker.printed(), lambda_logs.start_line(request_id)])
             worker.conn.send({
                 "payload": payload,
                 "trace_id": trace_id or new_trace_id(self.clock.now()),
@@ -410,15 +453,18 @@ class LambdaRuntime:
                     "invoked_function_arn": fn.function_arn,
                     "memory_limit_in_mb": int(fn.memory_size),
                     "aws_request_id": request_id,
-                    "log_group_name": f"/aws/lambda/{fn.function_name}",
-                    "log_stream_name": f"emulator/{request_id}",
+                    "log_group_name": group,
+                    "log_stream_name": worker.stream,
                 },
             })
-            result, healthy = self._await_reply(worker, deadline, request_id, float(fn.timeout))
+            result, healthy = self._await_reply(worker, deadline, request_id, float(fn.timeout), log)
         finally:
+            # Read before the instance goes back to its pool, where the next invocation may print.
+            ended = self.clock.now()
+            log(ended, [*worker.printed(), lambda_logs.end_line(request_id),
+                        lambda_logs.report_line(request_id, (ended - started) * 1000, int(fn.memory_size),
+                                                worker.max_memory_mb(), init_ms)])
             pool.release(worker, healthy)
-            if self._on_output is not None:
-                self._on_output(self._log_path(fn))
         if timeout_fault is not None and result.error_type != "Sandbox.Timedout":
             # The handler did its work; its answer is lost when the function times out.
             self.clock.sleep(max(0.0, deadline - self.clock.now()))
@@ -430,7 +476,8 @@ class LambdaRuntime:
         record["end"] = self.clock.now()
         return result
 
-    def _await_reply(self, worker: _Worker, deadline: float, request_id: str, timeout: float) -> tuple[InvokeResult, bool]:
+    def _await_reply(self, worker: _Worker, deadline: float, request_id: str, timeout: float,
+                     log: Callable[[float, list[str]], None]) -> tuple[InvokeResult, bool]:
         # One poll on the reply pipe and the pidfd together, blocking until the simulated deadline (see
         # _real_seconds_until): with many invocations in flight, a selector built per look
         # (Connection.poll) and a second poll per look for the pidfd were most of the emulator's own CPU.
@@ -449,6 +496,8 @@ class LambdaRuntime:
                 if message is None:
                     break
                 if message["type"] == "sleep":
+                    # The worker flushed before asking: what it printed so far is stamped now, not at the end.
+                    log(self.clock.now(), worker.printed())
                     if getattr(self._local, "event_start", None) is not None:
                         self._local.event_start.release()  # started: the next event may start
                     remaining = deadline - self.clock.now()
@@ -518,6 +567,7 @@ class LambdaRuntime:
             # No X-Ray daemon runs locally; Powertools' Tracer would otherwise try to reach one.
             "POWERTOOLS_TRACE_DISABLED": "true",
         }
+        stream = lambda_logs.stream_name(self.clock.now())
         env = {
             **common,
             "AWS_REGION": fn.region,
@@ -525,14 +575,15 @@ class LambdaRuntime:
             "AWS_LAMBDA_FUNCTION_NAME": fn.function_name,
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_size),
-            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{fn.function_name}",
-            "AWS_LAMBDA_LOG_STREAM_NAME": "emulator",
+            "AWS_LAMBDA_LOG_GROUP_NAME": lambda_logs.log_group(fn),
+            "AWS_LAMBDA_LOG_STREAM_NAME": stream,
             "LAMBDA_TASK_ROOT": str(code_dir),
             **self._credentials(fn),
             "_HANDLER": fn.handler,
             **{k: str(v) for k, v in (fn.environment_vars or {}).items()},
         }
-        log_path = self._log_path(fn)
+        # Each instance prints to a file of its own, so that its lines go to its own stream.
+        log_path = self.workdir / "logs" / fn.function_name / f"{stream.rpartition(']')[2]}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         managed = [(kind, path) for kind, path in layers if kind != "function"]
         # Imports at the zygote's start see what every Lambda has: LAMBDA_TASK_ROOT set (the X-Ray
@@ -544,13 +595,9 @@ class LambdaRuntime:
             "own_layers": [path for kind, path in layers if kind == "function"],
             "log": str(log_path),
         }
-        worker = _Worker(zygote, request, log_path)
+        worker = _Worker(zygote, request, stream)
         zygote.share(worker.loaded)
         return worker
-
-    def _log_path(self, fn: Any) -> Path:
-        """Where every instance of ``fn`` writes what its handler prints (stdout and stderr)."""
-        return self.workdir / "logs" / f"{fn.function_name}.log"
 
     def _zygote(self, managed: list[tuple[str, str]], env: dict[str, str]) -> _Zygote:
         key = tuple(path for _, path in managed)

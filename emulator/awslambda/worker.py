@@ -56,6 +56,9 @@ def _sim_sleep(seconds: float) -> None:
     global _offset
     if seconds <= 0:
         return
+    # What the handler printed so far reaches its log stream stamped before the sleep, as on AWS.
+    sys.stdout.flush()
+    sys.stderr.flush()
     with _sleep_turn:
         _conn.send({"type": "sleep", "seconds": float(seconds)})
         reply = _conn.recv()
@@ -136,6 +139,9 @@ def _log_error(error: dict) -> None:
 
 def _serve(handler: object, init_error: dict | None) -> None:
     global _offset
+    # What the init printed is in the log before the first invocation's START, as on AWS.
+    sys.stdout.flush()
+    sys.stderr.flush()
     _conn.send({"type": "ready", "loaded": _what_to_share()})
     while True:
         try:

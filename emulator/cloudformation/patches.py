@@ -98,6 +98,8 @@ def install_cloudformation_fidelity() -> None:
             fn.layers = fn._get_layers_data([getattr(layer, "arn", layer) for layer in properties["Layers"]])
         if properties.get("TracingConfig"):  # dropped too
             fn.tracing_config = properties["TracingConfig"]
+        # Dropped too: where the function logs (emulator/awslambda/logs.py reads it).
+        fn.logging_config = properties.get("LoggingConfig") or {}
         return fn
 
     LambdaFunction.create_from_cloudformation_json = classmethod(function_create)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from pathlib import Path
 from typing import Any
 
 from emulator.clock import SimClock
@@ -49,7 +48,6 @@ class CloudWatch:
         self.changes: list[dict] = []
         self._store = MetricStore()
         self._evaluated: dict[int, int] = {}  # id(moto alarm) -> the last boundary evaluated
-        self._log_offsets: dict[Path, int] = {}
         self._queues_sampled = 0
         self._lock = threading.RLock()
         self._stop = threading.Event()
@@ -104,20 +102,10 @@ class CloudWatch:
         if data:
             _backend(execution.account_id, execution.region_name).put_metric_data(STATES_NAMESPACE, data)
 
-    def read_function_log(self, path: Path) -> None:
-        """Take the embedded-metric-format lines a function printed since the last read of its log."""
-        with self._lock:
-            offset = self._log_offsets.get(path, 0)
-            try:
-                with open(path, "rb") as log:
-                    log.seek(offset)
-                    text = log.read()
-            except FileNotFoundError:
-                return
-            complete = text.rfind(b"\n") + 1  # a line still being written waits for the next read
-            self._log_offsets[path] = offset + complete
+    def read_function_log(self, lines: list[str]) -> None:
+        """Take the embedded-metric-format lines of one invocation's log."""
         backend = _backend(self.account_id, self.region)
-        for line in text[:complete].decode("utf-8", "replace").splitlines():
+        for line in lines:
             for namespace, data in emf_metric_data(line):
                 backend.put_metric_data(namespace, data)
 

@@ -217,6 +217,7 @@ class Console:
             "definition": definition,
             "states": {name: view.as_json() for name, view in state_views(events, description["status"]).items()},
             "events": [_event_row(history, event, description["startDate"]) for event in events],
+            "logs": self._function_logs(events, calls),
             "summary": {
                 "transitions": result.transitions,
                 "states_entered": result.states_entered,
@@ -226,6 +227,35 @@ class Console:
                 "cost_usd": result.cost_usd,
             },
         })
+
+    def _function_logs(self, events: list[dict], calls: list[dict]) -> list[dict]:
+        """The log lines, from CloudWatch Logs, of each invocation of a function the execution's Lambda tasks
+        name, made while it ran: START to REPORT, from the invocation's own stream."""
+        called = set()
+        for found in map(details, events):
+            if found.get("resourceType") == "lambda":  # arn:aws:states:::lambda:invoke, FunctionName in its parameters
+                called.add(_function_name(json.loads(found.get("parameters") or "{}").get("FunctionName", "")))
+            elif ":function:" in found.get("resource", ""):  # a function ARN as the Task's Resource
+                called.add(_function_name(found["resource"]))
+        logs = self.aws.client("logs")
+        shown = []
+        for call in calls:
+            if call["function"] not in called or "log" not in call:
+                continue
+            found = logs.filter_log_events(
+                logGroupName=call["log"]["group"], logStreamNames=[call["log"]["stream"]],
+                startTime=int(call["start"] * 1000), endTime=int(call.get("end", self.aws.clock.now()) * 1000) + 1,
+            )["events"]
+            lines, mine = [], False
+            for event in found:
+                mine = mine or event["message"].startswith(f"START RequestId: {call['request_id']} ")
+                if mine:
+                    lines.append({"timestamp": event["timestamp"] / 1000, "message": event["message"]})
+                if mine and event["message"].startswith(f"REPORT RequestId: {call['request_id']}\t"):
+                    break
+            shown.append({"function": call["function"], "request_id": call["request_id"], "start": call["start"],
+                          "group": call["log"]["group"], "stream": call["log"]["stream"], "lines": lines})
+        return shown
 
     def _slack(self, request: Request) -> Response:
         """Every post, newest first: its whole ``body`` as sent, and the message ``shown`` now.
@@ -412,6 +442,12 @@ def _event_row(history: History, event: dict, start: datetime) -> dict:
         "timestamp": _epoch(event["timestamp"]),
         "details": found,
     }
+
+
+def _function_name(name_or_arn: str) -> str:
+    """A function's name from its name or (qualified) ARN, as a Lambda task's resource or FunctionName gives it."""
+    _, marker, rest = name_or_arn.partition(":function:")
+    return rest.split(":")[0] if marker else name_or_arn
 
 
 def _epoch(value: datetime | None) -> float | None:

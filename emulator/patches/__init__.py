@@ -2,7 +2,7 @@
 
 Every patch but those under "Speed" corrects a difference between moto (the release requirements-dev.txt pins) and
 documented AWS behaviour; its docstring states that behaviour and tests/test_emulator_fidelity.py (or
-tests/test_emulator_conformance.py; for CloudWatch tests/test_emulator_cloudwatch.py; for SES tests/test_emulator_sms.py; for what `cdk deploy
+tests/test_emulator_conformance.py; for CloudWatch tests/test_emulator_cloudwatch.py; for CloudWatch Logs tests/test_emulator_logs.py; for SES tests/test_emulator_sms.py; for what `cdk deploy
 --hotswap` calls tests/test_emulator_hotswap_apis.py; for IAM tests/test_iam_execution.py) pins it. Those under "Speed" change only how fast
 moto works.
 Patches are process-wide and installed once, in this order, by ``install_all``; none installs another.
@@ -22,6 +22,7 @@ from emulator.cloudformation import patches as cloudformation
 from emulator.cloudwatch import patches as cloudwatch
 from emulator.dynamodb import patches as dynamodb
 from emulator.iam import enforcement
+from emulator.logs import patches as logs
 from emulator.patches import dispatch, serialize
 from emulator.ses import patches as ses
 from emulator.stepfunctions import engine_clock, jsonata, mocks, redrive, states, test_state
@@ -90,6 +91,7 @@ def install_all(
     awslambda.install_lambda_task_error_names()
     awslambda.install_reserved_concurrency_minimum(account_concurrency)
     awslambda.install_account_settings(account_concurrency)
+    awslambda.install_logging_config()
     # DynamoDB.
     dynamodb.install_dynamodb_exports(clock)
     dynamodb.install_atomic_writes()
@@ -107,6 +109,8 @@ def install_all(
     cloudwatch.install_alarm_state_changes(on_alarm_change)
     cloudwatch.install_describe_alarm_history()
     cloudwatch.install_account_wide_dashboards()
+    # CloudWatch Logs.
+    logs.install_filter_log_events()
     # SES v2.
     ses.install_identities_verified_at_creation()
     ses.install_sandbox_and_mail_log(email_sandbox)

@@ -155,6 +155,8 @@ async function executionPage(arn) {
   const graphBox = el("div", { class: "graph-box" });
   const step = el("div", { class: "step card", id: "step" });
   const history = el("tbody");
+  const logs = el("div", { id: "function-logs" });
+  let shownLogs = "";
   const slack = el("ol", { id: "slack", reversed: "" });
   const problem = el("p", { class: "error" });
   const legend = el("p", { class: "legend" }, ...[["succeeded", "Succeeded"], ["failed", "Failed"], ["caught", "Caught error"],
@@ -165,6 +167,7 @@ async function executionPage(arn) {
       el("table", { class: "history", id: "history" },
         el("thead", {}, el("tr", {}, ...["ID", "Type", "Step", "Resource", "Elapsed time (ms)", "Timestamp"].map((h) => el("th", {}, h)))),
         history)),
+    el("div", { class: "card" }, el("h2", {}, "Function logs"), logs),
     el("div", { class: "card" }, el("h2", {}, "Slack posts received by the stand-in (all executions, newest first)"), slack));
   const refreshSlack = slackPanel(slack);
 
@@ -213,6 +216,11 @@ async function executionPage(arn) {
         el("td", { class: "number" }, String(event.elapsed_ms)), el("td", {}, when(event.timestamp))));
     }
     shownEvents = execution.events.length;
+    if (JSON.stringify(execution.logs) !== shownLogs) {  // redrawn only when a line came: an open block stays open
+      shownLogs = JSON.stringify(execution.logs);
+      logs.replaceChildren(...(execution.logs.length ? execution.logs.map(invocationLog)
+        : [el("p", { class: "muted" }, "No function called yet.")]));
+    }
     await refreshSlack();
     return execution.status;
   };
@@ -226,6 +234,14 @@ async function executionPage(arn) {
     }
   };
   await loop();
+}
+
+// One invocation's lines as CloudWatch Logs holds them: its group and stream, each line with its simulated time.
+function invocationLog(call) {
+  return el("details", { class: "invocation-log", open: "" },
+    el("summary", {}, `${call.function} · ${call.request_id} · ${when(call.start)}`),
+    el("p", { class: "muted" }, `${call.group} › ${call.stream}`),
+    el("pre", {}, call.lines.map((line) => `${new Date(line.timestamp * 1000).toISOString()}  ${line.message}`).join("\n")));
 }
 
 // The EventBridge event whose rule started an execution: what it says at a glance, and the whole event.
