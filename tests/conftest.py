@@ -29,6 +29,8 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 
 
 import json  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 import pytest  # noqa: E402
@@ -88,8 +90,11 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
     # The example app (a team's app using the constructs, examples/) is deployed beside it, at the same time.
     # tests/parallel.py's shards deploy the apps the first of them synthesizes.
     shared = os.environ.get(SHARED_ASSEMBLIES)
+    started = time.monotonic()
     with deployed(tmp_path_factory.mktemp("local-aws"), also=[ROOT / "examples"],
                   assemblies=Path(shared) if shared else None) as deployment:
+        # The deployment is the session's, not the cost of the file whose test happened to need it first.
+        _deployment_setup[os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]] = time.monotonic() - started
         yield deployment
 
 
@@ -110,28 +115,51 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     shard = config.getoption("--emulator-shard")
     if shard:
         index, count = map(int, shard.split("/"))
-        kept = set(_files_of_shard(emulator_items, index, count))
+        kept = set(_files_of_shard(emulator_items, index, count, own))
         config.hook.pytest_deselected(items=[item for item in emulator_items if item.path not in kept] + (own if index else []))
         emulator_items = [item for item in emulator_items if item.path in kept]
     rest = [item for item in items if item not in own and "deployment" not in getattr(item, "fixturenames", ())]
     items[:] = rest + (own if not shard or index == 0 else []) + emulator_items
 
 
-def _files_of_shard(items: list[pytest.Item], index: int, count: int) -> list[Path]:
-    """Whole test files, dealt so that each shard gets about as much work (largest file first).
+def _files_of_shard(items: list[pytest.Item], index: int, count: int, own: list[pytest.Item] = ()) -> list[Path]:
+    """Whole test files, dealt so that each shard gets about as many seconds (longest file first).
 
-    A file's work is its number of tests, or its module's ``SHARD_WEIGHT`` where a few tests do far
-    more than most (each run of the cdk CLI costs what dozens of ordinary tests do).
+    A file's seconds are those it took in a real run, recorded in SHARD_DURATIONS; a file not recorded
+    yet counts the recorded seconds a test on average. The first shard also runs the tests that start
+    emulators of their own (``own``), so it starts with their seconds.
     """
-    sizes: dict[Path, int] = {}
-    for item in items:
-        sizes[item.path] = sizes.get(item.path, 0) + 1
-    for item in items:
-        sizes[item.path] = max(sizes[item.path], getattr(item.module, "SHARD_WEIGHT", 0))
+    recorded = json.loads(SHARD_DURATIONS.read_text()) if SHARD_DURATIONS.exists() else {}
+    per_test = Counter(str(item.path.relative_to(ROOT)) for item in items)
+    known = [name for name in per_test if name in recorded]
+    average = sum(recorded[name] for name in known) / sum(per_test[name] for name in known) if known else 1.0
+    seconds = {name: recorded.get(name, average * tests) for name, tests in per_test.items()}
     shards: list[list[Path]] = [[] for _ in range(count)]
-    loads = [0] * count
-    for path in sorted(sizes, key=lambda p: (-sizes[p], str(p))):
+    loads = [0.0] * count
+    loads[0] = sum(recorded.get(name, average) for name in {str(item.path.relative_to(ROOT)) for item in own})
+    for name in sorted(seconds, key=lambda name: (-seconds[name], name)):
         lightest = loads.index(min(loads))
-        shards[lightest].append(path)
-        loads[lightest] += sizes[path]
+        shards[lightest].append(ROOT / name)
+        loads[lightest] += seconds[name]
     return shards[index]
+
+
+# Seconds each emulator test file took, from a real run of both shards (`python -m tests.parallel
+# --record-durations` rewrites it); the shards are dealt on them.
+SHARD_DURATIONS = Path(__file__).with_name("shard_durations.json")
+# Set by tests/parallel.py --record-durations: the directory each shard writes its files' seconds to.
+RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"
+_deployment_setup: dict[str, float] = {}  # the test during whose set-up the deployment was made -> its seconds
+_file_seconds: Counter[str] = Counter()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get(RECORD_DURATIONS) and report.when in ("setup", "call"):
+        deployment = _deployment_setup.pop(report.nodeid, 0.0) if report.when == "setup" else 0.0
+        _file_seconds[report.nodeid.split("::")[0]] += max(report.duration - deployment, 0.0)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    target = os.environ.get(RECORD_DURATIONS)
+    if target and _file_seconds and session.config.getoption("--emulator-shard"):
+        Path(target, f"shard-{os.getpid()}.json").write_text(json.dumps(_file_seconds))

@@ -6,15 +6,21 @@ time waiting on simulated time and Lambda workers, so two of them fill the cores
 everything else (logic, handlers on moto, templates, the emulator's own fidelity tests), which never
 shared a process happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends, which
 is why conftest.py orders deployment tests last. The first shard streams to the terminal; the other
-reports follow it. Extra arguments go to every process, e.g. ``python -m tests.parallel -x``.
+reports follow it. Extra arguments go to every process, e.g. ``python -m tests.parallel -x``. Each part
+ends with its ten slowest tests. The shards are dealt on the seconds each file took in a real run
+(tests/shard_durations.json); ``python -m tests.parallel --record-durations`` runs the suite and
+rewrites that file from what the shards measured (run it on an otherwise idle machine).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter
+from pathlib import Path
 
 SHARDS = 2
 # The environment variable naming the directory where the shards share the apps' cloud assemblies
@@ -22,11 +28,28 @@ SHARDS = 2
 SHARED_ASSEMBLIES = "TESTS_SHARED_ASSEMBLIES"
 
 
+SLOWEST = 10
+DURATIONS = Path(__file__).with_name("shard_durations.json")
+RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"  # tests/conftest.py writes each shard's seconds there
+
+
 def main(extra: list[str]) -> int:
-    with tempfile.TemporaryDirectory(prefix="cdk-assemblies-") as assemblies:
+    record = "--record-durations" in extra
+    extra = [arg for arg in extra if arg != "--record-durations"]
+    with tempfile.TemporaryDirectory(prefix="cdk-assemblies-") as assemblies, \
+            tempfile.TemporaryDirectory(prefix="shard-durations-") as measured:
         # The shards deploy the same apps: the first to get there synthesizes each, the other waits for it.
         os.environ[SHARED_ASSEMBLIES] = assemblies
-        return _run_parts(extra)
+        if record:
+            os.environ[RECORD_DURATIONS] = measured
+        status = _run_parts([*extra, f"--durations={SLOWEST}"])
+        if record and status == 0:
+            seconds: Counter[str] = Counter()
+            for shard in Path(measured).glob("shard-*.json"):
+                seconds.update(json.loads(shard.read_text()))
+            DURATIONS.write_text(json.dumps({name: round(s, 1) for name, s in sorted(seconds.items())}, indent=1) + "\n")
+            print(f"== {DURATIONS.name}: the seconds of {len(seconds)} files, for the next runs' shards")
+        return status
 
 
 def _run_parts(extra: list[str]) -> int:

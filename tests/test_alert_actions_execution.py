@@ -29,9 +29,6 @@ from patterns_common.alert_executions import alert_key, alert_key_of
 from tests.emulator_helpers import function_log, wait_for, wait_for_event
 
 STACK = "AlertNotificationStack"
-# For tests/parallel.py's shards: the alarm storm (200 escalations, 400 deliveries) alone runs about as
-# long as 80 ordinary deployment tests.
-SHARD_WEIGHT = 80
 
 
 class Alerts:

@@ -20,9 +20,6 @@ from examples.team_stack import TEAM_ON_CALL
 from tests.conftest import ROOT
 
 STACK = "TeamPatternsStack"
-# For tests/parallel.py's shards: two runs of the cdk CLI on the example app, about as long as 20
-# ordinary deployment tests.
-SHARD_WEIGHT = 20
 # The team's app as examples/app.py builds it, with the declaration read from declared.json beside it
 # (the one line a team would edit in examples/team_stack.py).
 APP = f'''

@@ -42,9 +42,6 @@ AlertNotificationStack(app, {STACK!r}, config=AppConfig.from_context(app.node.tr
                        env=Environment(account=account, region=region) if account else None)
 app.synth()
 '''
-# For tests/parallel.py's shards: two deployments and a deletion of the alert stack with the cdk CLI,
-# about as long as 30 ordinary deployment tests.
-SHARD_WEIGHT = 30
 
 
 @pytest.fixture(scope="module")

@@ -26,9 +26,6 @@ from patterns_common.alert_executions import alert_key, alert_key_of
 from tests.conftest import ROOT
 from tests.emulator_helpers import wait_for
 
-# For tests/parallel.py's shards: the pages' two dozen AWS CLI processes and the alarm's round trip run
-# about as long as 15 ordinary deployment tests.
-SHARD_WEIGHT = 15
 PAGE = ROOT / "docs" / "deploying.md"
 ON_CALL_PAGE = ROOT / "docs" / "on-call-schedules.md"
 STACK = "AlertNotificationStack"

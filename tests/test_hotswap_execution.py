@@ -26,9 +26,6 @@ from tests.emulator_helpers import wait_for, wait_for_event
 
 PROBE_APP = Path(__file__).resolve().parent / "hotswap_app"
 STACK = "HotswapProbeStack"
-# For tests/parallel.py's shards: these few tests run the cdk CLI (a deploy, hot-swaps, a fallback, a
-# watch) about as long as 60 ordinary deployment tests run.
-SHARD_WEIGHT = 60
 NEIGHBOUR_STACK = "HotswapProbeNeighbourStack"  # unchanged by the tests: `cdk watch` watches an app of several stacks
 # What the probe is deployed with; a `cdk watch` is given the same, as `serve --watch` gives the app's.
 CONTEXT = {"queueVisibilitySeconds": "60"}

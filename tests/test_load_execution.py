@@ -32,8 +32,6 @@ from tests.test_alert_notification_execution import notifications
 pytestmark = pytest.mark.load
 
 EXECUTIONS = 200
-# For tests/parallel.py's shards: its one test (200 executions) runs about as long as 35 ordinary ones.
-SHARD_WEIGHT = 35
 
 
 def _unique(prefix: str) -> str:

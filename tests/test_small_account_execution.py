@@ -27,9 +27,6 @@ from tests import test_alert_actions_execution as alarm_tests
 from tests.emulator_helpers import wait_for
 from tests.test_alert_actions_execution import alarm_changes_handled, execution_arns, put_alarm, set_alarm_state
 
-# For tests/parallel.py's shards: its one test (30 escalations on a 1.25 s pace) runs about as long as
-# 10 ordinary deployment tests.
-SHARD_WEIGHT = 10
 ALERTS = 30
 NEW_ACCOUNT_CONCURRENCY = 10
 # The alarm tests' fixtures: the alert items a test writes (deleted after it), the Slack stand-in reset around it.
