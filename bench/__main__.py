@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
             runs = run_section(deployment, machines)
             _print_runs(runs, machine)
             print(f"({time.monotonic() - section_started:.0f} s)", flush=True)
+            if wrong := scenarios.unexpected_endings(runs):
+                print("\nOur design ended otherwise than expected; nothing written:\n" + "\n".join(wrong), file=sys.stderr)
+                return 1
             data["runs"] += [r.to_json() for r in runs]
         for name, section in MEASURED.items():
             if name not in sections:

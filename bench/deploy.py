@@ -160,9 +160,21 @@ def use_runner(deployment: Deployment, runner_name: str) -> str:
         for function in page["Functions"]:
             variables = function.get("Environment", {}).get("Variables", {})
             if "JOB_RUNNER_FUNCTION_NAME" in variables:
+                _grant_invoke(deployment, function["Role"], lam.get_function(FunctionName=runner_name)["Configuration"]["FunctionArn"])
                 lam.update_function_configuration(
                     FunctionName=function["FunctionName"],
                     Environment={"Variables": {**variables, "JOB_RUNNER_FUNCTION_NAME": runner_name}},
                 )
                 return variables["JOB_RUNNER_FUNCTION_NAME"]
     raise LookupError("no deployed function has JOB_RUNNER_FUNCTION_NAME (the S3 poller's Run Job)")
+
+
+def _grant_invoke(deployment: Deployment, role_arn: str, function_arn: str) -> None:
+    """Run Job's role may invoke ``function_arn``, as a team grants its own runner (docs/own-function.md):
+    IAM is enforced, and a runner the role may not invoke fails Run Job with AccessDeniedException."""
+    deployment.client("iam").put_role_policy(
+        RoleName=role_arn.rsplit("/", 1)[-1],
+        PolicyName="bench-runner-invoke",
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn}]}),
+    )

@@ -112,3 +112,23 @@ def test_the_recorded_watch_loop_deployed_nothing_as_it_started_and_brought_each
         assert not figures["deployed_at_start"], change
         assert figures["next_execution"] == "SUCCEEDED", change
         assert figures["synthesis_seconds"] < figures["loop_seconds"] <= TARGET_COMMAND_SECONDS, change
+
+
+def _ended(design: str, status: str, scenario: str = "1 h job"):
+    from bench.measure import Run
+
+    return Run("poller", scenario, design, status, 2, 2, 11, 0.1, 0.1, error="ClientError" if status != "SUCCEEDED" else None)
+
+
+def test_a_run_of_ours_ending_otherwise_than_expected_fails_the_bench_and_a_seeds_does_not():
+    from bench.scenarios import unexpected_endings
+
+    # Given: the committed results of issue 41, where our poller FAILED (ClientError) on the 1 h job
+    runs = [_ended("ours, initial wait + 60 s polling", "FAILED"), _ended("seed 004, 1 s polling", "FAILED"),
+            _ended("ours, callback", "SUCCEEDED"), _ended("ours, 2 passes", "FAILED", "1,000 items"),
+            _ended("ours, 5 passes", "SUCCEEDED", "1,000 items")]
+    # Then: only our poller's ending is unexpected; the 2-pass Map is expected to fail, the seeds are shown as they end
+    assert unexpected_endings(runs) == ["poller, 1 h job, ours, initial wait + 60 s polling: FAILED (ClientError)"]
+    # And a 2-pass Map that retried everything would be unexpected too: the scenario says it cannot
+    assert unexpected_endings([_ended("ours, 2 passes", "SUCCEEDED", "10 items")]) == [
+        "poller, 10 items, ours, 2 passes: SUCCEEDED"]
