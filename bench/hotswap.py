@@ -24,7 +24,8 @@ from emulator.session import APP_CONTEXT, Deployment
 STACK = "MapRetryStack"
 MACHINE = "map-retry"
 # What `cdk synth` reads: the entry point, its settings, the stacks and what they package.
-APP_FILES = ("app.py", "cdk.json", "requirements-powertools-layer.txt", "stacks", "lambdas", "statemachines")
+APP_FILES = ("app.py", "cdk.json", "requirements-powertools-layer.txt", "requirements-shared-layer.txt", "stacks", "lambdas",
+             "statemachines")
 # The changes, as a developer makes them: (what, file, old text, new text naming the {command} making it).
 CHANGES = (
     ("handler", "lambdas/map_item_processor/handler.py", '"""Process Item:', '"""Process Item (changed by {command}):'),
