@@ -46,6 +46,12 @@ class AppConfig:
     # instead of creating empty ones: the stack grants on them and never creates nor deletes them.
     alert_table_name: str | None = None
     on_call_table_name: str | None = None
+    people_table_name: str | None = None
+    # Where people's texts and calls come from (an End User Messaging phone number or pool: its number,
+    # id or ARN) and their e-mails (a verified SES identity). None: that channel is off, and a rule
+    # naming it is told to the channel as not sent.
+    sms_origination_identity: str | None = None
+    alert_email_from: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.monitored_statuses) - VALID_STATUSES
@@ -67,7 +73,11 @@ class AppConfig:
                 "slackTeamId must be a Slack workspace ID, T followed by capital letters and digits (the "
                 f"team_id Slack sends; Slack shows it in the workspace's URL app.slack.com/client/T...); got {self.slack_team_id!r}"
             )
-        for key, name in (("alertTableName", self.alert_table_name), ("onCallTableName", self.on_call_table_name)):
+        for key, name in (
+            ("alertTableName", self.alert_table_name),
+            ("onCallTableName", self.on_call_table_name),
+            ("peopleTableName", self.people_table_name),
+        ):
             if name is not None and not TABLE_NAME.fullmatch(name):
                 raise ValueError(
                     f"{key} must be the name of a DynamoDB table (3 to 255 letters, digits, '_', '-' or '.'), "
@@ -100,6 +110,9 @@ class AppConfig:
             "action_endpoint_reserved_concurrency": _whole_number(get("actionEndpointReservedConcurrency")),
             "alert_table_name": _text(get("alertTableName")),
             "on_call_table_name": _text(get("onCallTableName")),
+            "people_table_name": _text(get("peopleTableName")),
+            "sms_origination_identity": _text(get("smsOriginationIdentity")),
+            "alert_email_from": _text(get("alertEmailFrom")),
         }
         return cls(**values)
 

@@ -21,7 +21,11 @@ from tests.app_config import CONTEXT, app_config
 from tests.test_alert_notification_infrastructure import synthesize
 
 ACCOUNT_REGION = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
-KEPT = {"AlertTable": "AlertNotificationStack-AlertTable1A2B3C4D-XYZ", "OnCallTable": "AlertNotificationStack-OnCallTable5E6F-XYZ"}
+KEPT = {
+    "AlertTable": "AlertNotificationStack-AlertTable1A2B3C4D-XYZ",
+    "OnCallTable": "AlertNotificationStack-OnCallTable5E6F-XYZ",
+    "PeopleTable": "AlertNotificationStack-PeopleTable7A8B-XYZ",
+}
 
 
 def kept_arn(name: str) -> str:
@@ -35,7 +39,13 @@ def created() -> Template:
 
 @pytest.fixture(scope="module")
 def adopted() -> Template:
-    return synthesize(app_config(alert_table_name=KEPT["AlertTable"], on_call_table_name=KEPT["OnCallTable"]))
+    return synthesize(
+        app_config(
+            alert_table_name=KEPT["AlertTable"],
+            on_call_table_name=KEPT["OnCallTable"],
+            people_table_name=KEPT["PeopleTable"],
+        )
+    )
 
 
 def render(value: Any, tables: dict[str, str] | None = None) -> Any:
@@ -75,9 +85,9 @@ def environments(template: Template, tables: dict[str, str] | None = None) -> di
     }
 
 
-def test_by_default_both_tables_are_created_retained_encrypted_and_recoverable(created):
+def test_by_default_the_three_tables_are_created_retained_encrypted_and_recoverable(created):
     tables = created.find_resources("AWS::DynamoDB::Table")
-    for logical_id, key in (("AlertTable", "alert_id"), ("OnCallTable", "schedule_id")):
+    for logical_id, key in (("AlertTable", "alert_id"), ("OnCallTable", "schedule_id"), ("PeopleTable", "member")):
         table = tables[logical_id]
         # Retain: deleting the stack (or replacing the table) leaves the table and its items in the account
         assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("Retain", "Retain")
@@ -86,6 +96,7 @@ def test_by_default_both_tables_are_created_retained_encrypted_and_recoverable(c
         assert table["Properties"]["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     created.has_output("AlertTableName", {"Value": {"Ref": "AlertTable"}})
     created.has_output("OnCallTableName", {"Value": {"Ref": "OnCallTable"}})
+    created.has_output("PeopleTableName", {"Value": {"Ref": "PeopleTable"}})
 
 
 def test_adopted_tables_are_not_in_the_template(adopted):
@@ -95,6 +106,7 @@ def test_adopted_tables_are_not_in_the_template(adopted):
     assert table["Properties"]["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
     adopted.has_output("AlertTableName", {"Value": KEPT["AlertTable"]})
     adopted.has_output("OnCallTableName", {"Value": KEPT["OnCallTable"]})
+    adopted.has_output("PeopleTableName", {"Value": KEPT["PeopleTable"]})
 
 
 def test_adopted_tables_get_the_grants_the_created_ones_had(created, adopted):
@@ -123,18 +135,21 @@ def test_the_declared_schedules_resource_names_the_table_it_writes(created, adop
     assert resource["Properties"]["TableName"] == {"Ref": "OnCallTable"}
 
 
-@pytest.mark.parametrize(("key", "field", "other"), [("alertTableName", "alert_table_name", "OnCallTable"),
-                                                      ("onCallTableName", "on_call_table_name", "AlertTable")])
-def test_each_key_adopts_its_own_table_only(key, field, other):
+@pytest.mark.parametrize(
+    ("key", "field", "own"),
+    [("alertTableName", "alert_table_name", "AlertTable"), ("onCallTableName", "on_call_table_name", "OnCallTable"),
+     ("peopleTableName", "people_table_name", "PeopleTable")],
+)
+def test_each_key_adopts_its_own_table_only(key, field, own):
     # Given: `cdk deploy -c <key>=...` alone
     from stacks.config import AppConfig
 
     config = AppConfig.from_context({**CONTEXT, key: "kept-table"}.get)
     assert getattr(config, field) == "kept-table"
     template = synthesize(config)
-    # Then: the other table is still created, under its logical id
-    assert other in template.find_resources("AWS::DynamoDB::Table")
-    assert ("AlertTable" in template.find_resources("AWS::DynamoDB::Table")) == (other == "AlertTable")
+    # Then: the other tables are still created, under their logical ids, and its own is not
+    created = set(template.find_resources("AWS::DynamoDB::Table"))
+    assert {"AlertTable", "OnCallTable", "PeopleTable"} - created == {own}
 
 
 @pytest.mark.parametrize("name", ["ab", "kept table", "a" * 256, "tables/alerts"])

@@ -231,9 +231,9 @@ def test_no_bucket_policy_allows_anyone(synthesized_app):
 
 def test_every_table_is_encrypted_with_kms(synthesized_app):
     tables = list(_resources(synthesized_app, "AWS::DynamoDB::Table"))
-    # alert configs, the notifier's idempotency records, on-call schedules, the export poller's demo table,
-    # the Map retry chunk journal
-    assert sorted(stack for stack, _, _ in tables) == ["AlertNotificationStack"] * 3 + ["JobPollerStack", "MapRetryStack"]
+    # alert configs, the notifier's idempotency records, on-call schedules, people, the export poller's
+    # demo table, the Map retry chunk journal
+    assert sorted(stack for stack, _, _ in tables) == ["AlertNotificationStack"] * 4 + ["JobPollerStack", "MapRetryStack"]
     for _, logical_id, props in tables:
         assert props.get("SSESpecification", {}).get("SSEEnabled") is True, logical_id
 

@@ -21,6 +21,7 @@ from constructs import Construct
 from stacks.alert_notification.actions import AlertActions
 from stacks.alert_notification.alarms import AlarmRaisedAlerts
 from stacks.alert_notification.on_call import OnCallSchedules
+from stacks.alert_notification.people import People
 from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.grants import invoke_statement
@@ -59,7 +60,11 @@ class AlertNotification(Construct):
     functions this construct made, by name, and ``failure_queues`` and ``watched_metrics``, what a
     monitoring construct should alarm on.
 
-    ``existing_alert_table``, ``existing_on_call_table``: a table to use instead of creating one, such
+    ``sms_origination_identity``: the End User Messaging phone number or pool (number, id or ARN) texts
+    and calls go from, ``email_from``: the SES identity e-mails go from; without one, a person's rules
+    naming that kind of method are told to the channel as not sent (docs/reaching-people.md).
+
+    ``existing_alert_table``, ``existing_on_call_table``, ``existing_people_table``: a table to use instead of creating one, such
     as the retained table of a deleted deployment (docs/deploying.md); it must have the key (and the
     alert table its ``AlarmName`` index) of the table this construct creates. It gets the same grants
     and environment variables, and the stack never creates, changes nor deletes it.
@@ -82,6 +87,9 @@ class AlertNotification(Construct):
         schedules: Sequence[Mapping[str, Any]] = (),
         existing_alert_table: dynamodb.ITable | None = None,
         existing_on_call_table: dynamodb.ITable | None = None,
+        existing_people_table: dynamodb.ITable | None = None,
+        sms_origination_identity: str | None = None,
+        email_from: str | None = None,
     ) -> None:
         super().__init__(scope, id_)
         if (notifier is None) == (slack_webhook_secret_name is None):
@@ -117,6 +125,13 @@ class AlertNotification(Construct):
             table_logical_id=self._table_logical_id("OnCallTable"),
             existing_table=existing_on_call_table,
         )
+        self.people = People(
+            self,
+            "People",
+            table_logical_id=self._table_logical_id("PeopleTable"),
+            existing_table=existing_people_table,
+        )
+        self.sms_origination_identity, self.email_from = sms_origination_identity, email_from
         # /oncall: the endpoint lists the schedules (Scan) and writes a person's cover (UpdateItem).
         self.on_call.table.grant(self.actions.function, "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.actions.function.add_environment("ON_CALL_TABLE_NAME", self.on_call.table.table_name)
@@ -316,7 +331,7 @@ class AlertNotification(Construct):
         return table
 
     def _table_logical_id(self, name: str) -> str:
-        """``name`` (``AlertTable``, ``OnCallTable``) for the stack's first alert setup (the id every
+        """``name`` (``AlertTable``, ``OnCallTable``, ``PeopleTable``) for the stack's first alert setup (the id every
         deployed table has); a later one's is derived from its own construct id, so adding one never
         renames another's table."""
         stack = Stack.of(self)

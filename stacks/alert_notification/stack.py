@@ -25,6 +25,9 @@ class AlertNotificationStack(Stack):
             actions_reserved_concurrency=config.action_endpoint_reserved_concurrency,
             existing_alert_table=self._adopted("AdoptedAlertTable", config.alert_table_name),
             existing_on_call_table=self._adopted("AdoptedOnCallTable", config.on_call_table_name),
+            existing_people_table=self._adopted("AdoptedPeopleTable", config.people_table_name),
+            sms_origination_identity=config.sms_origination_identity,
+            email_from=config.alert_email_from,
         )
         self.state_machines = pattern.state_machines
         self.failure_queues = pattern.failure_queues
@@ -36,6 +39,18 @@ class AlertNotificationStack(Stack):
             "OnCallTableName",
             value=pattern.on_call.table.table_name,
             description="On-call schedules, one item per schedule (key schedule_id); escalation names them schedule:<id>",
+        )
+        CfnOutput(
+            self,
+            "PeopleTableName",
+            value=pattern.people.table.table_name,
+            description="People, one item per person (key member): contact methods and notification rules",
+        )
+        CfnOutput(
+            self,
+            "SmsRepliesTopicArn",
+            value=pattern.people.replies_topic.topic_arn,
+            description="Point your End User Messaging number's two-way SMS channel here: replies acknowledge and resolve",
         )
         CfnOutput(
             self,
