@@ -22,6 +22,7 @@ from stacks.alert_notification.actions import AlertActions
 from stacks.alert_notification.alarms import AlarmRaisedAlerts
 from stacks.alert_notification.on_call import OnCallSchedules
 from stacks.alert_notification.people import People
+from stacks.alert_notification.replies import SmsReplies
 from stacks.alert_notification.slack_webhook import let_post_to_slack
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.grants import invoke_statement
@@ -158,6 +159,17 @@ class AlertNotification(Construct):
             "FindWhoIsOnCall": self.on_call.function,
             "DeclaredOnCallSchedules": self.on_call.writer,
         }
+        # Texts to the number act as their sender; answers go from the origination identity.
+        self.replies = SmsReplies(
+            self,
+            "SmsReplies",
+            topic=self.people.replies_topic,
+            people_table=self.people.table,
+            alert_table=self.table,
+            follow_up=self.actions.follow_up,
+            origination_identity=sms_origination_identity,
+        )
+        self.functions["SmsReplies"] = self.replies.function
         if self.on_call.handoff is not None:
             self.functions["HandoffNotice"] = self.on_call.handoff
             # /oncall cover asks Handoff Notice to re-arm: the cover may move the next handoff.
@@ -300,6 +312,7 @@ class AlertNotification(Construct):
                 "failure queue (14 days).",
             ),
             self.alarms.failure_queue,
+            self.replies.failure_queue,
         ]
         if self.on_call.handoff is not None:
             self.failure_queues.append(self.on_call.handoff_failures)

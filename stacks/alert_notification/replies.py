@@ -1,0 +1,109 @@
+"""Replies to the alert texts: the function subscribed to the replies topic, acting as the person who texted.
+
+End User Messaging publishes each text the number receives to the topic (the number's two-way
+channel, stack output ``SmsRepliesTopicArn``); SNS invokes the function asynchronously with it.
+Lambda retries a failed invocation twice, then records it on a failure queue watched by an alarm:
+a retry acts at most once (the write is conditional) and may text the answer again.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from stacks.common.failure_queue import FailureQueue, failure_queue
+from stacks.common.grants import invoke_statement
+from stacks.common.nag import acknowledge_wildcard_resource
+from stacks.common.python_function import PythonFunction
+
+REPLY_RETRY_ATTEMPTS = 2
+# A reply older than this is about a page long past: it goes to the failure queue, not to the alert.
+REPLY_MAX_EVENT_AGE = Duration.hours(1)
+
+
+def origination_identity_arn(scope: Construct, identity: str) -> tuple[str, bool]:
+    """The ARN IAM knows ``identity`` (smsOriginationIdentity: an ARN, a pool id, a phone number id or
+    the number itself) by, and whether it is a wildcard: a number's id is not known from the number at synth."""
+    if identity.startswith("arn:"):
+        return identity, False
+    stack = Stack.of(scope)
+    if identity.startswith("pool-"):
+        kind, name = "pool", identity
+    elif identity.startswith("phone-"):
+        kind, name = "phone-number", identity
+    else:
+        kind, name = "phone-number", "*"
+    arn = stack.format_arn(service="sms-voice", resource=kind, resource_name=name, arn_format=ArnFormat.SLASH_RESOURCE_NAME)
+    return arn, name == "*"
+
+
+class SmsReplies(Construct):
+    """The replies function (``function``) on ``topic``, and its failure queue (``failure_queue``)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        topic: sns.ITopic,
+        people_table: dynamodb.ITable,
+        alert_table: dynamodb.ITable,
+        follow_up: lambda_.IFunction,
+        origination_identity: str | None,
+    ) -> None:
+        super().__init__(scope, id_)
+        replies = PythonFunction(
+            self,
+            "Function",
+            source="alert_sms_replies",
+            description="Acts on a text to the alert number as the person who sent it and texts them the result",
+            # One Scan of a small table, one write, an invoke and a text.
+            timeout=Duration.seconds(15),
+            environment={
+                "ALERT_TABLE_NAME": alert_table.table_name,
+                "PEOPLE_TABLE_NAME": people_table.table_name,
+                "FOLLOW_UP_FUNCTION_NAME": follow_up.function_name,
+                # Absent: the channel is off, replies still act and nobody is texted an answer.
+                **({"SMS_ORIGINATION_IDENTITY": origination_identity} if origination_identity else {}),
+            },
+        )
+        function = replies.function
+        # Scan: who owns the number and the codes they hold (teams are small); UpdateItem: the conditional act,
+        # whose refusal returns the item (ReturnValuesOnConditionCheckFailure), so no read is needed.
+        people_table.grant(function, "dynamodb:Scan")
+        alert_table.grant(function, "dynamodb:UpdateItem")
+        function.add_to_role_policy(invoke_statement(follow_up))
+        if origination_identity:
+            arn, wildcard = origination_identity_arn(self, origination_identity)
+            function.add_to_role_policy(iam.PolicyStatement(actions=["sms-voice:SendTextMessage"], resources=[arn]))
+            if wildcard:
+                acknowledge_wildcard_resource(
+                    function,
+                    arn,
+                    "SendTextMessage from this account's phone numbers in this region: smsOriginationIdentity "
+                    "names a number, whose phone-number id the ARN needs is not known at synth. Name the "
+                    "number's id or ARN in smsOriginationIdentity to narrow it to that number.",
+                )
+        failures = failure_queue(self, "FailureQueue")
+        function.configure_async_invoke(
+            retry_attempts=REPLY_RETRY_ATTEMPTS,
+            max_event_age=REPLY_MAX_EVENT_AGE,
+            on_failure=destinations.SqsDestination(failures),
+        )
+        # SNS delivers to Lambda decrypted: the topic's key is for its publishers only, the function gets no
+        # kms grant (SNS Developer Guide, "Encryption at rest": messages are decrypted as they are delivered).
+        topic.add_subscription(subscriptions.LambdaSubscription(function))
+        self.function = function
+        self.failure_queue = FailureQueue(
+            failures,
+            "SmsReplyFailed",
+            "A text to the alert number could not be handled after Lambda's retries: the reply may not "
+            "have acted and its sender got no answer. The record (with the text's payload) waits in the "
+            "replies failure queue (14 days); the function's logs name the error.",
+        )
