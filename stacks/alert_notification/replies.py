@@ -84,7 +84,7 @@ class SmsReplies(Construct):
             function.add_to_role_policy(iam.PolicyStatement(actions=["sms-voice:SendTextMessage"], resources=[arn]))
             if wildcard:
                 acknowledge_wildcard_resource(
-                    function,
+                    replies,
                     arn,
                     "SendTextMessage from this account's phone numbers in this region: smsOriginationIdentity "
                     "names a number, whose phone-number id the ARN needs is not known at synth. Name the "
