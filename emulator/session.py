@@ -18,6 +18,7 @@ from emulator.deploy import ROOT, deploy_app
 from emulator.follow import ExecutionResult, run
 from emulator.server import LocalAws
 from emulator.slack import TEAM, SlackStandIn
+from emulator.sms import PHONE_NUMBER, PHONE_NUMBER_ID
 from emulator.stepfunctions.mocks import MockConfig
 
 # The secret the alert stack reads the webhook URL from: cdk.json's context names it (one place).
@@ -28,7 +29,9 @@ SLACK_SIGNING_SECRET_NAME = "step-functions-patterns/slack-signing-secret"
 SLACK_SIGNING_SECRET_CONTEXT = "slackSigningSecretName"
 # The context the app is deployed with here; `cdk watch` on it synthesizes with the same. /oncall is
 # taken from the stand-in's workspace, as a deployer names theirs.
-APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"]}
+APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"],
+               # Texts go from the account's one number, as a deployer names the number they requested.
+               "smsOriginationIdentity": PHONE_NUMBER}
 # The Slack app's manifest (docs/deploying.md, step 3), and where it holds the endpoint's URL.
 SLACK_APP_MANIFEST = ROOT / "slack" / "app-manifest.json"
 REQUEST_URL_PLACEHOLDER = "<AlertActionsUrl>"
@@ -125,7 +128,8 @@ def deployed(
     As a deployer with a Slack app would: the webhook URL and the app's signing secret are in
     Secrets Manager before the app is deployed, the app is told the signing secret's name, and the
     Slack app is then created from slack/app-manifest.json with its Request URLs filled in with the
-    stack output ``AlertActionsUrl`` (if the app has that endpoint). With ``progress``, says what it is doing and each stack as CloudFormation
+    stack output ``AlertActionsUrl`` (if the app has that endpoint), and the account's phone number's
+    two-way SMS channel is pointed at the stack output ``SmsRepliesTopicArn``. With ``progress``, says what it is doing and each stack as CloudFormation
     completes it; with ``mock_config``, executions can run its test cases (Deployment.use_mock_config);
     ``account_concurrency`` is the account's Lambda concurrency quota (LocalAws).
     ``enforce_iam`` False leaves IAM unchecked (None: as ``EMULATOR_IAM`` says, on by default);
@@ -153,6 +157,12 @@ def deployed(
         request_url = outputs.get("AlertNotificationStack", {}).get("AlertActionsUrl")
         if request_url:
             slack.install(slack_app_manifest(request_url), signing_secret)
+        replies_topic = outputs.get("AlertNotificationStack", {}).get("SmsRepliesTopicArn")
+        if replies_topic:
+            # As a deployer does once the stack is up (docs/reaching-people.md): the number's two-way channel
+            # is the replies topic, so a text to the number reaches the replies function.
+            aws.client("pinpoint-sms-voice-v2").update_phone_number(
+                PhoneNumberId=PHONE_NUMBER_ID, TwoWayEnabled=True, TwoWayChannelArn=replies_topic)
         deployment = Deployment(aws=aws, slack=slack, outputs=outputs)
         deployment.use_mock_config(mock_config)
         yield deployment

@@ -8,11 +8,11 @@ Amazon SNS notifications"), so Lambda's asynchronous retries and on-failure dest
 from __future__ import annotations
 
 import pytest
+from aws_cdk import App
 
 from stacks.alert_notification.stack import AlertNotificationStack
 from tests.app_config import app_config
 from tests.test_alert_notification_infrastructure import function_id, logical_id, policy_statements, synthesize
-
 
 
 def in_this_account(resource: str) -> dict:
@@ -74,8 +74,6 @@ def test_a_failed_reply_is_retried_twice_then_kept_on_a_queue_the_monitoring_ala
 
 
 def test_the_construct_lists_the_failure_queue_for_an_alarm():
-    from aws_cdk import App
-
     stack = AlertNotificationStack(App(), "AlertNotificationStack", config=app_config())
     assert "SmsReplyFailed" in [failure.alarm_id for failure in stack.failure_queues]
 

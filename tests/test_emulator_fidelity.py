@@ -941,7 +941,26 @@ def test_cloudformation_applies_every_event_invoke_config_of_the_app(deployment)
             else:
                 assert "DestinationConfig" not in config
             applied += 1
-    assert applied == 6  # the dispatcher, the alarm change handler, the follow-up poster, Handoff Notice and the two job runners
+    # the dispatcher, the alarm change handler, the follow-up poster, Handoff Notice, the SMS replies and the two job runners
+    assert applied == 7
+
+
+def test_cloudformation_makes_every_sns_subscription_of_the_app(deployment):
+    # AWS: an AWS::SNS::Subscription subscribes its endpoint to its topic (ListSubscriptionsByTopic lists it)
+    # and its Ref is the subscription's ARN. moto's CloudFormation skips the type.
+    cfn, sns = deployment.client("cloudformation"), deployment.client("sns")
+    body = cfn.get_template(StackName="AlertNotificationStack")["TemplateBody"]
+    resources = (json.loads(body) if isinstance(body, str) else body)["Resources"]
+    physical = {r["LogicalResourceId"]: r["PhysicalResourceId"]
+                for r in cfn.list_stack_resources(StackName="AlertNotificationStack")["StackResourceSummaries"]}
+    declared = {logical: r["Properties"] for logical, r in resources.items() if r["Type"] == "AWS::SNS::Subscription"}
+    assert declared  # the SMS replies function on the replies topic
+    for logical, properties in declared.items():
+        topic = physical[properties["TopicArn"]["Ref"]]
+        [subscription] = [s for s in sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
+                          if s["SubscriptionArn"] == physical[logical]]
+        function = physical[properties["Endpoint"]["Fn::GetAtt"][0]]
+        assert (subscription["Protocol"], subscription["Endpoint"].rsplit(":", 1)[-1]) == ("lambda", function)
 
 
 def test_the_app_never_imports_the_emulator():

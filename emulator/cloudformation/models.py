@@ -8,6 +8,7 @@ CloudFormation.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from moto.core.common_models import CloudFormationModel
@@ -124,6 +125,54 @@ class EventInvokeConfig(CloudFormationModel):
             lambda_backends[account_id][region_name].delete_function_event_invoke_config(resource_name.rsplit(":", 1)[0])
         except UnknownFunctionException:
             pass  # moto deleted the function first (CloudFormation would not): its config went with it
+
+
+class SnsSubscription(CloudFormationModel):
+    """AWS::SNS::Subscription, made through moto's Subscribe and SetSubscriptionAttributes.
+
+    Without it a function a stack subscribes to a topic never hears from it (the SMS replies function
+    on the replies topic). Its Ref is the subscription's ARN, as on AWS (AWS::SNS::Subscription, "Return values").
+    """
+
+    # The attributes a template may set that SetSubscriptionAttributes takes (FilterPolicyScope before
+    # FilterPolicy: moto reads the scope when it checks the policy).
+    ATTRIBUTES = ("DeliveryPolicy", "FilterPolicyScope", "FilterPolicy", "RawMessageDelivery", "RedrivePolicy",
+                  "SubscriptionRoleArn")
+
+    def __init__(self, arn: str) -> None:
+        self.arn = arn
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::SNS::Subscription"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.arn
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "SnsSubscription":
+        from moto.sns.models import sns_backends
+
+        p = cloudformation_json["Properties"]
+        backend = sns_backends[account_id][region_name]
+        subscription = backend.subscribe(p["TopicArn"], p["Endpoint"], p["Protocol"])
+        for name in cls.ATTRIBUTES:
+            if name in p:
+                value = p[name]
+                text = json.dumps(value) if isinstance(value, dict) else str(value).lower() if isinstance(value, bool) else value
+                backend.set_subscription_attributes(subscription.arn, name, text)
+        return cls(subscription.arn)
+
+    @classmethod
+    def delete_from_cloudformation_json(  # type: ignore[misc]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        from moto.sns.models import sns_backends
+
+        sns_backends[account_id][region_name].unsubscribe(resource_name)  # the physical id: its ARN
 
 
 class SecretsManagerSecret(CloudFormationModel):
