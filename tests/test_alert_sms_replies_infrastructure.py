@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from aws_cdk import App
+from aws_cdk.assertions import Match
 
 from stacks.alert_notification.stack import AlertNotificationStack
 from tests.app_config import app_config
@@ -39,8 +40,18 @@ def granted(template, role: str) -> dict[str, object]:
 def test_the_function_is_subscribed_to_the_replies_topic(template):
     topic = logical_id(template, "AWS::SNS::Topic", "SmsReplies")
     replies = function_id(template, "SmsRepliesFunction")
+    queue = logical_id(template, "AWS::SQS::Queue", "SmsRepliesFailureQueue")
+    # A text SNS cannot hand to the function (client-side errors: the function or its permission gone) is
+    # kept on the failure queue (SNS Developer Guide, "Amazon SNS dead-letter queues (DLQs)")
     template.has_resource_properties("AWS::SNS::Subscription", {
-        "Protocol": "lambda", "TopicArn": {"Ref": topic}, "Endpoint": {"Fn::GetAtt": [replies, "Arn"]}})
+        "Protocol": "lambda", "TopicArn": {"Ref": topic}, "Endpoint": {"Fn::GetAtt": [replies, "Arn"]},
+        "RedrivePolicy": {"deadLetterTargetArn": {"Fn::GetAtt": [queue, "Arn"]}}})
+    # ... which SNS may write, for this topic only
+    template.has_resource_properties("AWS::SQS::QueuePolicy", {
+        "Queues": [{"Ref": queue}],
+        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
+            "Action": "sqs:SendMessage", "Effect": "Allow", "Principal": {"Service": "sns.amazonaws.com"},
+            "Condition": {"ArnEquals": {"aws:SourceArn": {"Ref": topic}}}})])}})
     # SNS may invoke it, from this topic only
     template.has_resource_properties("AWS::Lambda::Permission", {
         "Action": "lambda:InvokeFunction", "Principal": "sns.amazonaws.com",

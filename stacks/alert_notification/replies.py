@@ -2,8 +2,9 @@
 
 End User Messaging publishes each text the number receives to the topic (the number's two-way
 channel, stack output ``SmsRepliesTopicArn``); SNS invokes the function asynchronously with it.
-Lambda retries a failed invocation twice, then records it on a failure queue watched by an alarm:
-a retry acts at most once (the write is conditional) and may text the answer again.
+Lambda retries a failed invocation twice, then records it on a failure queue watched by an alarm
+(where SNS also puts a text it could not hand to the function): a retry acts at most once (the write
+is conditional) and may text the answer again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.grants import invoke_statement
 from stacks.common.nag import acknowledge_wildcard_resource
 from stacks.common.python_function import PythonFunction
+from stacks.common.scanners import acknowledge_lint
 
 REPLY_RETRY_ATTEMPTS = 2
 # A reply older than this is about a page long past: it goes to the failure queue, not to the alert.
@@ -98,12 +100,24 @@ class SmsReplies(Construct):
         )
         # SNS delivers to Lambda decrypted: the topic's key is for its publishers only, the function gets no
         # kms grant (SNS Developer Guide, "Encryption at rest": messages are decrypted as they are delivered).
-        topic.add_subscription(subscriptions.LambdaSubscription(function))
+        # A text SNS cannot hand to the function at all (the function deleted, its permission gone) goes to
+        # the same queue: either way a text was not handled, and one alarm says so.
+        topic.add_subscription(subscriptions.LambdaSubscription(function, dead_letter_queue=failures))
+        [permission] = [c for c in function.node.find_all() if isinstance(c, lambda_.CfnPermission)]
+        acknowledge_lint(
+            permission,
+            {
+                "ES1007": "SNS invokes the replies function asynchronously and it has an EventInvokeConfig "
+                "with an on-failure destination (test_alert_sms_replies_infrastructure); the rule compares "
+                "FunctionName literally and this permission names the function by ARN, the config by Ref.",
+            },
+        )
         self.function = function
         self.failure_queue = FailureQueue(
             failures,
             "SmsReplyFailed",
-            "A text to the alert number could not be handled after Lambda's retries: the reply may not "
-            "have acted and its sender got no answer. The record (with the text's payload) waits in the "
-            "replies failure queue (14 days); the function's logs name the error.",
+            "A text to the alert number was not handled: the replies function failed after Lambda's retries "
+            "(the function's logs name the error), or SNS could not invoke it at all. The reply may not have "
+            "acted and its sender got no answer. The record, with the text's payload, waits in the replies "
+            "failure queue (14 days).",
         )
