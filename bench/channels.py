@@ -47,8 +47,11 @@ PRICES = (
     ChannelPrice("SMS, Germany", "one message part", None, "transactional, by network", (END_USER_MESSAGING_PRICING,)),
     ChannelPrice("Voice, United States", "one minute", None,
                  "text-to-speech call; the sandbox caps a message at 30 seconds", (END_USER_MESSAGING_PRICING,)),
-    ChannelPrice("E-mail (SES)", "1,000 e-mails", 0.10,
-                 "a la carte ($0.0001 a recipient); $0.16 on the Essentials plan, the default for accounts new since 2026-07-21",
+    ChannelPrice("E-mail (SES), Essentials plan", "1,000 e-mails", 0.16,
+                 "$0.00016 an e-mail up to 10 million a month, no monthly fee: the default for accounts new since 2026-07-21",
+                 (SES_PRICE_LIST, SES_PRICING)),
+    ChannelPrice("E-mail (SES), a la carte", "1,000 e-mails", 0.10,
+                 "$0.0001 a recipient: the default for accounts that sent through SES since 2025-06-01",
                  (SES_PRICE_LIST, SES_PRICING)),
 )
 
@@ -69,7 +72,7 @@ def cost_lines() -> list[str]:
         "one-time EventBridge Scheduler schedule for a later minute). What the attempt itself costs is the channel's "
         "price below, plus a Lambda invocation; a text is billed per message part (160 characters of the GSM alphabet, 70 "
         "with any other character). \"not found\": the stored copy of AWS's pricing page did not give the figure; read "
-        "it on the page. The SES price is the one AWS's Price List API published for us-east-1 on 2026-07-22, read "
+        "it on the page. The SES prices are those AWS's Price List API published for us-east-1 on 2026-07-22, read "
         "through a transcription of that file, not from the pricing page: check it there.",
         "",
         "| Channel | Unit | List price (USD) | What it covers | Source |",

@@ -149,12 +149,15 @@ def test_a_pages_cost_per_channel_lists_the_channels_issue_39_asks_for_each_with
     # each with an AWS price page named; a price the stored page did not give is "not found", never a figure
     assert [(channel, unit) for channel, unit, *_ in rows] == [
         ("SMS, United States", "one message part"), ("SMS, Germany", "one message part"),
-        ("Voice, United States", "one minute"), ("E-mail (SES)", "1,000 e-mails")]
+        ("Voice, United States", "one minute"), ("E-mail (SES), Essentials plan", "1,000 e-mails"),
+        ("E-mail (SES), a la carte", "1,000 e-mails")]
     for channel, _, price, _, sources in rows:
         assert price == "not found" or price.startswith("$"), channel
         assert all(url.startswith("https://") for url in sources.split(", ")), channel
-    # SES: $0.0001 a recipient (the Price List's a la carte price) is $0.10 for 1,000 e-mails
-    assert rows[3][2] == "$0.10" and "aws.amazon.com/ses/pricing/" in rows[3][4]
+    # SES, as the Price List gives it per e-mail: $0.00016 on Essentials is $0.16 for 1,000, $0.0001 a la
+    # carte $0.10; both name the SES pricing page
+    assert (rows[3][2], rows[4][2]) == ("$0.16", "$0.10")
+    assert all("https://aws.amazon.com/ses/pricing/" in row[4] for row in rows[3:])
     # And the text says what a contact attempt costs the machine: nothing, it is armed outside it
     assert cost_lines()[0].startswith("A contact attempt adds 0 state transitions")
 
