@@ -142,8 +142,8 @@ def add(item: Mapping[str, Any] | None, member: str, kind: str, address: str, me
     after = {**before, "contact_methods": methods,
              "verifications": {**before.get("verifications", {}), method_id: pending}}
     _check(item, member, after, "Not added")
-    sent = {SMS: "texted", VOICE: "called with", EMAIL: "e-mailed"}[kind]
-    answer = (f"Added {method_id} ({kind} {address}), not verified yet: I {sent} a 6-digit code to it. "
+    sent = {SMS: "texted a 6-digit code to it", VOICE: "called it with a 6-digit code", EMAIL: "e-mailed a 6-digit code to it"}[kind]
+    answer = (f"Added {method_id} ({kind} {address}), not verified yet: I {sent}. "
               f"Type `/oncall contact verify {method_id} <code>` within 10 minutes.")
     return Write(member, before, after, answer), Delivery(kind, address, code, method_id)
 

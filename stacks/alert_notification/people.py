@@ -98,13 +98,14 @@ class People(Construct):
                 actions=["sms-voice:CreateVerifiedDestinationNumber", "sms-voice:SendDestinationNumberVerificationCode",
                          "sms-voice:VerifyDestinationNumber", "sms-voice:DescribeVerifiedDestinationNumbers"],
                 resources=[destinations, identity]))
+            # The grants are in the role's default policy, where cdk-nag looks for an acknowledgement.
             acknowledge_wildcard_resource(
-                function, destinations,
+                function.role, destinations,
                 "The sandbox's verified destination numbers get ids AWS makes when a person adds their number "
                 "(/oncall contact add); only this account's, in this region, and only to verify them.")
             if identity.endswith("/*"):
                 acknowledge_wildcard_resource(
-                    function, identity,
+                    function.role, identity,
                     "smsOriginationIdentity names the phone number by its number, not its id, so its ARN is not "
                     "known at synth: name it by id or ARN (docs/reaching-people.md) and the grant names that number.")
         if email_from:
