@@ -186,7 +186,7 @@ def test_the_sandbox_path_keeps_awss_destination_and_no_code_of_ours():
     pending = sandboxed.after["verifications"]["mobile-call"]
     assert pending == {"via": "aws-sandbox", "destination_id": "verifieddestinationnumber-1",
                        "expires_at": NOW + 600, "wrong_tries": 0}
-    assert "AWS called its own verification code to +4915112345678" in sandboxed.answer
+    assert "AWS called +4915112345678 with its own verification code" in sandboxed.answer
 
 
 # -- rules and removing ------------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ def test_the_spend_limit_reached_is_refused_with_awss_reason_and_nothing_is_stor
 def test_a_call_in_the_sandbox_has_aws_call_its_code(aws):
     number = "+14255550105"
     answer = ask(aws, f"contact add voice {number}")
-    assert f"AWS called its own verification code to {number}" in answer
+    assert f"AWS called {number} with its own verification code" in answer
     [called] = [e for e in aws.sms.phone_log if e["to"] == number]
     assert called["kind"] == "voice"
     assert ask(aws, f"contact verify mobile-call {CODE.search(called['body']).group(1)}").startswith("mobile-call is verified.")

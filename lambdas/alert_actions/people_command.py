@@ -156,10 +156,11 @@ def through_sandbox(write: Write, method_id: str, destination_id: str, registere
         pending.pop(field)
     after = {**write.after, "verifications": {**write.after["verifications"], method_id: pending}}
     method = next(m for m in after["contact_methods"] if m["id"] == method_id)
-    how = "texted" if method["type"] == SMS else "called"
+    address = method["address"]
+    how = f"texted its own verification code to {address}" if method["type"] == SMS else f"called {address} with its own verification code"
     answer = (f"Added {method_id} ({method['type']} {method['address']}), not verified yet. This AWS account's "
               f"End User Messaging is in its sandbox, where only numbers verified with AWS get texts and calls, so "
-              f"AWS {how} its own verification code to {method['address']}"
+              f"AWS {how}"
               + (" (the number was registered with AWS before: an earlier code is void)" if registered_before else "")
               + f". Type `/oncall contact verify {method_id} <code>` with AWS's code.")
     return replace(write, after=after, answer=answer)
