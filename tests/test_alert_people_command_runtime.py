@@ -87,6 +87,13 @@ def test_minutes_outside_0_to_60_are_refused(minutes):
         people.parse_command(f"rule mobile {minutes}")
 
 
+@pytest.mark.parametrize("member", ["", "ana", "T0001ABCD"])
+def test_a_request_naming_no_member_changes_no_item(member):
+    with pytest.raises(people.PeopleRefused, match="Your Slack member ID is not in the request"):
+        people.check_member(member)
+    people.check_member(A)
+
+
 def test_cover_and_the_listing_are_not_people_commands():
     assert not any(people.is_people_command(text) for text in ("", "list", "cover primary", "uncover primary"))
 
@@ -392,3 +399,7 @@ def test_a_bad_signature_changes_nothing(endpoint):
     event["headers"]["x-slack-signature"] = "v0=" + "0" * 64
     assert endpoint.lambda_handler(event, FakeLambdaContext())["statusCode"] == 401
     assert person() is None
+
+
+def test_a_signed_request_without_a_member_id_is_answered_and_reads_no_item(endpoint):
+    assert ask(endpoint, "rules", user_id="").startswith("Your Slack member ID is not in the request")

@@ -27,6 +27,7 @@ from typing import Any
 from patterns_common.people import (
     EMAIL,
     MAX_AFTER_MINUTES,
+    MEMBER,
     SMS,
     VOICE,
     InvalidPerson,
@@ -91,6 +92,12 @@ class Delivery:
 def is_people_command(text: str) -> bool:
     words = text.split()
     return bool(words) and words[0] in VERBS
+
+
+def check_member(member: str) -> None:
+    """Slack names the caller in every signed request; without a member ID there is no item of theirs."""
+    if not MEMBER.fullmatch(member):
+        raise PeopleRefused("Your Slack member ID is not in the request: only a Slack member's own contact methods can be changed.")
 
 
 def parse_command(text: str) -> PeopleCommand:

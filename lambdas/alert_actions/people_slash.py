@@ -23,6 +23,7 @@ from people_command import (
     PeopleRefused,
     Write,
     add,
+    check_member,
     code_matches,
     parse_command,
     pending_of,
@@ -58,6 +59,7 @@ def answer(fields: dict[str, str], now: float) -> dict[str, Any]:
     """The ephemeral answer; only the caller's own item (their Slack member ID) is read or written."""
     member = fields.get("user_id", "")
     try:
+        check_member(member)
         command = parse_command(fields.get("text", ""))
         item = people_table().get_item(Key={"member": member}, ConsistentRead=True).get("Item")
         if command.verb == "rules":
