@@ -1,5 +1,4 @@
-"""Writes and shows people (contact methods and notification rules), checked as the app reads them:
-`python -m tools.people put FILE --table TABLE`.
+"""Writes and shows people's contact methods and rules, checked as the app reads them: `python -m tools.people put FILE --table TABLE`.
 
 ``put`` takes a person item in the plain form docs/reaching-people.md shows, or in DynamoDB's typed JSON
 (the form `aws dynamodb put-item --item file://FILE` takes), checks it with the code the functions run
