@@ -18,6 +18,7 @@ from emulator.deploy import ROOT, deploy_app
 from emulator.follow import ExecutionResult, run
 from emulator.server import LocalAws
 from emulator.slack import TEAM, SlackStandIn
+from emulator.sms import PHONE_NUMBER
 from emulator.stepfunctions.mocks import MockConfig
 
 # The secret the alert stack reads the webhook URL from: cdk.json's context names it (one place).
@@ -27,8 +28,9 @@ SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slac
 SLACK_SIGNING_SECRET_NAME = "step-functions-patterns/slack-signing-secret"
 SLACK_SIGNING_SECRET_CONTEXT = "slackSigningSecretName"
 # The context the app is deployed with here; `cdk watch` on it synthesizes with the same. /oncall is
-# taken from the stand-in's workspace, as a deployer names theirs.
-APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"]}
+# taken from the stand-in's workspace, as a deployer names theirs; texts and calls go from the account's number.
+APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"],
+               "smsOriginationIdentity": PHONE_NUMBER}
 # The Slack app's manifest (docs/deploying.md, step 3), and where it holds the endpoint's URL.
 SLACK_APP_MANIFEST = ROOT / "slack" / "app-manifest.json"
 REQUEST_URL_PLACEHOLDER = "<AlertActionsUrl>"
