@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench import dispatch, docs_pages, emulator_speed, functions, hotswap, oncall, report, scenarios, storm
+from bench import channels, dispatch, docs_pages, emulator_speed, functions, hotswap, oncall, report, scenarios, storm
 from bench.deploy import deploy_bench
 from bench.measure import Run
 from emulator.session import Deployment, deployed
@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         "emulator": [],
         "functions": [],
     }
+    # List prices, not measured: printed first, so a run that fails later still shows them.
+    print("## A page's cost per channel\n" + "\n".join(channels.cost_lines()) + "\n", flush=True)
     before_deploy = {name: section.before_deploy() for name, section in MEASURED.items()
                      if name in sections and section.before_deploy is not None}
     print("Deploying the app (cdk) and the seed designs into the local emulator...", flush=True)

@@ -1,6 +1,7 @@
 """Keeps the generated parts of the documentation current: each machine's Mermaid diagram (on its
 pattern's page), the benchmark headline (docs/cost.md), the dispatch figures
-(docs/alert-notification.md) and the hot-swap figures (docs/emulator.md).
+(docs/alert-notification.md), the hot-swap figures (docs/emulator.md) and a page's cost per channel
+(docs/cost.md).
 
 `python -m bench.docs_pages` rewrites them in place, on whichever page holds their markers;
 tests/test_docs.py fails when one is stale or no page holds it.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bench import diagrams, report
+from bench import channels, diagrams, report
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -43,7 +44,7 @@ def generated_parts() -> list[tuple[str, str, str]]:
         *((*diagram_markers(machine), diagram) for machine, diagram in diagrams.machine_diagrams().items()),
         *((start, end, block(results, start, end))
           for start, end in ((report.HEADLINE_START, report.HEADLINE_END), (report.DISPATCH_START, report.DISPATCH_END),
-                             (report.HOTSWAP_START, report.HOTSWAP_END))),
+                             (report.HOTSWAP_START, report.HOTSWAP_END), (channels.CHANNELS_START, channels.CHANNELS_END))),
     ]
 
 

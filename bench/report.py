@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import channels
 from bench.dispatch import DISPATCH_OPERATIONS
 from bench.hotswap import DEPLOY, TARGET_COMMAND_SECONDS, TARGET_HOTSWAP_SECONDS, WATCH
 from emulator import pricing
@@ -234,6 +235,10 @@ def results_markdown(data: dict) -> str:
         "## Headline",
         "",
         headline_block(headline(data)),
+        "",
+        "## A page's cost per channel",
+        "",
+        channels.block(),
         "",
         "## How to read the tables",
         "",

@@ -28,9 +28,8 @@ SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slac
 SLACK_SIGNING_SECRET_NAME = "step-functions-patterns/slack-signing-secret"
 SLACK_SIGNING_SECRET_CONTEXT = "slackSigningSecretName"
 # The context the app is deployed with here; `cdk watch` on it synthesizes with the same. /oncall is
-# taken from the stand-in's workspace, as a deployer names theirs.
+# taken from the stand-in's workspace, as a deployer names theirs; texts and calls go from the account's number.
 APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"],
-               # Texts go from the account's one number, as a deployer names the number they requested.
                "smsOriginationIdentity": PHONE_NUMBER}
 # The Slack app's manifest (docs/deploying.md, step 3), and where it holds the endpoint's URL.
 SLACK_APP_MANIFEST = ROOT / "slack" / "app-manifest.json"

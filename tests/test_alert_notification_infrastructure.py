@@ -55,10 +55,11 @@ def policy_statements(template: Template, role_contains: str) -> list[dict]:
 
 def statements_for(template: Template, role_contains: str, *, table: str | None = None) -> dict[str, object]:
     """action -> resource, for every statement of a role except its log and X-Ray writes (only those
-    on ``table``'s items, or none of the on-call table's, when ``table`` is given)."""
+    on ``table``'s items, or none of the on-call or people tables', when ``table`` is given)."""
     granted = {}
     for statement in policy_statements(template, role_contains):
-        if table is not None and (table == "OnCallTable") != ("OnCallTable" in json.dumps(statement["Resource"])):
+        resource = json.dumps(statement["Resource"])
+        if table is not None and any((table == other) != (other in resource) for other in ("OnCallTable", "PeopleTable")):
             continue
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         for action in actions:

@@ -132,3 +132,55 @@ def test_a_run_of_ours_ending_otherwise_than_expected_fails_the_bench_and_a_seed
     # And a 2-pass Map that retried everything would be unexpected too: the scenario says it cannot
     assert unexpected_endings([_ended("ours, 2 passes", "SUCCEEDED", "10 items")]) == [
         "poller, 10 items, ours, 2 passes: SUCCEEDED"]
+
+
+def _table_rows(lines: list[str]) -> list[list[str]]:
+    """The body rows of the markdown table in ``lines``, as cells."""
+    rows = [line for line in lines if line.startswith("| ")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[1:]]
+
+
+def test_a_pages_cost_per_channel_lists_the_channels_issue_39_asks_for_each_with_its_source():
+    from bench.channels import cost_lines
+
+    # When
+    rows = _table_rows(cost_lines())
+    # Then: SMS in the US and in Germany per message part, a US voice minute, 1,000 e-mails (issue 39),
+    # each with an AWS price page named; a price the stored page did not give is "not found", never a figure
+    assert [(channel, unit) for channel, unit, *_ in rows] == [
+        ("SMS, United States", "one message part"), ("SMS, Germany", "one message part"),
+        ("Voice, United States", "one minute"), ("E-mail (SES), Essentials plan", "1,000 e-mails"),
+        ("E-mail (SES), a la carte", "1,000 e-mails")]
+    for channel, _, price, _, sources in rows:
+        assert price == "not found" or price.startswith("$"), channel
+        assert all(url.startswith("https://") for url in sources.split(", ")), channel
+    # SES, as the Price List gives it per e-mail: $0.00016 on Essentials is $0.16 for 1,000, $0.0001 a la
+    # carte $0.10; both name the SES pricing page
+    assert (rows[3][2], rows[4][2]) == ("$0.16", "$0.10")
+    assert all("https://aws.amazon.com/ses/pricing/" in row[4] for row in rows[3:])
+    # And the text says what a contact attempt costs the machine: nothing, it is armed outside it
+    assert cost_lines()[0].startswith("A contact attempt adds 0 state transitions")
+
+
+def test_a_price_not_found_is_printed_as_such_and_a_found_one_in_dollars():
+    # The figures here are examples of the formatting only, not prices
+    from bench.channels import ChannelPrice, price_text
+
+    assert price_text(ChannelPrice("SMS, Germany", "one message part", None, "", ())) == "not found"
+    assert price_text(ChannelPrice("E-mail (SES)", "1,000 e-mails", 0.1, "", ())) == "$0.10"
+    # Fractions of a cent are kept, as AWS's SMS and voice prices have them
+    assert price_text(ChannelPrice("Voice", "one minute", 0.013, "", ())) == "$0.013"
+    assert price_text(ChannelPrice("SMS", "one message part", 0.00581, "", ())) == "$0.00581"
+    assert price_text(ChannelPrice("Dedicated IP", "a month", 1250.0, "", ())) == "$1,250.00"
+
+
+def test_results_md_carries_the_per_channel_table_whichever_sections_ran():
+    from bench.channels import block
+    from bench.report import results_markdown
+
+    # Given: a run of no machine section (prices are not measured, so every run writes them)
+    data = {"generated_at": "2026-01-02 10:00 UTC", "cores": 2, "total_seconds": 60.0, "runs": [], "failure_rate": 0.2}
+    # When
+    written = results_markdown(data)
+    # Then
+    assert block() in written and "## A page's cost per channel" in written

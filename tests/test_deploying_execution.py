@@ -32,7 +32,7 @@ STACK = "AlertNotificationStack"
 BLOCK = re.compile(r"<!-- (run|slack): ([\w -]+) -->\n```(?:bash|text)\n(.*?)```", re.DOTALL)
 # The steps the page takes a team through, in order; the Slack steps are done by the test.
 RUN_ORDER = ["set-up", "outputs", "rehearsal-slack-values", "secrets", "first-alert", "rehearsal-clock", "raise",
-             "check", "resolve"]
+             "check", "resolve", "phone-limits", "rehearsal-phone-number", "two-way"]
 WEBHOOK_SECRET, SIGNING_SECRET = "alert-notifier/slack-webhook", "step-functions-patterns/slack-signing-secret"
 ALERT, ALARM, MEMBER = "orders-db-cpu", "orders-db-cpu-high", "U0123ABCD"
 # Real seconds between a message appearing and a person's click on it: at real time 5 simulated seconds,
@@ -210,6 +210,34 @@ def test_the_on_call_pages_commands_put_and_show_the_sample_schedule(deployment,
     shifts = [line.fullmatch(text).group(2, 4, 5) for text in shown[1:]]
     assert {member for _, _, member in shifts} - {"U0DDDDDD4"} == {"U0AAAAAA1", "U0BBBBBB2", "U0CCCCCC3"}
     assert sum(1 for shift in shifts if shift == ("09:00", "17:00", "U0CCCCCC3")) >= 8
+
+
+def test_the_phone_steps_show_a_new_accounts_sandbox_and_point_the_numbers_replies_at_the_stack(deployment, tmp_path):
+    # Given: a shell set up as the page's step 1 says, on the emulator as serve leaves it: End User
+    # Messaging as a new account has it, owning the one number the page names for the rehearsal
+    runnable, _ = page_blocks()
+    shell = person_shell(deployment, tmp_path / "page.env")
+    shell.run(runnable["set-up"])
+    sms = deployment.client("pinpoint-sms-voice-v2")
+    [before] = sms.describe_phone_numbers()["PhoneNumbers"]
+    topic = deployment.output(STACK, "SmsRepliesTopicArn")
+    try:
+        # When / Then: the account is in the sandbox with its $1.00 monthly SMS spend limit, the figures the
+        # page quotes ("SMS/MMS and Voice sandbox in AWS End User Messaging SMS"; DescribeSpendLimits'
+        # EnforcedLimit and MaxLimit are whole dollars, Long, API Reference "SpendLimit")
+        assert shell.run(runnable["phone-limits"]).split() == ["SANDBOXED", "1", "1"]
+        # the rehearsal takes the id of the account's number, +12065550100
+        shell.run(runnable["rehearsal-phone-number"])
+        assert shell.env["PHONE_NUMBER_ID"] == before["PhoneNumberId"] and before["PhoneNumber"] == "+12065550100"
+        # and its two-way channel becomes the stack's replies topic (UpdatePhoneNumber answers with the
+        # number's TwoWayEnabled and TwoWayChannelArn, API Reference "UpdatePhoneNumber")
+        assert shell.run(runnable["two-way"]).split() == ["+12065550100", "True", topic]
+        [after] = sms.describe_phone_numbers()["PhoneNumbers"]
+        assert (after["TwoWayEnabled"], after["TwoWayChannelArn"]) == (True, topic)
+    finally:
+        # The session's number as it was (its channel, if one was set, is kept by End User Messaging anyway)
+        sms.update_phone_number(PhoneNumberId=before["PhoneNumberId"], TwoWayEnabled=before["TwoWayEnabled"],
+                                **({"TwoWayChannelArn": before["TwoWayChannelArn"]} if before.get("TwoWayChannelArn") else {}))
 
 
 def posts_about(slack, since: int) -> list:

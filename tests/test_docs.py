@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bench import diagrams, docs_pages, report
+from bench import channels, diagrams, docs_pages, report
 
 STALE = "run python -m bench.docs_pages"
 # Where a reader looks for each machine's diagram: its pattern's page.
@@ -46,6 +46,7 @@ QUOTED_FIGURES = {
     "headline": (report.HEADLINE_START, report.HEADLINE_END, "cost.md", "transitions"),
     "dispatch": (report.DISPATCH_START, report.DISPATCH_END, "alert-notification.md", "StartExecution calls"),
     "hotswap": (report.HOTSWAP_START, report.HOTSWAP_END, "emulator.md", "hotswap-deployment time"),
+    "channels": (channels.CHANNELS_START, channels.CHANNELS_END, "cost.md", "SMS, Germany"),
 }
 
 

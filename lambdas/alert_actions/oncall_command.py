@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from people_command import USAGE as PEOPLE_USAGE
+
 from patterns_common.oncall import InvalidSchedule, Schedule, Shift, local_text, parse_schedule, stored_time
 
 COMMAND = "/oncall"
@@ -29,7 +31,7 @@ USAGE = (
     "(local times in the schedule's zone, YYYY-MM-DDTHH:MM; the end in the future, at most the schedule's "
     "max_cover_days, 14 unless it says otherwise, after the start); `/oncall uncover <schedule>` removes "
     "your covers of <schedule> that have not ended. Only the members of a schedule's layers and its "
-    "coverers may cover it."
+    "coverers may cover it. " + PEOPLE_USAGE
 )
 _MEMBER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
 

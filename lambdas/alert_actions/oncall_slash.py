@@ -1,4 +1,5 @@
-"""Answers the /oncall slash command (already verified as Slack's): reads the on-call table, writes a cover.
+"""Answers the /oncall slash command (already verified as Slack's): reads the on-call table, writes a cover;
+a person's own contact methods and rules (/oncall contact|rules|rule) are people_slash's.
 
 Slack wants the answer within 3 s: one Scan of the table (a schedule per item, a few at most) or, for
 a cover or an uncover, one GetItem and one conditional UpdateItem; what the channel is told goes to the
@@ -14,7 +15,9 @@ from functools import cache
 from typing import Any
 
 import boto3
+import people_slash
 from oncall_command import Change, CommandRefused, check_workspace, cover, listing, parse_command, slack_reply, uncover
+from people_command import is_people_command
 
 from patterns_common.observability import logger
 
@@ -31,6 +34,8 @@ def answer(fields: dict[str, str], now: float, tell: Callable[[dict[str, Any]], 
     try:
         # Unset, SLACK_TEAM_ID refuses every workspace (docs/on-call-schedules.md).
         check_workspace(fields.get("team_id"), os.environ.get("SLACK_TEAM_ID"))
+        if is_people_command(fields.get("text", "")):
+            return people_slash.answer(fields, now)
         command = parse_command(fields.get("text", ""))
         if command.verb == "list":
             return slack_reply(listing(_scan(), at))

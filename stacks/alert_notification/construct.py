@@ -133,6 +133,9 @@ class AlertNotification(Construct):
             existing_table=existing_people_table,
         )
         self.sms_origination_identity, self.email_from = sms_origination_identity, email_from
+        # /oncall contact|rules|rule: a person's own methods, their codes sent from the deployment's number and address.
+        self.people.let_people_manage_their_own(
+            self.actions.function, sms_origination_identity=sms_origination_identity, email_from=email_from)
         # /oncall: the endpoint lists the schedules (Scan) and writes a person's cover (UpdateItem).
         self.on_call.table.grant(self.actions.function, "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.actions.function.add_environment("ON_CALL_TABLE_NAME", self.on_call.table.table_name)

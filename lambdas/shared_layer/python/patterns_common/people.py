@@ -221,3 +221,54 @@ def free_code(held: Mapping[str, Any]) -> str:
         if str(number) not in held:
             return str(number)
     raise ValueError(f"every reply code 1-{MAX_REPLY_CODE} is held")
+
+
+def summary(person: Person) -> list[str]:
+    """A person's methods (verified or not) and rules by minute, one line each: what `tools.people show`
+    and `/oncall rules` print."""
+    lines = [f"{person.member}" + (f" ({person.name})" if person.name else "")]
+    lines.append("Contact methods:" if person.contact_methods else "Contact methods: none")
+    for method in person.contact_methods:
+        state = "verified" if method.verified else "not verified: never used for paging"
+        lines.append(f"  {method.id}: {method.type} {method.address} ({state})")
+    lines.append("Rules, by minute after a round notifies you:" if person.rules else "Rules: none (only the channel post)")
+    for rule in sorted(person.rules, key=lambda rule: rule.after_minutes):
+        method = person.method(rule.contact)
+        if method is None:  # slack
+            lines.append(f"  {rule.after_minutes} min: slack (the channel post, made for everyone notified)")
+        else:
+            unused = "" if method.verified else " (not used until verified)"
+            lines.append(f"  {rule.after_minutes} min: {method.id} ({method.type} {method.address}){unused}")
+    return lines
+
+
+def person_update(member: str, after: Mapping[str, Any], fields: tuple[str, ...],
+                  before: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """An UpdateItem of ``fields`` only, so what else the item keeps (reply codes...) survives: SET the ones
+    ``after`` has, REMOVE the others. With ``before`` (the fields as read, absent ones absent), written only
+    if the item still holds exactly those: DynamoDB compares lists and maps whole (API Reference,
+    "Condition": "EQ is supported for all data types, including lists and maps")."""
+    names = {f"#f{index}": field for index, field in enumerate(fields)}
+    values: dict[str, Any] = {}
+    sets, removes, unchanged = [], [], []
+    for alias, field in names.items():
+        if field in after:
+            values[f":a{alias[2:]}"] = after[field]
+            sets.append(f"{alias} = :a{alias[2:]}")
+        else:
+            removes.append(alias)
+        if before is not None:
+            if field in before:
+                values[f":b{alias[2:]}"] = before[field]
+                unchanged.append(f"{alias} = :b{alias[2:]}")
+            else:
+                unchanged.append(f"attribute_not_exists({alias})")
+    expression = " ".join(part for part in (
+        f"SET {', '.join(sets)}" if sets else "", f"REMOVE {', '.join(removes)}" if removes else "") if part)
+    update: dict[str, Any] = {"Key": {"member": member}, "UpdateExpression": expression,
+                              "ExpressionAttributeNames": names}
+    if values:
+        update["ExpressionAttributeValues"] = values
+    if unchanged:
+        update["ConditionExpression"] = " AND ".join(unchanged)
+    return update
