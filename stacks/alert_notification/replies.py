@@ -99,7 +99,8 @@ class SmsReplies(Construct):
             on_failure=destinations.SqsDestination(failures),
         )
         # SNS delivers to Lambda decrypted: the topic's key is for its publishers only, the function gets no
-        # kms grant (SNS Developer Guide, "Encryption at rest": messages are decrypted as they are delivered).
+        # kms grant (SNS Developer Guide, "Encryption at rest", docs.aws.amazon.com/sns/latest/dg/
+        # sns-server-side-encryption.html: messages "are stored in encrypted form, and only decrypted when they are sent").
         # A text SNS cannot hand to the function at all (the function deleted, its permission gone) goes to
         # the same queue: either way a text was not handled, and one alarm says so.
         topic.add_subscription(subscriptions.LambdaSubscription(function, dead_letter_queue=failures))
