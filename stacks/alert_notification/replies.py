@@ -9,7 +9,7 @@ is conditional) and may text the answer again.
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -18,6 +18,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from stacks.alert_notification.people import origination_identity_arn
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.grants import invoke_statement
 from stacks.common.nag import acknowledge_wildcard_resource
@@ -27,22 +28,6 @@ from stacks.common.scanners import acknowledge_lint
 REPLY_RETRY_ATTEMPTS = 2
 # A reply older than this is about a page long past: it goes to the failure queue, not to the alert.
 REPLY_MAX_EVENT_AGE = Duration.hours(1)
-
-
-def origination_identity_arn(scope: Construct, identity: str) -> tuple[str, bool]:
-    """The ARN IAM knows ``identity`` (smsOriginationIdentity: an ARN, a pool id, a phone number id or
-    the number itself) by, and whether it is a wildcard: a number's id is not known from the number at synth."""
-    if identity.startswith("arn:"):
-        return identity, False
-    stack = Stack.of(scope)
-    if identity.startswith("pool-"):
-        kind, name = "pool", identity
-    elif identity.startswith("phone-"):
-        kind, name = "phone-number", identity
-    else:
-        kind, name = "phone-number", "*"
-    arn = stack.format_arn(service="sms-voice", resource=kind, resource_name=name, arn_format=ArnFormat.SLASH_RESOURCE_NAME)
-    return arn, name == "*"
 
 
 class SmsReplies(Construct):
@@ -82,9 +67,9 @@ class SmsReplies(Construct):
         alert_table.grant(function, "dynamodb:UpdateItem")
         function.add_to_role_policy(invoke_statement(follow_up))
         if origination_identity:
-            arn, wildcard = origination_identity_arn(self, origination_identity)
+            arn = origination_identity_arn(Stack.of(self), origination_identity)
             function.add_to_role_policy(iam.PolicyStatement(actions=["sms-voice:SendTextMessage"], resources=[arn]))
-            if wildcard:
+            if arn.endswith("/*"):
                 acknowledge_wildcard_resource(
                     replies,
                     arn,
