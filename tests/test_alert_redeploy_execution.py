@@ -115,8 +115,8 @@ def test_a_new_deployment_adopting_the_kept_tables_pages_the_schedule_and_takes_
 
     # When: the stack is deleted
     delete()
-    # Then: both tables are still there (DeletionPolicy Retain), with their items
-    for table in (first["AlertTableName"], first["OnCallTableName"]):
+    # Then: the three tables are still there (DeletionPolicy Retain), with their items
+    for table in (first["AlertTableName"], first["OnCallTableName"], first["PeopleTableName"]):
         assert dynamodb.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE"
     assert dynamodb.get_item(TableName=first["OnCallTableName"], Key={"schedule_id": {"S": schedule_id}}).get("Item")
     # And: no Scheduler schedule is left: the handoff group went with the stack, its re-arm with it
@@ -125,9 +125,11 @@ def test_a_new_deployment_adopting_the_kept_tables_pages_the_schedule_and_takes_
     assert [s["Name"] for s in scheduler.list_schedules()["Schedules"] if s["GroupName"] == group] == []
 
     # When: deployed again, adopting them
-    second = deploy(alertTableName=first["AlertTableName"], onCallTableName=first["OnCallTableName"])
+    second = deploy(alertTableName=first["AlertTableName"], onCallTableName=first["OnCallTableName"],
+                    peopleTableName=first["PeopleTableName"])
     # Then: the new stack names the kept tables and has no table of its own but the notifier's records
-    assert (second["AlertTableName"], second["OnCallTableName"]) == (first["AlertTableName"], first["OnCallTableName"])
+    kept = ("AlertTableName", "OnCallTableName", "PeopleTableName")
+    assert [second[key] for key in kept] == [first[key] for key in kept]
     resources = deployment.client("cloudformation").list_stack_resources(StackName=STACK)["StackResourceSummaries"]
     tables = [r["LogicalResourceId"] for r in resources if r["ResourceType"] == "AWS::DynamoDB::Table"]
     assert len(tables) == 1 and "IdempotencyTable" in tables[0]
