@@ -18,6 +18,7 @@ from emulator.deploy import ROOT, deploy_app
 from emulator.follow import ExecutionResult, run
 from emulator.server import LocalAws
 from emulator.slack import TEAM, SlackStandIn
+from emulator.sms import PHONE_NUMBER
 from emulator.stepfunctions.mocks import MockConfig
 
 # The secret the alert stack reads the webhook URL from: cdk.json's context names it (one place).
@@ -28,7 +29,11 @@ SLACK_SIGNING_SECRET_NAME = "step-functions-patterns/slack-signing-secret"
 SLACK_SIGNING_SECRET_CONTEXT = "slackSigningSecretName"
 # The context the app is deployed with here; `cdk watch` on it synthesizes with the same. /oncall is
 # taken from the stand-in's workspace, as a deployer names theirs.
-APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"]}
+# Texts and calls go from the account's phone number and e-mails from an SES identity the deployment
+# creates first, as a deployer names theirs (docs/reaching-people.md); the sandboxes stay on.
+ALERT_EMAIL_FROM = "alerts@example.com"
+APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"],
+               "smsOriginationIdentity": PHONE_NUMBER, "alertEmailFrom": ALERT_EMAIL_FROM}
 # The Slack app's manifest (docs/deploying.md, step 3), and where it holds the endpoint's URL.
 SLACK_APP_MANIFEST = ROOT / "slack" / "app-manifest.json"
 REQUEST_URL_PLACEHOLDER = "<AlertActionsUrl>"
@@ -123,7 +128,7 @@ def deployed(
     CDK apps in ``also``, such as examples/).
 
     As a deployer with a Slack app would: the webhook URL and the app's signing secret are in
-    Secrets Manager before the app is deployed, the app is told the signing secret's name, and the
+    Secrets Manager and the alert e-mails' sender is an SES identity before the app is deployed, the app is told the signing secret's name, and the
     Slack app is then created from slack/app-manifest.json with its Request URLs filled in with the
     stack output ``AlertActionsUrl`` (if the app has that endpoint). With ``progress``, says what it is doing and each stack as CloudFormation
     completes it; with ``mock_config``, executions can run its test cases (Deployment.use_mock_config);
@@ -143,6 +148,7 @@ def deployed(
         secretsmanager = aws.client("secretsmanager")
         secretsmanager.create_secret(Name=SLACK_SECRET_NAME, SecretString=slack.url)
         secretsmanager.create_secret(Name=SLACK_SIGNING_SECRET_NAME, SecretString=signing_secret)
+        aws.client("sesv2").create_email_identity(EmailIdentity=ALERT_EMAIL_FROM)
         if progress is None:
             outputs = deploy_app(aws, APP_CONTEXT, also=also, assemblies=assemblies)
         else:

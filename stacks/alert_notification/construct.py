@@ -20,6 +20,7 @@ from constructs import Construct
 
 from stacks.alert_notification.actions import AlertActions
 from stacks.alert_notification.alarms import AlarmRaisedAlerts
+from stacks.alert_notification.contact import Contact
 from stacks.alert_notification.on_call import OnCallSchedules
 from stacks.alert_notification.people import People
 from stacks.alert_notification.slack_webhook import let_post_to_slack
@@ -167,6 +168,19 @@ class AlertNotification(Construct):
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
             notifier = self._slack_notifier(webhook_secret)
             self.on_call.post_on_shared_pace(self.idempotency_table)  # Handoff Notice's posts take their turn
+            # After its post, the notifier starts the person's own rules (texts, calls, e-mails).
+            self.contact = Contact(
+                self,
+                "Contact",
+                alert_table=self.table,
+                people_table=self.people.table,
+                signing_key=self.actions.signing_key,
+                follow_up=self.actions.follow_up,
+                sms_origination_identity=sms_origination_identity,
+                email_from=email_from,
+            )
+            self.contact.let_arm(notifier, self.people.table)
+            self.functions["Contact"] = self.contact.function
         else:
             check_timeout_within(
                 notifier,
@@ -303,6 +317,8 @@ class AlertNotification(Construct):
         ]
         if self.on_call.handoff is not None:
             self.failure_queues.append(self.on_call.handoff_failures)
+        if webhook_secret is not None:
+            self.failure_queues.append(self.contact.failure_queue)
 
     def _alert_table(self) -> dynamodb.Table:
         table = kept_table(
