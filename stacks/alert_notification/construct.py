@@ -50,8 +50,8 @@ class AlertNotification(Construct):
 
     Each notification goes to Slack (``slack_webhook_secret_name``: the secret holding the incoming
     webhook URL) or to a team's ``notifier`` function; give exactly one. The notifier gets one
-    notification, ``{"execution_id", "alert_id", "message", "round", "user", "links", "post_at",
-    "attempt"}`` (``links``: the user's signed ``acknowledge`` and ``resolve`` URLs), returns when it
+    notification, ``{"execution_id", "alert_id", "message", "round", "user", "links", "occurrence",
+    "actions_url", "post_at", "attempt"}`` (``links``: the user's signed ``acknowledge`` and ``resolve`` URLs), returns when it
     delivered it and raises to report a failure (the error's name is what ``notifications_failed``
     records). ``actions_reserved_concurrency``: concurrency reserved for the public action endpoint
     (None: none, see ``actions.py``). ``slack_team_id``: the Slack workspace whose ``/oncall`` the
@@ -63,7 +63,8 @@ class AlertNotification(Construct):
 
     ``sms_origination_identity``: the End User Messaging phone number or pool (number, id or ARN) texts
     and calls go from, ``email_from``: the SES identity e-mails go from; without one, a person's rules
-    naming that kind of method are told to the channel as not sent (docs/reaching-people.md).
+    naming that kind of method are told to the channel as not sent (docs/reaching-people.md). With the
+    Slack notifier, ``contact`` is the Contact construct (its function, schedule group and failure queue).
 
     ``existing_alert_table``, ``existing_on_call_table``, ``existing_people_table``: a table to use instead of creating one, such
     as the retained table of a deleted deployment (docs/deploying.md); it must have the key (and the

@@ -86,8 +86,7 @@ class Contact(Construct):
                         "to grant that one only.",
                     )
         if email_from:
-            function.add_to_role_policy(iam.PolicyStatement(
-                actions=["ses:SendEmail"], resources=[_email_identity_arn(stack, email_from)]))
+            function.add_to_role_policy(iam.PolicyStatement(actions=["ses:SendEmail"], resources=_email_identity_arns(stack, email_from)))
         # Its own group: Notify User may create schedules in it only, and deleting the stack deletes the
         # group with every schedule in it (EventBridge Scheduler API Reference, DeleteScheduleGroup).
         self.schedule_group = scheduler.CfnScheduleGroup(self, "ContactSchedules")
@@ -144,6 +143,9 @@ def _origination_arns(stack: Stack, identity: str) -> list[str]:
     return [stack.format_arn(service="sms-voice", resource="phone-number", resource_name="*")]
 
 
-def _email_identity_arn(stack: Stack, sender: str) -> str:
-    """The SES identity ``sender`` is verified as: the address itself (SES API v2 Reference, SendEmail)."""
-    return stack.format_arn(service="ses", resource="identity", resource_name=sender)
+def _email_identity_arns(stack: Stack, sender: str) -> list[str]:
+    """The SES identities ``sender`` may be verified as: the address, or its domain. SendEmail is
+    authorized on the identity the mail is sent as (AWS re:Post, "How do I resolve a 554 'Access denied'
+    error when I send an email from my IAM user in Amazon SES?": ``identity/example.com``)."""
+    domain = sender.rpartition("@")[2]
+    return [stack.format_arn(service="ses", resource="identity", resource_name=name) for name in (sender, domain)]
