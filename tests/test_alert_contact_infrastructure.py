@@ -67,8 +67,10 @@ def test_the_notifier_creates_schedules_in_the_contact_group_only_and_passes_onl
     [(_, resource)] = schedules
     assert group in resource and resource.endswith('/*"]]}')
     assert ("iam:PassRole", json.dumps({"Fn::GetAtt": [role, "Arn"]}, sort_keys=True)) in granted
-    assert ("lambda:InvokeFunction", json.dumps({"Fn::GetAtt": [function_id(template, "AlertNotificationContactFunction"), "Arn"]},
-                                                sort_keys=True)) in granted
+    # Contact (a rule at minute 0) and the follow-up (a rule it could not arm is told to the channel)
+    assert {resource for action, resource in granted if action == "lambda:InvokeFunction"} == {
+        json.dumps({"Fn::GetAtt": [function_id(template, name), "Arn"]}, sort_keys=True)
+        for name in ("AlertNotificationContactFunction", "ActionsFollowUp")}
     assert ("dynamodb:GetItem", json.dumps({"Fn::GetAtt": ["PeopleTable", "Arn"]}, sort_keys=True)) in granted
     assert {action for action, _ in granted if action.startswith(("scheduler:", "iam:", "sms-voice:", "ses:"))} == {
         "scheduler:CreateSchedule", "iam:PassRole"}

@@ -430,3 +430,55 @@ def test_a_member_without_an_item_arms_nothing(monkeypatch):
             notifier.arm_contacts({"alert_id": "a", "round": 1, "execution_id": EXECUTION, "user": "U0NOBODY1"}, 1_800_000_000.0)
             lambda_.assert_no_pending_responses()
         assert boto3.client("scheduler").list_schedules(GroupName="contacts")["Schedules"] == []
+
+
+def test_a_rule_the_notifier_cannot_arm_is_told_to_the_channel_and_the_post_stands(monkeypatch):
+    # Given: Scheduler throttles every CreateSchedule past the SDK's retries (moto's Scheduler throttles
+    # nothing, so its answer is stubbed: EventBridge Scheduler API Reference, ThrottlingException)
+    monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", "idempotency")
+    monkeypatch.setenv("PEOPLE_TABLE_NAME", "people")
+    monkeypatch.setenv("FOLLOW_UP_FUNCTION_NAME", "follow-up")
+    monkeypatch.setenv("CONTACT_FUNCTION_ARN", "arn:aws:lambda:us-east-1:123456789012:function:contact")
+    monkeypatch.setenv("CONTACT_SCHEDULE_GROUP", "contacts")
+    monkeypatch.setenv("CONTACT_SCHEDULER_ROLE_ARN", "arn:aws:iam::123456789012:role/contact-scheduler")
+    monkeypatch.setenv("CONTACT_FAILURE_QUEUE_ARN", "arn:aws:sqs:us-east-1:123456789012:contact-failures")
+    with mock_aws():
+        _table("idempotency", "id")
+        _table("people", "member")
+        boto3.resource("dynamodb").Table("people").put_item(Item=json.loads(json.dumps(ANA), parse_float=Decimal))
+        notifier = load_lambda_module("alert_notifier", "handler")
+        with Stubber(notifier.lambda_client) as lambda_, Stubber(notifier.scheduler) as scheduler:
+            for _ in range(3):
+                scheduler.add_client_error("create_schedule", service_error_code="ThrottlingException", http_status_code=400)
+            lambda_.add_response("invoke", {"StatusCode": 202}, _told(
+                "<@U0AAAAAA1>'s rules about alert disk-full could not be started (AWS answered ThrottlingException): "
+                "a text (mobile) at minute 1, a call (mobile-call) at minute 3, an e-mail (work-mail) at minute 5 "
+                "will not reach them."))
+            # When: no exception escapes (a retried post would be posted twice)
+            notifier.arm_contacts({"alert_id": "disk-full", "round": 1, "execution_id": EXECUTION, "user": MEMBER},
+                                  1_800_000_000.0)
+            # Then
+            scheduler.assert_no_pending_responses()
+            lambda_.assert_no_pending_responses()
+
+
+def test_a_person_deleted_while_their_code_is_chosen_gets_no_code_and_no_item(contact, aws_tables):
+    # Given: the person as read a moment ago, deleted since
+    read = {**ANA, "reply_codes": {}}
+    # When / Then: the conditional write refuses, the re-read finds nobody, and no item is created
+    with pytest.raises(contact.PersonGone):
+        contact._reply_code(MEMBER, read, "disk-full", "")
+    assert "Item" not in aws_tables.Table("people").get_item(Key={"member": MEMBER})
+
+
+def test_two_codes_taken_by_other_pages_meanwhile_are_read_again_and_the_next_free_one_taken(contact, aws_tables):
+    # Given: the person as read held no code; since then two other pages took 1 and 2
+    _alert(aws_tables, "a")
+    _alert(aws_tables, "b")
+    people = aws_tables.Table("people")
+    people.put_item(Item={**ANA, "reply_codes": {"1": {"alert_id": "a", "occurrence": ""}, "2": {"alert_id": "b", "occurrence": ""}}})
+    # When
+    code = contact._reply_code(MEMBER, {**ANA, "reply_codes": {}}, "disk-full", "")
+    # Then: the lowest free code once read again
+    assert code == "3"
+    assert people.get_item(Key={"member": MEMBER})["Item"]["reply_codes"]["3"] == {"alert_id": "disk-full", "occurrence": ""}

@@ -86,6 +86,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             _email(event, method.address, str(alert.get("message", "")))
         else:
             _phone(event, method, item, str(alert.get("message", "")))
+    except PersonGone:  # deleted between the read and the code's write: as if read so
+        logger.info("Not sent", extra={"alert_id": alert_id, "contact": event["contact"], "reason": "person deleted"})
+        return {"sent": False, "reason": "the person is no longer in the people table"}
     except ChannelOff:
         reason = channel_off_reason(method.type)
     except ClientError as error:
@@ -100,6 +103,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     logger.warning("Refused", extra={"alert_id": alert_id, "kind": KIND[method.type], "reason": reason})
     _tell_channel(refusal_text(member, alert_id, method, reason, following))
     return {"sent": False, "reason": reason}
+
+
+class PersonGone(Exception):
+    """The person's item was deleted while this page chose their code."""
 
 
 class ChannelOff(Exception):
@@ -153,7 +160,9 @@ def _reply_code(member: str, item: dict[str, Any], alert_id: str, occurrence: st
         try:
             people.update_item(**update)
         except conflict:
-            item = people.get_item(Key={"member": member}, ConsistentRead=True).get("Item") or {}
+            item = people.get_item(Key={"member": member}, ConsistentRead=True).get("Item")
+            if item is None:
+                raise PersonGone from None
             continue
         return code
     raise ReplyCodeContended(f"the reply code of {alert_id} was taken {CODE_ATTEMPTS} times by other pages")

@@ -39,7 +39,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
-from contact_arming import ContactArming, contact_armings
+from contact_arming import ContactArming, contact_armings, not_armed_text
 from slack_webhook import (
     Notification,
     SlackRejectedError,
@@ -49,6 +49,7 @@ from slack_webhook import (
 )
 
 from patterns_common.observability import logger, metrics, tracer
+from patterns_common.one_time_schedules import Target, create_once
 from patterns_common.people import InvalidPerson, parse_person
 from patterns_common.slack_pace import SlackChannelBusy, due, held_slot_item, held_slot_key, reserve_slot_on
 
@@ -128,7 +129,7 @@ def reserve_slot(webhook_url: str, now: float) -> float:
 
 def arm_contacts(event: dict[str, Any], notified_at: float) -> None:
     """Start the person's rules (contact_arming). Never raises: the post is made, and a retry of this
-    idempotent body would post it again; a rule that could not be armed is counted and logged."""
+    idempotent body would post it again. What could not be started is counted and told to the channel."""
     try:
         item = people_table.get_item(Key={"member": event["user"]}, ConsistentRead=True).get("Item")
         if item is None:
@@ -137,7 +138,9 @@ def arm_contacts(event: dict[str, Any], notified_at: float) -> None:
     except (InvalidPerson, ClientError, BotoCoreError) as error:
         logger.exception("Rules not read", extra={"alert_id": event["alert_id"], "error": type(error).__name__})
         count_for_alert("ContactsNotArmed", event["alert_id"])
+        _tell_channel(not_armed_text(event["user"], event["alert_id"], [], _why(error)))
         return
+    failed, why = [], ""
     for arming in armings:
         try:
             arm(arming)
@@ -145,28 +148,35 @@ def arm_contacts(event: dict[str, Any], notified_at: float) -> None:
             logger.exception("Contact not armed", extra={"alert_id": event["alert_id"], "schedule": arming.name,
                                                          "error": type(error).__name__})
             count_for_alert("ContactsNotArmed", event["alert_id"])
+            failed.append(arming)
+            why = _why(error)
+    if failed:
+        _tell_channel(not_armed_text(event["user"], event["alert_id"], failed, why))
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, InvalidPerson):
+        return f"their people item is unreadable: {error.field} {error.problem}"
+    code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else None
+    return f"AWS answered {code or type(error).__name__}"
+
+
+def _tell_channel(text: str) -> None:
+    """As Contact's notes: through the follow-up function, the path a click's follow-up takes."""
+    try:
+        lambda_client.invoke(FunctionName=os.environ["FOLLOW_UP_FUNCTION_NAME"], InvocationType="Event",
+                             Payload=json.dumps({"text": text}).encode())
+    except (ClientError, BotoCoreError):
+        logger.exception("Channel not told", extra={"text": "contacts not armed"})
 
 
 def arm(arming: ContactArming) -> None:
-    """Contact at once (asynchronously), or a one-time schedule; one that exists already counts as armed."""
+    """Contact at once (asynchronously), or a one-time schedule; one that exists already counts as armed
+    (armed by an earlier attempt of this notification)."""
     if arming.at is None:
         lambda_client.invoke(FunctionName=os.environ["CONTACT_FUNCTION_ARN"], InvocationType="Event",
                              Payload=json.dumps(arming.payload).encode())
         return
-    try:
-        scheduler.create_schedule(
-            Name=arming.name,
-            GroupName=os.environ["CONTACT_SCHEDULE_GROUP"],
-            ScheduleExpression=arming.expression,
-            ScheduleExpressionTimezone="UTC",
-            FlexibleTimeWindow={"Mode": "OFF"},
-            ActionAfterCompletion="DELETE",
-            Target={
-                "Arn": os.environ["CONTACT_FUNCTION_ARN"],
-                "RoleArn": os.environ["CONTACT_SCHEDULER_ROLE_ARN"],
-                "Input": json.dumps(arming.payload),
-                "DeadLetterConfig": {"Arn": os.environ["CONTACT_FAILURE_QUEUE_ARN"]},
-            },
-        )
-    except scheduler.exceptions.ConflictException:
-        pass  # armed by an earlier attempt of this notification
+    target = Target(os.environ["CONTACT_SCHEDULE_GROUP"], os.environ["CONTACT_FUNCTION_ARN"],
+                    os.environ["CONTACT_SCHEDULER_ROLE_ARN"], os.environ["CONTACT_FAILURE_QUEUE_ARN"])
+    create_once(scheduler, target, arming.name, arming.expression, arming.payload)

@@ -60,6 +60,7 @@ class Contact(Construct):
             },
         )
         function = self.function = contact.function
+        self.follow_up = follow_up
         failures = failure_queue(self, "ContactFailureQueue")
         # Two retries (1 and 2 minutes later), each checking the alert again before sending; a page an
         # hour late is no page.
@@ -118,7 +119,9 @@ class Contact(Construct):
         notifier.add_environment("CONTACT_SCHEDULE_GROUP", self.schedule_group.ref)
         notifier.add_environment("CONTACT_SCHEDULER_ROLE_ARN", self.scheduler_role.role_arn)
         notifier.add_environment("CONTACT_FAILURE_QUEUE_ARN", self.failures.queue_arn)
-        notifier.add_to_role_policy(invoke_statement(self.function))
+        # Contact for a rule at minute 0; the follow-up to tell the channel of a rule it could not arm.
+        notifier.add_environment("FOLLOW_UP_FUNCTION_NAME", self.follow_up.function_name)
+        notifier.add_to_role_policy(invoke_statement(self.function, self.follow_up))
         schedules = Stack.of(self).format_arn(
             service="scheduler", resource="schedule", resource_name=f"{self.schedule_group.ref}/*")
         notifier.add_to_role_policy(iam.PolicyStatement(actions=["scheduler:CreateSchedule"], resources=[schedules]))
