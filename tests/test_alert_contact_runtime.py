@@ -84,6 +84,20 @@ def test_the_next_rule_is_the_first_later_verified_one():
     assert logic.next_page(person, 5) is None
 
 
+def test_a_code_is_free_again_once_its_alert_is_resolved_deleted_or_raised_again_not_when_acknowledged():
+    # (issue 39's design: a code is unique among the person's open alerts; an acknowledged alert is
+    # open, and its holder may still resolve it with "<code>r")
+    codes = {"1": {"alert_id": "acked", "occurrence": ""}, "2": {"alert_id": "done", "occurrence": ""},
+             "3": {"alert_id": "gone", "occurrence": ""}, "4": {"alert_id": "again", "occurrence": "2026-11-01T00:00:00Z"},
+             "5": {"alert_id": "open", "occurrence": "2026-11-02T00:00:00Z"}}
+    alerts = {"acked": {"status": "acknowledged"}, "done": {"status": "resolved"},
+              "again": {"status": "active", "raised_at": "2026-11-03T00:00:00Z"},
+              "open": {"status": "active", "raised_at": "2026-11-02T00:00:00Z"}}
+    assert logic.codes_to_free(codes, alerts) == ["2", "3", "4"]
+    assert logic.code_held(codes, "open", "2026-11-02T00:00:00Z") == "5"
+    assert logic.code_held(codes, "open", "") is None
+
+
 # -- the texts ------------------------------------------------------------------------------------------------------
 
 def test_a_short_alert_text_is_the_message_then_the_reply_instruction():
