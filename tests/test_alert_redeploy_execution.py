@@ -58,7 +58,7 @@ def copy(deployment, tmp_path_factory):
                 context={**APP_CONTEXT, **context})
         [stack] = cfn.describe_stacks(StackName=STACK)["Stacks"]
         outputs = {output["OutputKey"]: output["OutputValue"] for output in stack["Outputs"]}
-        kept.extend(outputs[key] for key in ("AlertTableName", "OnCallTableName"))
+        kept.extend(outputs[key] for key in ("AlertTableName", "OnCallTableName", "PeopleTableName"))
         return outputs
 
     def standing() -> bool:
@@ -111,13 +111,15 @@ def test_a_new_deployment_adopting_the_kept_tables_pages_the_schedule_and_takes_
         return [g["Name"] for g in scheduler.list_schedule_groups()["ScheduleGroups"] if g["Name"].startswith(STACK)]
 
     # the handoff notices' group, with the hourly re-arm in it (beside it, the contact rules' group, empty)
-    [group] = [name for name in groups() if "HandoffSchedules" in name]
+    [group] = [r["PhysicalResourceId"] for r in deployment.client("cloudformation").list_stack_resources(
+        StackName=STACK)["StackResourceSummaries"] if "HandoffSchedules" in r["LogicalResourceId"]]
+    assert group in groups()
     assert [s["Name"] for s in scheduler.list_schedules(GroupName=group)["Schedules"]]
 
     # When: the stack is deleted
     delete()
-    # Then: both tables are still there (DeletionPolicy Retain), with their items
-    for table in (first["AlertTableName"], first["OnCallTableName"]):
+    # Then: the three tables are still there (DeletionPolicy Retain), with their items
+    for table in (first["AlertTableName"], first["OnCallTableName"], first["PeopleTableName"]):
         assert dynamodb.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE"
     assert dynamodb.get_item(TableName=first["OnCallTableName"], Key={"schedule_id": {"S": schedule_id}}).get("Item")
     # And: no Scheduler schedule is left: the handoff group went with the stack, its re-arm with it
@@ -126,7 +128,8 @@ def test_a_new_deployment_adopting_the_kept_tables_pages_the_schedule_and_takes_
     assert [s["Name"] for s in scheduler.list_schedules()["Schedules"] if s["GroupName"] == group] == []
 
     # When: deployed again, adopting them
-    second = deploy(alertTableName=first["AlertTableName"], onCallTableName=first["OnCallTableName"])
+    second = deploy(alertTableName=first["AlertTableName"], onCallTableName=first["OnCallTableName"],
+                    peopleTableName=first["PeopleTableName"])
     # Then: the new stack names the kept tables and has no table of its own but the notifier's records
     assert (second["AlertTableName"], second["OnCallTableName"]) == (first["AlertTableName"], first["OnCallTableName"])
     resources = deployment.client("cloudformation").list_stack_resources(StackName=STACK)["StackResourceSummaries"]
