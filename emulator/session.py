@@ -28,9 +28,12 @@ SLACK_SECRET_NAME = json.loads((ROOT / "cdk.json").read_text())["context"]["slac
 SLACK_SIGNING_SECRET_NAME = "step-functions-patterns/slack-signing-secret"
 SLACK_SIGNING_SECRET_CONTEXT = "slackSigningSecretName"
 # The context the app is deployed with here; `cdk watch` on it synthesizes with the same. /oncall is
-# taken from the stand-in's workspace, as a deployer names theirs; texts and calls go from the account's number.
+# taken from the stand-in's workspace, as a deployer names theirs.
+# Texts and calls go from the account's phone number and e-mails from an SES identity the deployment
+# creates first, as a deployer names theirs (docs/reaching-people.md); the sandboxes stay on.
+ALERT_EMAIL_FROM = "alerts@example.com"
 APP_CONTEXT = {SLACK_SIGNING_SECRET_CONTEXT: SLACK_SIGNING_SECRET_NAME, "slackTeamId": TEAM["id"],
-               "smsOriginationIdentity": PHONE_NUMBER}
+               "smsOriginationIdentity": PHONE_NUMBER, "alertEmailFrom": ALERT_EMAIL_FROM}
 # The Slack app's manifest (docs/deploying.md, step 3), and where it holds the endpoint's URL.
 SLACK_APP_MANIFEST = ROOT / "slack" / "app-manifest.json"
 REQUEST_URL_PLACEHOLDER = "<AlertActionsUrl>"
@@ -125,7 +128,7 @@ def deployed(
     CDK apps in ``also``, such as examples/).
 
     As a deployer with a Slack app would: the webhook URL and the app's signing secret are in
-    Secrets Manager before the app is deployed, the app is told the signing secret's name, and the
+    Secrets Manager and the alert e-mails' sender is an SES identity before the app is deployed, the app is told the signing secret's name, and the
     Slack app is then created from slack/app-manifest.json with its Request URLs filled in with the
     stack output ``AlertActionsUrl`` (if the app has that endpoint), and the account's phone number's
     two-way SMS channel is pointed at the stack output ``SmsRepliesTopicArn``. With ``progress``, says what it is doing and each stack as CloudFormation
@@ -146,6 +149,7 @@ def deployed(
         secretsmanager = aws.client("secretsmanager")
         secretsmanager.create_secret(Name=SLACK_SECRET_NAME, SecretString=slack.url)
         secretsmanager.create_secret(Name=SLACK_SIGNING_SECRET_NAME, SecretString=signing_secret)
+        aws.client("sesv2").create_email_identity(EmailIdentity=ALERT_EMAIL_FROM)
         if progress is None:
             outputs = deploy_app(aws, APP_CONTEXT, also=also, assemblies=assemblies)
         else:

@@ -1115,11 +1115,18 @@ def test_stand_in_fails_every_post_mentioning_a_user_and_numbers_posts(slack_web
 def notifier(monkeypatch, slack):
     monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", "idempotency")
     monkeypatch.setenv("SLACK_WEBHOOK_SECRET_NAME", WEBHOOK_SECRET)
+    monkeypatch.setenv("PEOPLE_TABLE_NAME", "people")  # empty: nobody here has rules of their own
     with mock_aws():
         boto3.client("dynamodb").create_table(
             TableName="idempotency",
             KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        boto3.client("dynamodb").create_table(
+            TableName="people",
+            KeySchema=[{"AttributeName": "member", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "member", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
         boto3.client("secretsmanager").create_secret(Name=WEBHOOK_SECRET, SecretString=slack.url)

@@ -119,7 +119,7 @@ def test_handoff_notice_creates_schedules_in_its_own_group_only_which_may_only_i
     AlertNotification(stack, "A", schedule="rate(1 hour)", slack_webhook_secret_name="w")
     template = Template.from_stack(stack)
     handoff = function_id(template, "HandoffNotice")
-    [group] = template.find_resources("AWS::Scheduler::ScheduleGroup")
+    group = logical_id(template, "AWS::Scheduler::ScheduleGroup", "HandoffSchedules")
     [queue] = [key for key in template.find_resources("AWS::SQS::Queue") if "HandoffFailureQueue" in key]
     granted = statements_for(template, "HandoffNotice")
     # Schedules of its own group, any name (one per handoff): arn:...:schedule/<group>/<name>
@@ -148,7 +148,7 @@ def test_handoff_notice_is_re_armed_hourly_and_fails_into_a_queue_the_status_top
     alerts = AlertNotification(stack, "A", schedule="rate(1 hour)", slack_webhook_secret_name="w")
     template = Template.from_stack(stack)
     handoff = function_id(template, "HandoffNotice")
-    [group] = template.find_resources("AWS::Scheduler::ScheduleGroup")
+    group = logical_id(template, "AWS::Scheduler::ScheduleGroup", "HandoffSchedules")
     [queue] = [key for key in template.find_resources("AWS::SQS::Queue") if "HandoffFailureQueue" in key]
     role = logical_id(template, "AWS::IAM::Role", "HandoffSchedulerRole")
     # The re-arm: every hour, in UTC, invoking it with {} (EventBridge Scheduler User Guide, "Schedule types")

@@ -58,7 +58,7 @@ def copy(deployment, tmp_path_factory):
                 context={**APP_CONTEXT, **context})
         [stack] = cfn.describe_stacks(StackName=STACK)["Stacks"]
         outputs = {output["OutputKey"]: output["OutputValue"] for output in stack["Outputs"]}
-        kept.extend(outputs[key] for key in ("AlertTableName", "OnCallTableName"))
+        kept.extend(outputs[key] for key in ("AlertTableName", "OnCallTableName", "PeopleTableName"))
         return outputs
 
     def standing() -> bool:
@@ -110,7 +110,10 @@ def test_a_new_deployment_adopting_the_kept_tables_pages_the_schedule_and_takes_
     def groups() -> list[str]:
         return [g["Name"] for g in scheduler.list_schedule_groups()["ScheduleGroups"] if g["Name"].startswith(STACK)]
 
-    [group] = groups()  # the handoff notices' group, with the hourly re-arm in it
+    # the handoff notices' group, with the hourly re-arm in it (beside it, the contact rules' group, empty)
+    [group] = [r["PhysicalResourceId"] for r in deployment.client("cloudformation").list_stack_resources(
+        StackName=STACK)["StackResourceSummaries"] if "HandoffSchedules" in r["LogicalResourceId"]]
+    assert group in groups()
     assert [s["Name"] for s in scheduler.list_schedules(GroupName=group)["Schedules"]]
 
     # When: the stack is deleted

@@ -319,7 +319,7 @@ def test_the_alert_construct_exposes_its_machine_log_group_and_the_functions_it_
     assert alerts.notifier is alerts.functions["NotifyUser"]
     assert set(alerts.functions) == {
         "FetchAlertConfig", "ActionsEndpoint", "ActionsFollowUp", "FindWhoIsOnCall", "DeclaredOnCallSchedules",
-        "HandoffNotice", "NotifyUser", "DispatchAlerts", "SmsReplies"}
+        "HandoffNotice", "NotifyUser", "DispatchAlerts", "SmsReplies", "Contact"}
     assert alerts.log_group is not None and alerts.state_machine.node.path == "Team/Alerts/Machine/StateMachine"
 
 

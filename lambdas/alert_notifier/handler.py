@@ -1,7 +1,8 @@
 """Notify User: posts one alert notification to Slack, at most once per (execution, round, user).
 
-The event is {execution_id, alert_id, message, round, user, links, post_at, attempt}: the alert, the
-user to notify and their signed action links, when the round's own pace would let this post go, and
+The event is {execution_id, alert_id, message, round, user, links, occurrence, actions_url, post_at,
+attempt}: the alert, the user to notify and their signed action links, the occurrence they are for
+and the action endpoint's URL, when the round's own pace would let this post go, and
 which attempt of the machine's this is; and ``slot_at``, the slot an earlier call reserved, when the
 machine waited for it.
 
@@ -12,6 +13,10 @@ to come ends the call with SlackChannelBusy,
 and the machine waits (a Wait state costs nothing while it waits; this function never sleeps, which
 would hold one of the account's concurrent executions, ten in a new account) and calls again with
 the slot, which is posted in at once: at most once per notification.
+
+Once posted, the person's own rules start (contact_arming): the item of the people table naming
+the user, if any, says which texts, calls and e-mails follow, each armed as its own Contact
+invocation (at once, or a one-time schedule), so none costs the machine a state transition.
 
 A retried attempt (the state machine's Retry, or a Lambda retry after a timeout) finds the first
 attempt's idempotency record and returns its result instead of posting again.
@@ -33,6 +38,8 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError, ClientError
+from contact_arming import ContactArming, contact_armings, not_armed_text
 from slack_webhook import (
     Notification,
     SlackRejectedError,
@@ -42,6 +49,8 @@ from slack_webhook import (
 )
 
 from patterns_common.observability import logger, metrics, tracer
+from patterns_common.one_time_schedules import Target, create_once
+from patterns_common.people import InvalidPerson, parse_person
 from patterns_common.slack_pace import SlackChannelBusy, due, held_slot_item, held_slot_key, reserve_slot_on
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
@@ -49,6 +58,9 @@ SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five m
 persistence = DynamoDBPersistenceLayer(table_name=os.environ["IDEMPOTENCY_TABLE_NAME"])
 # The same short-lived table holds the webhook's pace item (its key cannot be an idempotency record's).
 pace_table = boto3.resource("dynamodb").Table(os.environ["IDEMPOTENCY_TABLE_NAME"])
+people_table = boto3.resource("dynamodb").Table(os.environ["PEOPLE_TABLE_NAME"])
+scheduler = boto3.client("scheduler")
+lambda_client = boto3.client("lambda")
 idempotency = IdempotencyConfig(
     event_key_jmespath="[execution_id, round, user]",
     raise_on_no_idempotency_key=True,
@@ -95,6 +107,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     count_for_alert("NotificationsSent", notification.alert_id)
     # Not who: logs hold no one's account (the item records who acted, the channel who was notified).
     logger.info("Notified", extra={"alert_id": notification.alert_id, "round": notification.round})
+    arm_contacts(event, time.time())
     return {"user": notification.user, "round": notification.round, "status": status}
 
 
@@ -112,3 +125,58 @@ def held_slot(event: dict[str, Any], webhook_url: str, now: float) -> float:
 def reserve_slot(webhook_url: str, now: float) -> float:
     """This post's moment on the webhook's shared pace (slack_pace.reserve_slot_on)."""
     return reserve_slot_on(pace_table, webhook_url, now)
+
+
+def arm_contacts(event: dict[str, Any], notified_at: float) -> None:
+    """Start the person's rules (contact_arming). Never raises: the post is made, and a retry of this
+    idempotent body would post it again. What could not be started is counted and told to the channel."""
+    try:
+        item = people_table.get_item(Key={"member": event["user"]}, ConsistentRead=True).get("Item")
+        if item is None:
+            return  # no rules: today's post, at today's cost
+        armings = contact_armings(parse_person(item), event, notified_at)
+    except (InvalidPerson, ClientError, BotoCoreError) as error:
+        logger.exception("Rules not read", extra={"alert_id": event["alert_id"], "error": type(error).__name__})
+        count_for_alert("ContactsNotArmed", event["alert_id"])
+        _tell_channel(not_armed_text(event["user"], event["alert_id"], [], _why(error)))
+        return
+    failed, why = [], ""
+    for arming in armings:
+        try:
+            arm(arming)
+        except (ClientError, BotoCoreError) as error:
+            logger.exception("Contact not armed", extra={"alert_id": event["alert_id"], "schedule": arming.name,
+                                                         "error": type(error).__name__})
+            count_for_alert("ContactsNotArmed", event["alert_id"])
+            failed.append(arming)
+            why = _why(error)
+    if failed:
+        _tell_channel(not_armed_text(event["user"], event["alert_id"], failed, why))
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, InvalidPerson):
+        return f"their people item is unreadable: {error.field} {error.problem}"
+    code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else None
+    return f"AWS answered {code or type(error).__name__}"
+
+
+def _tell_channel(text: str) -> None:
+    """As Contact's notes: through the follow-up function, the path a click's follow-up takes."""
+    try:
+        lambda_client.invoke(FunctionName=os.environ["FOLLOW_UP_FUNCTION_NAME"], InvocationType="Event",
+                             Payload=json.dumps({"text": text}).encode())
+    except (ClientError, BotoCoreError):
+        logger.exception("Channel not told", extra={"text": "contacts not armed"})
+
+
+def arm(arming: ContactArming) -> None:
+    """Contact at once (asynchronously), or a one-time schedule; one that exists already counts as armed
+    (armed by an earlier attempt of this notification)."""
+    if arming.at is None:
+        lambda_client.invoke(FunctionName=os.environ["CONTACT_FUNCTION_ARN"], InvocationType="Event",
+                             Payload=json.dumps(arming.payload).encode())
+        return
+    target = Target(os.environ["CONTACT_SCHEDULE_GROUP"], os.environ["CONTACT_FUNCTION_ARN"],
+                    os.environ["CONTACT_SCHEDULER_ROLE_ARN"], os.environ["CONTACT_FAILURE_QUEUE_ARN"])
+    create_once(scheduler, target, arming.name, arming.expression, arming.payload)

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from patterns_common.oncall import Schedule, local_text
+from patterns_common.one_time_schedules import at_expression
 
 # How far ahead handoffs are armed. The re-arm runs every hour (stacks/alert_notification/on_call.py), so two days is the margin for 47
 # missed re-arms (a broken deploy, a throttled account) before a notice is lost, while a schedule
@@ -77,7 +78,7 @@ def handoffs(schedule: Schedule, after: datetime, until: datetime) -> list[datet
 def to_arm(schedules: list[Schedule], now: datetime) -> list[Arming]:
     """The one-time schedule of every handoff of ``schedules`` after ``now`` and within ``ARM_AHEAD``."""
     return [
-        Arming(schedule_name(schedule.schedule_id, at), _at(at),
+        Arming(schedule_name(schedule.schedule_id, at), at_expression(at),
                {"schedule_id": schedule.schedule_id, "handoff_at": at.isoformat()})
         for schedule in schedules
         for at in handoffs(schedule, now, now + ARM_AHEAD)
@@ -87,7 +88,7 @@ def to_arm(schedules: list[Schedule], now: datetime) -> list[Arming]:
 def deferral(schedule_id: str, handoff_at: datetime, slot_at: float) -> Arming:
     """The one-time schedule that posts a notice at its slot on Slack's pace (the next whole second)."""
     slot = datetime.fromtimestamp(-(-slot_at // 1), timezone.utc)
-    return Arming(f"{schedule_name(schedule_id, handoff_at)}-p{slot:%H%M%S}", _at(slot),
+    return Arming(f"{schedule_name(schedule_id, handoff_at)}-p{slot:%H%M%S}", at_expression(slot),
                   {"schedule_id": schedule_id, "handoff_at": handoff_at.isoformat(), "slot_at": slot_at})
 
 
@@ -99,10 +100,6 @@ def schedule_name(schedule_id: str, at: datetime) -> str:
     slug = _NOT_IN_NAME.sub("-", schedule_id)[:_SLUG]
     digest = hashlib.sha256(schedule_id.encode()).hexdigest()[:10]
     return f"handoff-{slug}-{digest}-{at.astimezone(timezone.utc):%Y%m%dT%H%MZ}"
-
-
-def _at(instant: datetime) -> str:
-    return f"at({instant.astimezone(timezone.utc):%Y-%m-%dT%H:%M:%S})"
 
 
 def record_key(schedule_id: str, handoff_at: datetime) -> dict[str, str]:

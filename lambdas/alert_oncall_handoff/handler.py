@@ -14,7 +14,6 @@ asynchronous retries post it later, and after them the failure destination recor
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from datetime import datetime, timezone
@@ -27,6 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from patterns_common.observability import logger
 from patterns_common.oncall import InvalidSchedule, parse_schedule
+from patterns_common.one_time_schedules import Target, create_once
 from patterns_common.slack_pace import reserve_slot_on
 from patterns_common.slack_post import post_followup
 
@@ -112,21 +112,6 @@ def _readable_schedules() -> list:
 
 def _arm(arming: Arming, own_arn: str) -> bool:
     """Create the one-time schedule; False when it exists already (armed, possibly due: left as it is)."""
-    try:
-        scheduler.create_schedule(
-            Name=arming.name,
-            GroupName=os.environ["HANDOFF_SCHEDULE_GROUP"],
-            ScheduleExpression=arming.expression,
-            ScheduleExpressionTimezone="UTC",
-            FlexibleTimeWindow={"Mode": "OFF"},
-            ActionAfterCompletion="DELETE",
-            Target={
-                "Arn": own_arn,
-                "RoleArn": os.environ["HANDOFF_SCHEDULER_ROLE_ARN"],
-                "Input": json.dumps(arming.input),
-                "DeadLetterConfig": {"Arn": os.environ["HANDOFF_FAILURE_QUEUE_ARN"]},
-            },
-        )
-    except scheduler.exceptions.ConflictException:
-        return False
-    return True
+    target = Target(os.environ["HANDOFF_SCHEDULE_GROUP"], own_arn, os.environ["HANDOFF_SCHEDULER_ROLE_ARN"],
+                    os.environ["HANDOFF_FAILURE_QUEUE_ARN"])
+    return create_once(scheduler, target, arming.name, arming.expression, arming.input)

@@ -20,6 +20,7 @@ from constructs import Construct
 
 from stacks.alert_notification.actions import AlertActions
 from stacks.alert_notification.alarms import AlarmRaisedAlerts
+from stacks.alert_notification.contact import Contact
 from stacks.alert_notification.on_call import OnCallSchedules
 from stacks.alert_notification.people import People
 from stacks.alert_notification.replies import SmsReplies
@@ -50,8 +51,8 @@ class AlertNotification(Construct):
 
     Each notification goes to Slack (``slack_webhook_secret_name``: the secret holding the incoming
     webhook URL) or to a team's ``notifier`` function; give exactly one. The notifier gets one
-    notification, ``{"execution_id", "alert_id", "message", "round", "user", "links", "post_at",
-    "attempt"}`` (``links``: the user's signed ``acknowledge`` and ``resolve`` URLs), returns when it
+    notification, ``{"execution_id", "alert_id", "message", "round", "user", "links", "occurrence",
+    "actions_url", "post_at", "attempt"}`` (``links``: the user's signed ``acknowledge`` and ``resolve`` URLs), returns when it
     delivered it and raises to report a failure (the error's name is what ``notifications_failed``
     records). ``actions_reserved_concurrency``: concurrency reserved for the public action endpoint
     (None: none, see ``actions.py``). ``slack_team_id``: the Slack workspace whose ``/oncall`` the
@@ -63,7 +64,8 @@ class AlertNotification(Construct):
 
     ``sms_origination_identity``: the End User Messaging phone number or pool (number, id or ARN) texts
     and calls go from, ``email_from``: the SES identity e-mails go from; without one, a person's rules
-    naming that kind of method are told to the channel as not sent (docs/reaching-people.md).
+    naming that kind of method are told to the channel as not sent (docs/reaching-people.md). With the
+    Slack notifier, ``contact`` is the Contact construct (its function, schedule group and failure queue).
 
     ``existing_alert_table``, ``existing_on_call_table``, ``existing_people_table``: a table to use instead of creating one, such
     as the retained table of a deleted deployment (docs/deploying.md); it must have the key (and the
@@ -182,6 +184,19 @@ class AlertNotification(Construct):
         if webhook_secret is not None:  # and so no notifier of the team's (exactly one, checked above)
             notifier = self._slack_notifier(webhook_secret)
             self.on_call.post_on_shared_pace(self.idempotency_table)  # Handoff Notice's posts take their turn
+            # After its post, the notifier starts the person's own rules (texts, calls, e-mails).
+            self.contact = Contact(
+                self,
+                "Contact",
+                alert_table=self.table,
+                people_table=self.people.table,
+                signing_key=self.actions.signing_key,
+                follow_up=self.actions.follow_up,
+                sms_origination_identity=sms_origination_identity,
+                email_from=email_from,
+            )
+            self.contact.let_arm(notifier, self.people.table)
+            self.functions["Contact"] = self.contact.function
         else:
             check_timeout_within(
                 notifier,
@@ -319,6 +334,8 @@ class AlertNotification(Construct):
         ]
         if self.on_call.handoff is not None:
             self.failure_queues.append(self.on_call.handoff_failures)
+        if webhook_secret is not None:
+            self.failure_queues.append(self.contact.failure_queue)
 
     def _alert_table(self) -> dynamodb.Table:
         table = kept_table(
