@@ -128,7 +128,9 @@ def test_a_message_outside_gsm_7_is_cut_to_70_characters():
 
 def test_the_call_reads_the_alert_and_how_to_act_by_text():
     spoken = logic.voice_text("Disk above 90% on db-1", "12")
-    assert "Disk above 90% on db-1" in spoken
+    # The message as a sentence of its own, then the instructions
+    assert spoken.startswith("This is an alert. Disk above 90% on db-1. To acknowledge")
+    assert logic.voice_text("Disk full!", "3").startswith("This is an alert. Disk full! To acknowledge")
     assert "To acknowledge, text back 12 a." in spoken and "To resolve, text back 12 r." in spoken
 
 

@@ -11,6 +11,7 @@ import pytest
 from patterns_common import people
 from patterns_common.people import InvalidPerson, parse_person, parse_reply, reply_instruction
 from tests.conftest import ROOT
+from tests.lambda_loader import load_lambda_module
 
 PAGE = (ROOT / "docs" / "reaching-people.md").read_text()
 
@@ -48,7 +49,10 @@ def test_the_refusal_the_page_quotes_is_the_one_a_slack_rule_past_minute_0_gets(
 def test_a_text_ends_as_the_page_says_and_the_replies_it_shows_count():
     # The ending, with the page's code 12
     assert reply_instruction("12") == "reply 12a to acknowledge, 12r to resolve"
-    assert f"```text\n  {reply_instruction('12')}\n  ```" in PAGE
+    # The page's example text is the one Contact sends for its message and code 12
+    example = "Disk above 90% on db-1"
+    assert load_lambda_module("alert_contact", "alert_contact_logic").sms_text(example, "12") == f"{example}\n{reply_instruction('12')}"
+    assert f"```text\n  {example}\n  {reply_instruction('12')}\n  ```" in PAGE
     # "`12a`, `12 A` and ` 12r ` all count"
     assert [parse_reply(body) for body in ("12a", "12 A", " 12r ")] == [
         ("acknowledge", "12"), ("acknowledge", "12"), ("resolve", "12")]

@@ -196,6 +196,8 @@ def _fits(text: str) -> bool:
 def voice_text(message: str, code: str) -> str:
     """What the call reads: the alert and how to act on it by a text back."""
     spoken = message if len(message) <= MAX_SPOKEN_MESSAGE else message[:MAX_SPOKEN_MESSAGE].rstrip() + "..."
+    # A sentence's end makes text-to-speech pause before the instructions instead of running on into them.
+    spoken = spoken if spoken.rstrip().endswith((".", "!", "?")) else spoken.rstrip() + "."
     return (f"This is an alert. {spoken} "
             f"To acknowledge, text back {code} a. To resolve, text back {code} r.")
 
