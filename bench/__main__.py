@@ -13,7 +13,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench import channels, dispatch, docs_pages, emulator_speed, functions, hotswap, oncall, report, scenarios, storm
+from bench import (
+    channels,
+    contact,
+    dispatch,
+    docs_pages,
+    emulator_speed,
+    functions,
+    hotswap,
+    oncall,
+    report,
+    scenarios,
+    storm,
+)
 from bench.deploy import deploy_bench
 from bench.measure import Run
 from emulator.session import Deployment, deployed
@@ -43,6 +55,8 @@ def _emulator_start_up() -> list[dict]:
 MEASURED = {
     "oncall": Section("On-call schedules: the cost of resolving one per round", ("oncall",),
                       oncall.schedule_resolution_cost, oncall.cost_lines),
+    "contact": Section("Reaching a phone: what a contact attempt costs the machine", ("contact",),
+                       contact.contact_attempt_cost, contact.cost_lines),
     "emulator": Section(
         "The emulator", ("emulator", "deploy_seconds"),
         lambda deployment: [t.__dict__ for t in (*emulator_speed.throughput(deployment),
@@ -121,7 +135,11 @@ def main(argv: list[str] | None = None) -> int:
             if name not in sections:
                 continue
             print(f"\n## {section.title}", flush=True)
-            figures = section.measure(deployment)
+            try:
+                figures = section.measure(deployment)
+            except contact.ContactCostUnexpected as wrong:
+                print(f"\nOur design ended otherwise than expected; nothing written:\n{wrong}", file=sys.stderr)
+                return 1
             data[section.keys[0]] = [*before_deploy[name], *figures] if name in before_deploy else figures
             print("\n".join(section.lines(data[section.keys[0]])), flush=True)
     data["total_seconds"] = time.monotonic() - started

@@ -64,10 +64,14 @@ def price_text(price: ChannelPrice) -> str:
     return f"${whole}.{cents.ljust(2, '0')}"
 
 
-def cost_lines() -> list[str]:
-    """The per-channel table as results.md and docs/cost.md show it, with its sources."""
+def cost_lines(measured: dict | None = None) -> list[str]:
+    """The per-channel table as results.md and docs/cost.md show it, with its sources; ``measured``: the
+    contact section's figures (bench/contact.py), when it ran."""
+    checked = (f" (measured: one round paging one member took {measured['transitions']['without']} transitions "
+               f"with no people item and {measured['transitions']['with']} with rules that texted and called them)"
+               if measured else "")
     lines = [
-        f"A contact attempt adds {CONTACT_ATTEMPT_TRANSITIONS} state transitions to the escalation: the notifier arms "
+        f"A contact attempt adds {CONTACT_ATTEMPT_TRANSITIONS} state transitions to the escalation{checked}: the notifier arms "
         "each of a person's rules after its channel post, outside the machine (an asynchronous invoke at minute 0, a "
         "one-time EventBridge Scheduler schedule for a later minute). What the attempt itself costs is the channel's "
         "price below, plus a Lambda invocation; a text is billed per message part (160 characters of the GSM alphabet, 70 "
@@ -82,5 +86,5 @@ def cost_lines() -> list[str]:
     return lines
 
 
-def block() -> str:
-    return "\n".join([CHANNELS_START, *cost_lines(), CHANNELS_END])
+def block(measured: dict | None = None) -> str:
+    return "\n".join([CHANNELS_START, *cost_lines(measured), CHANNELS_END])

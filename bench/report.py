@@ -238,7 +238,7 @@ def results_markdown(data: dict) -> str:
         "",
         "## A page's cost per channel",
         "",
-        channels.block(),
+        channels.block(data.get("contact")),
         "",
         "## How to read the tables",
         "",
