@@ -1618,7 +1618,8 @@ def test_a_slot_still_to_come_is_handed_to_the_machine_then_used(notifier, slack
     # Then: SlackChannelBusy names the slot (the machine's Wait waits until it), nothing posted or slept
     assert type(busy.value).__name__ == "SlackChannelBusy"
     told = json.loads(str(busy.value))
-    assert list(told) == ["slot_at", "requeued"] and told["requeued"] == 0
+    # (spent: the history events of this entry's one attempt, 2 + 3, and of the Wait, 2)
+    assert told == {"slot_at": told["slot_at"], "spent": 7}
     assert real_time.time() + 35 < told["slot_at"] < real_time.time() + 41
     assert slack.posts == [] and slept == []
     # When: the machine calls again once the slot has come (here: a slot already due)
@@ -1640,7 +1641,7 @@ def test_a_slot_within_two_seconds_is_slept_out_and_a_farther_one_handed_to_the_
     # Then: the first slept 1.15 s and posted in its slot; the second is handed to the machine
     assert result["status"] == 200 and len(slack.posts) == 1 and slept == [pytest.approx(1.15)]
     assert type(busy.value).__name__ == "SlackChannelBusy"
-    assert json.loads(str(busy.value)) == {"slot_at": 1002.7, "requeued": 0}
+    assert json.loads(str(busy.value)) == {"slot_at": 1002.7, "spent": 7}
     # When: the machine's Wait wakes the second at 1001 (wake_at) and it starts at 1001.2
     monkeypatch.setattr(notifier.time, "time", lambda: 1001.2)
     woken = notifier.lambda_handler({**notification_event(user="far@example.com"), "slot_at": 1002.7}, FakeLambdaContext())
@@ -1690,7 +1691,7 @@ def test_the_retry_of_a_post_slack_refused_takes_a_new_slot(notifier, slack, sle
     # Then: a new post, a new slot at the end of the queue (1045 - 3 x 1.25 = 1041.25): the refused
     # post's slot is spent, as far as the pace knows
     assert type(busy.value).__name__ == "SlackChannelBusy" and [post.status for post in slack.posts] == [500]
-    assert json.loads(str(busy.value)) == {"slot_at": 1041.25, "requeued": 0}
+    assert json.loads(str(busy.value)) == {"slot_at": 1041.25, "spent": 2 + 3 * 2 + 2}
 
 
 def test_a_call_more_than_half_a_second_after_its_slot_takes_a_new_one(notifier, slack, slept, monkeypatch):
@@ -1704,29 +1705,47 @@ def test_a_call_more_than_half_a_second_after_its_slot_takes_a_new_one(notifier,
     with pytest.raises(Exception) as busy:
         notifier.lambda_handler(late, FakeLambdaContext())
     # Then: nothing posted; it waits for a new slot at the end of the queue (1043.75 - 3 x 1.25 = 1040),
-    # its first requeue
+    # its history events counted through that Wait (this entry's two attempts, 2 + 6, the Wait, 2)
     assert type(busy.value).__name__ == "SlackChannelBusy" and slack.posts == []
-    assert json.loads(str(busy.value)) == {"slot_at": 1040.0, "requeued": 1}
+    assert json.loads(str(busy.value)) == {"slot_at": 1040.0, "spent": 10}
     # When: the machine wakes it at 1039 (wake_at) with that slot
     monkeypatch.setattr(notifier.time, "time", lambda: 1039.0)
-    result = notifier.lambda_handler({**late, "slot_at": 1040.0, "requeued": 1, "attempt": 1}, FakeLambdaContext())
+    result = notifier.lambda_handler({**late, "slot_at": 1040.0, "spent": 10, "attempt": 1}, FakeLambdaContext())
     # Then: it sleeps the second left and posts in it
     assert result["status"] == 200 and len(slack.posts) == 1 and slept == [1.0]
 
 
-def test_a_notification_that_keeps_missing_its_slot_fails_after_four_new_ones(notifier, slack, slept, monkeypatch):
-    # Given: a call 10 s after its slot that has taken four new slots already (a channel that keeps
-    # refusing, a function that keeps being throttled)
+def test_a_notification_waits_again_only_while_the_history_guard_counts_allow(notifier, slack, slept, monkeypatch):
+    # Given: a queue on the webhook (34 slots from 1009), and calls 10 s after their slot 1000 (a channel
+    # that keeps refusing, a function that keeps being throttled) whose earlier entries of Notify User
+    # and Waits took 42 and 43 history events
+    for _ in range(34):
+        notifier.reserve_slot(slack.url, 1009.0)
     monkeypatch.setattr(notifier.time, "time", lambda: 1010.0)
-    late = {**notification_event(), "slot_at": 1000.0, "requeued": 4}
+    late = {**notification_event(), "slot_at": 1000.0, "attempt": 1}
     # When
+    with pytest.raises(Exception) as waits:
+        notifier.lambda_handler({**late, "spent": 42}, FakeLambdaContext())
     with pytest.raises(Exception) as missed:
-        notifier.lambda_handler(late, FakeLambdaContext())
-    # Then: it fails for good (no Retry of the machine's names it: the user is reported not notified),
-    # never looping between the Wait and the call
+        notifier.lambda_handler({**late, "spent": 43, "user": "bar@example.com"}, FakeLambdaContext())
+    # Then: the guard counts a notification as two entries of every attempt (15: 2 + 3 x 15 = 47
+    # events each) around one Wait (2): a Wait is allowed while the events through it, 42 + 5 + 2 = 49,
+    # leave a full entry (49 + 47 = 96); at 50 it fails for good (no Retry of the machine's names it:
+    # the user is reported not notified), never looping between the Wait and the call
+    assert type(waits.value).__name__ == "SlackChannelBusy" and json.loads(str(waits.value))["spent"] == 49
     assert type(missed.value).__name__ == "SlackSlotMissed" and slack.posts == []
     notify_user = ASL["States"]["Notify This Round's Users"]["ItemProcessor"]["States"]["Notify User"]
     assert "SlackSlotMissed" not in json.dumps(notify_user["Retry"])
+
+
+def test_the_paces_history_share_is_the_guards(config_logic):
+    # The notifier's count of Notify User's attempts is the ASL's and the history guard's; a full
+    # entry is as many events as the guard's model counts, and a full entry, a Wait and a full entry
+    # are the guard's deferred notification
+    assert pace_rules.NOTIFY_USER_ATTEMPTS == config_logic.NOTIFY_MAX_ATTEMPTS == retry_attempts("Notify User")
+    assert pace_rules.CALL_EVENTS_AT_MOST == len(_task_events(retry_attempts("Notify User"), True)) == 47
+    deferred_once = [*_task_events(15, True), "WaitStateEntered", "WaitStateExited", *_task_events(15, True)]
+    assert pace_rules.CALL_EVENTS_AT_MOST + pace_rules.WAIT_EVENTS + pace_rules.CALL_EVENTS_AT_MOST == len(deferred_once)
 
 
 def test_the_machine_wakes_a_waiting_notification_one_to_two_seconds_before_its_slot():

@@ -12,8 +12,8 @@ with SlackChannelBusy, and the machine waits (a Wait state costs nothing while i
 function sleeps two seconds at most, as it holds one of the account's concurrent executions, ten in
 a new account) until a second or two before it, and calls again with the slot. A call more than
 LATE_SECONDS after its slot (throttled, or the retry of a post Slack refused) takes a new slot
-instead, at most MAX_REQUEUES times (SlackSlotMissed after that): a late post would land on the
-moments of the posts slotted after it.
+instead: a late post would land on the moments of the posts slotted after it. It waits again only
+while its share of the execution's history allows (slack_pace.may_wait; SlackSlotMissed after it).
 
 A retried attempt (the state machine's Retry, or a Lambda retry after a timeout) finds the first
 attempt's idempotency record and returns its result instead of posting again.
@@ -44,12 +44,13 @@ from slack_webhook import (
 
 from patterns_common.observability import logger, metrics, tracer
 from patterns_common.slack_pace import (
-    MAX_REQUEUES,
     SLEEP_AT_MOST_SECONDS,
     SlackChannelBusy,
     SlackSlotMissed,
+    may_wait,
     missed,
     reserve_slot_on,
+    spent_through_wait,
 )
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
@@ -83,7 +84,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     notification = Notification.from_event(event)
     webhook_url = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
     attempt = event.get("attempt", 1)
-    requeued = event.get("requeued", 0)
     now = time.time()
     if "slot_at" not in event:
         # A call without a slot takes one, whichever attempt: the machine's first attempts may have
@@ -95,13 +95,13 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         # A post later than LATE_SECONDS in its slot would land on later posts' moments: it takes a
         # new slot (a call throttled after its Wait, or retried after Slack refused it).
         if missed(slot_at, now):
-            if requeued >= MAX_REQUEUES:
-                count_for_alert("NotificationsFailed", notification.alert_id)
-                raise SlackSlotMissed(f"missed its slot on Slack's pace {requeued + 1} times")
-            requeued += 1
             slot_at = reserve_slot(webhook_url, now)
     if slot_at - now > SLEEP_AT_MOST_SECONDS:
-        raise SlackChannelBusy(slot_at, requeued)
+        spent = spent_through_wait(event.get("spent", 0), attempt)
+        if not may_wait(spent):
+            count_for_alert("NotificationsFailed", notification.alert_id)
+            raise SlackSlotMissed("missed its slot on Slack's pace more often than the execution's history allows")
+        raise SlackChannelBusy(slot_at, spent)
     # Asleep for at most two seconds (the machine's Wait woke this call 1 to 2 s before its slot), so
     # that the post goes in its slot, not up to a second after it.
     time.sleep(max(0.0, slot_at - now))

@@ -49,23 +49,42 @@ class SlackChannelBusy(Exception):
     Wait costs nothing while it waits; a function asleep holds one of the account's concurrent
     executions) and calls again with it.
 
-    The message is JSON, {"slot_at": slot, "requeued": n}, which the state machine's Catch merges into
-    the next call's input: its Wait ends at ``wake_at(slot)``, and the call sleeps out the rest.
-    ``requeued`` counts the new slots this notification took after missing one (see LATE_SECONDS),
-    so that the loop ends (MAX_REQUEUES)."""
+    The message is JSON, {"slot_at": slot, "spent": events}, which the state machine's Catch merges
+    into the next call's input: its Wait ends at ``wake_at(slot)``, and the call sleeps out the rest.
+    ``spent`` counts the history events the notification's calls and Waits have taken (see may_wait)."""
 
-    def __init__(self, slot_at: float, requeued: int = 0) -> None:
-        super().__init__(json.dumps({"slot_at": slot_at, "requeued": requeued}))
-
-
-# New slots one notification may take after missing its own: each one a post Slack refused (429,
-# 5xx) or a call that came too late (throttled). Beyond it the notification fails (SlackSlotMissed),
-# as a post Slack keeps refusing failed before the shared pace (5 attempts).
-MAX_REQUEUES = 4
+    def __init__(self, slot_at: float, spent: int) -> None:
+        super().__init__(json.dumps({"slot_at": slot_at, "spent": spent}))
 
 
 class SlackSlotMissed(Exception):
-    """The notification missed its slot once more than MAX_REQUEUES allows: it is not posted."""
+    """The notification missed its slot once more than its share of the history allows: not posted."""
+
+
+# Attempts of Notify User the machine's retriers allow in one entry of the state (1 + their
+# MaxAttempts), which the history guard counts (alert_config_logic.NOTIFY_MAX_ATTEMPTS; a test pins
+# the three together).
+NOTIFY_USER_ATTEMPTS = 15
+# History events of one entry of Notify User with every attempt (entered and exited, 3 per attempt),
+# and of a Wait.
+CALL_EVENTS_AT_MOST = 2 + 3 * NOTIFY_USER_ATTEMPTS
+WAIT_EVENTS = 2
+
+
+def spent_through_wait(spent: int, attempt: int) -> int:
+    """The events a notification's calls and Waits will have taken once the Wait about to start ends:
+    those before this entry of Notify User (``spent``), this entry's ``attempt`` attempts, the Wait."""
+    return spent + 2 + 3 * attempt + WAIT_EVENTS
+
+
+def may_wait(spent: int) -> bool:
+    """Whether a notification may wait for a slot once more, ``spent`` counted through that Wait.
+
+    The history guard (alert_config_logic.worst_case_history_events) counts each notification's
+    calls as two entries of every attempt around one Wait. A notification that missed its slot and
+    waits again (throttled after its Wait, or refused by Slack) stays within that while its entries
+    and Waits so far leave a full entry's events: at most one entry's and one Wait's before the last."""
+    return spent <= CALL_EVENTS_AT_MOST + WAIT_EVENTS
 
 
 def wake_at(slot_at: float) -> int:
