@@ -27,6 +27,7 @@ from moto import mock_aws
 
 from emulator.slack import SlackStandIn
 from patterns_common import alert_action_links as links
+from patterns_common import slack_post
 from patterns_common.alert_status import (
     Outcome,
     act_update,
@@ -39,6 +40,8 @@ from patterns_common.alert_status import (
     status_of,
     timestamp,
 )
+from patterns_common.slack_pace import reserve_slot_on
+from patterns_common.slack_post import post_followup_in_turn
 from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import FakeLambdaContext
 
@@ -156,6 +159,27 @@ class AsynchronousInvokes:
             self.followup_handler.lambda_handler(self.queued.pop(0), FakeLambdaContext())
 
 
+PACE_TABLE = "pace"
+
+
+def create_pace_table(env: pytest.MonkeyPatch) -> None:
+    """The notifier's short-lived table, on which every follow-up takes its turn on Slack's pace."""
+    env.setenv("PACE_TABLE_NAME", PACE_TABLE)
+    boto3.client("dynamodb").create_table(
+        TableName=PACE_TABLE,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def idle_pace() -> None:
+    """The webhook idle again, as the stand-in's bucket is after reset(): the pace item of earlier posts goes."""
+    table = boto3.resource("dynamodb").Table(PACE_TABLE)
+    for key in table.scan(ProjectionExpression="id")["Items"]:
+        table.delete_item(Key=key)
+
+
 @pytest.fixture(scope="module")
 def module_aws():
     """One moto account, Slack stand-in and loaded handler for the module (a fresh mock per test costs
@@ -173,6 +197,7 @@ def module_aws():
         key_arn = secrets.create_secret(Name="AlertActionsSigningKey-abc", SecretString=KEY.decode())["ARN"]
         env.setenv("SIGNING_KEY_SECRET_ARN", key_arn)
         env.setenv("FOLLOW_UP_FUNCTION_NAME", FOLLOW_UP_FUNCTION)
+        create_pace_table(env)
         secrets.create_secret(Name=WEBHOOK_SECRET, SecretString=slack.url)
         secrets.create_secret(Name=SLACK_SIGNING_SECRET, SecretString=SIGNING_SECRET_VALUE)
         parameters.clear_caches()
@@ -190,6 +215,7 @@ def aws(module_aws, monkeypatch):
     for key in table.scan(ProjectionExpression="alert_id")["Items"]:
         table.delete_item(Key=key)
     slack.reset()
+    idle_pace()
     return table
 
 
@@ -670,6 +696,57 @@ def test_a_follow_up_that_slack_refuses_does_not_undo_or_fail_the_action(endpoin
     slack.fail_next(1, status=500)
     answer = call(endpoint, confirm(token()))
     assert answer["statusCode"] == 200 and item(aws)["status"] == "acknowledged"
+
+
+# -- the follow-up takes its turn on the webhook's shared pace (slack_pace) ---------------------------
+# Every post to the webhook takes a slot, or the pace's worst case leaves no room below Slack's pace
+# (about one a second, short bursts: https://api.slack.com/docs/rate-limits; issue 38's 429).
+
+
+@pytest.fixture
+def stepped_time(aws, monkeypatch):
+    """The follow-up's clock, moved only by its own sleep: the slept seconds are recorded."""
+    clock = {"now": 1000.0, "slept": []}
+
+    def sleep(seconds: float) -> None:
+        clock["slept"].append(seconds)
+        clock["now"] += seconds
+
+    monkeypatch.setattr(slack_post.time, "time", lambda: clock["now"])
+    monkeypatch.setattr(slack_post.time, "sleep", sleep)
+    return clock
+
+
+def test_a_follow_up_on_an_idle_webhook_posts_at_once(aws, slack, stepped_time):
+    # When
+    problem = post_followup_in_turn(boto3.resource("dynamodb").Table(PACE_TABLE), slack.url, "acknowledged", latest=1008.0)
+    # Then: the slot is now (GCRA on an idle webhook): it slept no time
+    assert problem is None and stepped_time["slept"] == [0.0] and [p.body["text"] for p in slack.posts] == ["acknowledged"]
+
+
+def test_a_follow_up_behind_a_burst_sleeps_until_its_slot_then_posts(aws, slack, stepped_time):
+    pace = boto3.resource("dynamodb").Table(PACE_TABLE)
+    # Given: three notifications took the burst at 1000 (tat 1003.75)
+    for _ in range(3):
+        reserve_slot_on(pace, slack.url, 1000.0)
+    # When: a follow-up at 1000
+    problem = post_followup_in_turn(pace, slack.url, "acknowledged", latest=1008.0)
+    # Then: its slot is 1001.25 (tat 1005 less the burst's 3 x 1.25): it slept 1.25 s, then posted
+    assert problem is None and stepped_time["slept"] == [1.25] and len(slack.posts) == 1
+    # and the pace counts it: the next slot is 1002.5
+    assert reserve_slot_on(pace, slack.url, 1000.0) == 1002.5
+
+
+def test_a_follow_up_whose_slot_comes_after_the_functions_time_is_not_posted(aws, slack, stepped_time):
+    pace = boto3.resource("dynamodb").Table(PACE_TABLE)
+    # Given: a storm queued ten posts at 1000 (tat 1000 + 10 x 1.25 = 1012.5)
+    for _ in range(10):
+        reserve_slot_on(pace, slack.url, 1000.0)
+    # When: a follow-up at 1000 that must be done by 1008
+    problem = post_followup_in_turn(pace, slack.url, "acknowledged", latest=1008.0)
+    # Then: its slot, 1013.75 - 3 x 1.25 = 1010, comes too late: not posted, saying so, and no sleep
+    assert problem == "Slack's pace gave it a slot 10.0 s away, after the function's time"
+    assert stepped_time["slept"] == [] and slack.posts == []
 
 
 # -- refused: clear page, 4xx, nothing changed -----------------------------------------------------

@@ -22,6 +22,7 @@ from moto import mock_aws
 from emulator.slack import SlackStandIn
 from patterns_common.alert_executions import execution_name
 from tests.lambda_loader import load_lambda_module
+from tests.test_alert_actions_runtime import create_pace_table, idle_pace
 from tests.test_alert_notification_runtime import FakeLambdaContext
 
 SAMPLE = json.loads((Path(__file__).parent / "events" / "alarm_state_change.json").read_text())
@@ -77,6 +78,7 @@ def module_aws():
         env.setenv("ALARM_INDEX_NAME", "AlarmName")
         env.setenv("STATE_MACHINE_ARN", machine)
         env.setenv("SLACK_WEBHOOK_SECRET_NAME", WEBHOOK_SECRET)
+        create_pace_table(env)
         parameters.clear_caches()
         yield boto3.resource("dynamodb").Table("alerts"), slack, load_lambda_module("alert_alarms", "handler"), machine
     parameters.clear_caches()
@@ -88,6 +90,7 @@ def table(module_aws):
     for key in table.scan(ProjectionExpression="alert_id")["Items"]:
         table.delete_item(Key=key)
     slack.reset()
+    idle_pace()
     sfn = boto3.client("stepfunctions")
     for execution in sfn.list_executions(stateMachineArn=machine)["executions"]:
         if execution["status"] == "RUNNING":

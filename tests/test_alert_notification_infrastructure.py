@@ -68,6 +68,16 @@ def statements_for(template: Template, role_contains: str, *, table: str | None 
     return granted
 
 
+def resources_granted(template: Template, role_contains: str, action: str) -> list[object]:
+    """Every resource a role is granted ``action`` on, whichever statements grant it."""
+    found: list[object] = []
+    for statement in policy_statements(template, role_contains):
+        if action in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]):
+            resource = statement["Resource"]
+            found += resource if isinstance(resource, list) else [resource]
+    return sorted(found, key=json.dumps)
+
+
 # -- interface -------------------------------------------------------------------------------------
 
 
@@ -433,6 +443,18 @@ def test_the_follow_up_reads_only_the_webhook_and_is_not_retried(template):
     )
 
 
+def test_every_poster_to_the_webhook_takes_its_turn_on_the_shared_pace_with_updateitem_alone(template):
+    # Every post to the webhook takes a slot on the pace item in the notifier's short-lived table
+    # (slack_pace; a post without one met Slack's 429: issue 38)
+    idempotency = logical_id(template, "AWS::DynamoDB::Table", "IdempotencyTable")
+    functions = template.to_json()["Resources"]
+    for name, role in (("ActionsFollowUp", "ActionsFollowUpRole"), ("ApplyAlarmChange", "ApplyAlarmChangeRole")):
+        variables = functions[function_id(template, name)]["Properties"]["Environment"]["Variables"]
+        assert variables["PACE_TABLE_NAME"] == {"Ref": idempotency}
+        on_pace = [s["Action"] for s in policy_statements(template, role) if idempotency in json.dumps(s["Resource"])]
+        assert on_pace == ["dynamodb:UpdateItem"], name
+
+
 def test_a_configured_slack_signing_secret_is_referenced_by_name_and_readable_by_the_endpoint():
     custom = synthesize(app_config(slack_signing_secret_name="team-x/slack-signing"))
     endpoint = custom.to_json()["Resources"][function_id(custom, "ActionsEndpoint")]["Properties"]
@@ -490,7 +512,11 @@ def test_the_alarm_handler_queries_only_the_index_updates_items_and_starts_and_s
     assert ':execution:"' in stop and '"Fn::GetAtt": ["' + machine + '", "Name"]' in stop and stop.endswith(':*"]]}')
     index = json.dumps(granted.pop("dynamodb:Query"))
     assert '"AlertTable", "Arn"' in index and index.endswith('"/index/AlarmName"]]}')
-    assert granted.pop("dynamodb:UpdateItem") == [{"Fn::GetAtt": ["AlertTable", "Arn"]}]
+    # UpdateItem on alert items, and on Slack's pace item, where a resolved alarm's follow-up takes its turn
+    idempotency = logical_id(template, "AWS::DynamoDB::Table", "IdempotencyTable")
+    granted.pop("dynamodb:UpdateItem")
+    assert resources_granted(template, "ApplyAlarmChangeRole", "dynamodb:UpdateItem") == sorted(
+        [{"Fn::GetAtt": ["AlertTable", "Arn"]}, {"Fn::GetAtt": [idempotency, "Arn"]}], key=json.dumps)
     assert granted.pop("states:StartExecution") == {"Ref": machine}
     assert ":secret:alert-notifier/slack-webhook-??????" in json.dumps(granted.pop("secretsmanager:GetSecretValue"))
     granted.pop("secretsmanager:DescribeSecret")

@@ -17,6 +17,7 @@ from moto import mock_aws
 
 from emulator.slack import SlackStandIn
 from patterns_common import alert_executions
+from patterns_common import slack_pace as pace_rules
 from patterns_common.alert_executions import execution_name
 from stacks.common.definitions import definition_path
 from tests.emf import emf_metrics
@@ -1557,17 +1558,62 @@ def test_the_webhook_pace_gives_a_short_burst_then_one_slot_a_second(notifier, s
     assert (later, later_still) == (1008.0, 1020.0)
 
 
+class SteppedClock:
+    """The stand-in's clock, moved by the test: Slack's bucket measured at the instants a test names."""
+
+    def __init__(self, now: float) -> None:
+        self.at = now
+
+    def __call__(self) -> float:
+        return self.at
+
+
+def test_the_paces_latest_posts_fit_slacks_burst_and_a_post_without_a_slot_does_not(notifier, slack_webhook):
+    clock = SteppedClock(1000.0)
+    # Given: Slack's pace as the stand-in plays it, a burst of four and one a second
+    # (https://api.slack.com/docs/rate-limits: about one a second, short bursts), its bucket full at 1000
+    with SlackStandIn(clock) as slack:
+        slots = [notifier.reserve_slot(slack.url, 1000.0) for _ in range(6)]
+        assert slots == [1000.0, 1000.0, 1000.0, 1001.25, 1002.5, 1003.75]
+        # When: the burst's three go as late as the pace lets them, 0.5 s after their slot with 0.75 s
+        # more on the way (slack_pace: 1001.25), landing on the post slotted at 1001.25, on time; the
+        # later posts on time
+        statuses = []
+        for at, count in ((1001.25, 4), (1002.5, 1), (1003.75, 1)):
+            clock.at = at
+            statuses += [slack_webhook.post_message(slack.url, {"text": f"slot {n}"}) for n in range(count)]
+        # Then: four at one instant is Slack's burst (4 tokens to 0); 1002.5 finds 1.25 tokens (0.25
+        # left), 1003.75 finds 1.5: none refused
+        assert statuses == [200] * 6
+        # When: one more post without a slot at 1003.75 (0.5 tokens left)
+        # Then: Slack refuses it: a post that takes no slot has no room in the pace's worst case
+        with pytest.raises(slack_webhook.SlackTransientError, match="429"):
+            slack_webhook.post_message(slack.url, {"text": "a follow-up without a slot"})
+
+
+def test_a_post_goes_at_most_half_a_second_late_in_its_slot_and_a_wait_wakes_it_one_to_two_seconds_before():
+    assert not pace_rules.missed(1000.0, 1000.0)
+    assert not pace_rules.missed(1000.0, 1000.5)
+    assert pace_rules.missed(1000.0, 1000.502)
+    # The whole second before the slot's second: Step Functions and EventBridge Scheduler keep whole seconds
+    assert [pace_rules.wake_at(slot) for slot in (1001.0, 1001.25, 1001.999)] == [1000, 1000, 1000]
+
+
 @pytest.fixture
-def no_sleep(notifier, monkeypatch):
-    """The notifier may not sleep: asleep, it would hold one of the account's concurrent executions."""
+def slept(notifier, monkeypatch):
+    """What the notifier slept, which may not pass two seconds: asleep, it holds one of the account's
+    concurrent executions. Not slept here: the notifier's clock in these tests is fixed or real."""
+    seconds: list[float] = []
 
-    def refuse(seconds):
-        raise AssertionError(f"the notifier slept {seconds} s")
+    def sleep(duration: float) -> None:
+        assert duration <= 2, f"the notifier slept {duration} s"
+        seconds.append(duration)
 
-    monkeypatch.setattr(notifier.time, "sleep", refuse)
+    monkeypatch.setattr(notifier.time, "sleep", sleep)
+    return seconds
 
 
-def test_a_slot_still_to_come_is_handed_to_the_machine_then_used(notifier, slack, no_sleep):
+def test_a_slot_still_to_come_is_handed_to_the_machine_then_used(notifier, slack, slept):
     import time as real_time
 
     # Given: the webhook's queue is about 40 s long (34 slots, 1.25 s apart after a burst of 3)
@@ -1576,11 +1622,13 @@ def test_a_slot_still_to_come_is_handed_to_the_machine_then_used(notifier, slack
     # When
     with pytest.raises(Exception) as busy:
         notifier.lambda_handler(notification_event(), FakeLambdaContext())
-    # Then: SlackChannelBusy names the slot (the machine's Wait waits until it), nothing posted
+    # Then: SlackChannelBusy names the slot (the machine's Wait waits until it), nothing posted or slept
     assert type(busy.value).__name__ == "SlackChannelBusy"
     told = json.loads(str(busy.value))
-    assert list(told) == ["slot_at"] and real_time.time() + 35 < told["slot_at"] < real_time.time() + 41
-    assert slack.posts == []
+    # (spent: the history events of this entry's one attempt, 2 + 3, and of the Wait, 2)
+    assert told == {"slot_at": told["slot_at"], "spent": 7}
+    assert real_time.time() + 35 < told["slot_at"] < real_time.time() + 41
+    assert slack.posts == [] and slept == []
     # When: the machine calls again once the slot has come (here: a slot already due)
     result = notifier.lambda_handler({**notification_event(), "slot_at": real_time.time()}, FakeLambdaContext())
     # Then: posted at once, without queueing again
@@ -1588,34 +1636,38 @@ def test_a_slot_still_to_come_is_handed_to_the_machine_then_used(notifier, slack
     assert notifier.reserve_slot(slack.url, real_time.time()) < told["slot_at"] + 2  # no slot taken after it
 
 
-def test_a_slot_that_has_come_posts_at_once_and_one_a_fraction_of_a_second_off_waits(notifier, slack, no_sleep, monkeypatch):
-    # Given: three posts took the burst at 1000.2, so the next slot is 1001.45 (1000.2 + 1.25)
+def test_a_slot_within_two_seconds_is_slept_out_and_a_farther_one_handed_to_the_machine(notifier, slack, slept, monkeypatch):
+    # Given: three posts took the burst at 1000.2 (tat 1003.95), so the next slots are 1001.45, 1002.7
     for _ in range(3):
         notifier.reserve_slot(slack.url, 1000.2)
-    # When: a notification comes at 1001.3, 0.15 s before that slot, and another at 1003.0, after the
-    # slot it gets (1002.7)
-    monkeypatch.setattr(notifier.time, "time", lambda: 1001.3)
+    # When: a notification comes at 1000.3, 1.15 s before its slot 1001.45; another at 1000.3, 2.4 s before 1002.7
+    monkeypatch.setattr(notifier.time, "time", lambda: 1000.3)
+    result = notifier.lambda_handler(notification_event(user="near@example.com"), FakeLambdaContext())
     with pytest.raises(Exception) as busy:
-        notifier.lambda_handler(notification_event(user="early@example.com"), FakeLambdaContext())
-    monkeypatch.setattr(notifier.time, "time", lambda: 1003.0)
-    result = notifier.lambda_handler(notification_event(user="later@example.com"), FakeLambdaContext())
-    # Then: never before its slot (an early post spends the room left for posts without a slot); the
-    # machine waits for the first, and the second goes at once
-    assert type(busy.value).__name__ == "SlackChannelBusy" and json.loads(str(busy.value)) == {"slot_at": 1001.45}
-    assert result["status"] == 200 and len(slack.posts) == 1
+        notifier.lambda_handler(notification_event(user="far@example.com"), FakeLambdaContext())
+    # Then: the first slept 1.15 s and posted in its slot; the second is handed to the machine
+    assert result["status"] == 200 and len(slack.posts) == 1 and slept == [pytest.approx(1.15)]
+    assert type(busy.value).__name__ == "SlackChannelBusy"
+    assert json.loads(str(busy.value)) == {"slot_at": 1002.7, "spent": 7}
+    # When: the machine's Wait wakes the second at 1001 (wake_at) and it starts at 1001.2
+    monkeypatch.setattr(notifier.time, "time", lambda: 1001.2)
+    woken = notifier.lambda_handler({**notification_event(user="far@example.com"), "slot_at": 1002.7}, FakeLambdaContext())
+    # Then: it sleeps the 1.5 s left and posts in its slot
+    assert woken["status"] == 200 and len(slack.posts) == 2 and slept[1:] == [pytest.approx(1.5)]
 
 
-def test_a_round_of_three_at_an_instant_between_milliseconds_posts_all_three_at_once(notifier, slack, no_sleep, monkeypatch):
+def test_a_round_of_three_at_an_instant_between_milliseconds_posts_all_three_at_once(notifier, slack, slept, monkeypatch):
     # Given: an idle webhook; three notifications at 1000.2006 s (the pace item keeps milliseconds)
     monkeypatch.setattr(notifier.time, "time", lambda: 1000.2006)
     # When
     results = [notifier.lambda_handler(notification_event(user=f"u{n}@example.com"), FakeLambdaContext()) for n in range(3)]
-    # Then: the burst's three slots are now, none a rounding error in the future
+    # Then: the burst's three slots are now, at most the millisecond's rounding in the future
     assert [r["status"] for r in results] == [200] * 3 and len(slack.posts) == 3
+    assert all(seconds < 0.001 for seconds in slept)
 
 
 @pytest.mark.parametrize("attempt", [1, 2, 5])
-def test_any_call_without_a_slot_takes_one_whichever_attempt(notifier, slack, no_sleep, attempt):
+def test_any_call_without_a_slot_takes_one_whichever_attempt(notifier, slack, slept, attempt):
     import time as real_time
 
     # Given: a long queue on the webhook, and an attempt the machine retried (a throttled invocation,
@@ -1629,33 +1681,88 @@ def test_any_call_without_a_slot_takes_one_whichever_attempt(notifier, slack, no
     assert type(busy.value).__name__ == "SlackChannelBusy" and slack.posts == []
 
 
-def test_the_retry_of_an_attempt_that_took_a_slot_posts_in_it_at_once(notifier, slack, no_sleep):
-    import time as real_time
-
-    # Given: a first attempt posted in its slot (the webhook idle) and Slack answered 500
+def test_the_retry_of_a_post_slack_refused_takes_a_new_slot(notifier, slack, slept, monkeypatch):
+    # Given: a first attempt posted in its slot at 1000.0 (the webhook idle: tat 1001.25) and Slack answered 500
+    monkeypatch.setattr(notifier.time, "time", lambda: 1000.0)
     slack.fail_next(1, status=500)
     with pytest.raises(Exception) as failed:
         notifier.lambda_handler(notification_event(), FakeLambdaContext())
     assert type(failed.value).__name__ == "SlackTransientError"
-    # and meanwhile other notifications queued about 40 s of slots
+    # and meanwhile other notifications queued 34 slots (tat 1001.25 + 34 x 1.25 = 1043.75)
     for _ in range(34):
-        notifier.reserve_slot(slack.url, real_time.time())
-    # When: the machine retries it (no slot in its input: the Retry sends the same input)
-    result = notifier.lambda_handler({**notification_event(), "attempt": 2}, FakeLambdaContext())
-    # Then: posted at once in the slot it took, not queued behind the others
-    assert result["status"] == 200 and [post.status for post in slack.posts] == [500, 200]
+        notifier.reserve_slot(slack.url, 1000.1)
+    # When: the machine retries it at 1000.2 (the Retry sends the same input: no slot in it)
+    monkeypatch.setattr(notifier.time, "time", lambda: 1000.2)
+    with pytest.raises(Exception) as busy:
+        notifier.lambda_handler({**notification_event(), "attempt": 2}, FakeLambdaContext())
+    # Then: a new post, a new slot at the end of the queue (1045 - 3 x 1.25 = 1041.25): the refused
+    # post's slot is spent, as far as the pace knows
+    assert type(busy.value).__name__ == "SlackChannelBusy" and [post.status for post in slack.posts] == [500]
+    assert json.loads(str(busy.value)) == {"slot_at": 1041.25, "spent": 2 + 3 * 2 + 2}
 
 
-def test_a_retried_post_in_its_slot_posts_at_once_in_the_room_left_below_slacks_pace(notifier, slack, no_sleep):
-    import time as real_time
-
-    # Given: a long queue on the webhook, and a retry (after a 429) of a notification given its slot, passed
+def test_a_call_more_than_half_a_second_after_its_slot_takes_a_new_one(notifier, slack, slept, monkeypatch):
+    # Given: a queue on the webhook (34 slots from 1000: tat 1000 + 34 x 1.25 = 1042.5), and the call of
+    # a notification given its slot 1001.0, made at 1001.51 (throttled, or retried after a 429)
     for _ in range(34):
-        notifier.reserve_slot(slack.url, real_time.time())
-    retry = {**notification_event(), "slot_at": real_time.time() - 10, "attempt": 2}
+        notifier.reserve_slot(slack.url, 1000.0)
+    monkeypatch.setattr(notifier.time, "time", lambda: 1001.51)
+    late = {**notification_event(), "slot_at": 1001.0, "attempt": 2}
     # When
-    result = notifier.lambda_handler(retry, FakeLambdaContext())
-    # Then: posted at once, queueing for no new slot (minutes away) and never handed back to the
-    # machine, so a channel that keeps refusing ends in the retries' failure, never in a loop
-    assert result["status"] == 200 and len(slack.posts) == 1
-    assert notifier.reserve_slot(slack.url, real_time.time()) > real_time.time() + 35  # the queue is as it was
+    with pytest.raises(Exception) as busy:
+        notifier.lambda_handler(late, FakeLambdaContext())
+    # Then: nothing posted; it waits for a new slot at the end of the queue (1043.75 - 3 x 1.25 = 1040),
+    # its history events counted through that Wait (this entry's two attempts, 2 + 6, the Wait, 2)
+    assert type(busy.value).__name__ == "SlackChannelBusy" and slack.posts == []
+    assert json.loads(str(busy.value)) == {"slot_at": 1040.0, "spent": 10}
+    # When: the machine wakes it at 1039 (wake_at) with that slot
+    monkeypatch.setattr(notifier.time, "time", lambda: 1039.0)
+    result = notifier.lambda_handler({**late, "slot_at": 1040.0, "spent": 10, "attempt": 1}, FakeLambdaContext())
+    # Then: it sleeps the second left and posts in it
+    assert result["status"] == 200 and len(slack.posts) == 1 and slept == [1.0]
+
+
+def test_a_notification_waits_again_only_while_the_history_guard_counts_allow(notifier, slack, slept, monkeypatch):
+    # Given: a queue on the webhook (34 slots from 1009), and calls 10 s after their slot 1000 (a channel
+    # that keeps refusing, a function that keeps being throttled) whose earlier entries of Notify User
+    # and Waits took 42 and 43 history events
+    for _ in range(34):
+        notifier.reserve_slot(slack.url, 1009.0)
+    monkeypatch.setattr(notifier.time, "time", lambda: 1010.0)
+    late = {**notification_event(), "slot_at": 1000.0, "attempt": 1}
+    # When
+    with pytest.raises(Exception) as waits:
+        notifier.lambda_handler({**late, "spent": 42}, FakeLambdaContext())
+    with pytest.raises(Exception) as missed:
+        notifier.lambda_handler({**late, "spent": 43, "user": "bar@example.com"}, FakeLambdaContext())
+    # Then: the guard counts a notification as two entries of every attempt (15: 2 + 3 x 15 = 47
+    # events each) around one Wait (2): a Wait is allowed while the events through it, 42 + 5 + 2 = 49,
+    # leave a full entry (49 + 47 = 96); at 50 it fails for good (no Retry of the machine's names it:
+    # the user is reported not notified), never looping between the Wait and the call
+    assert type(waits.value).__name__ == "SlackChannelBusy" and json.loads(str(waits.value))["spent"] == 49
+    assert type(missed.value).__name__ == "SlackSlotMissed" and slack.posts == []
+    notify_user = ASL["States"]["Notify This Round's Users"]["ItemProcessor"]["States"]["Notify User"]
+    assert "SlackSlotMissed" not in json.dumps(notify_user["Retry"])
+
+
+def test_the_paces_history_share_is_the_guards(config_logic):
+    # The notifier's count of Notify User's attempts is the ASL's and the history guard's; a full
+    # entry is as many events as the guard's model counts, and a full entry, a Wait and a full entry
+    # are the guard's deferred notification
+    assert pace_rules.NOTIFY_USER_ATTEMPTS == config_logic.NOTIFY_MAX_ATTEMPTS == retry_attempts("Notify User")
+    assert pace_rules.CALL_EVENTS_AT_MOST == len(_task_events(retry_attempts("Notify User"), True)) == 47
+    deferred_once = [*_task_events(15, True), "WaitStateEntered", "WaitStateExited", *_task_events(15, True)]
+    assert pace_rules.CALL_EVENTS_AT_MOST + pace_rules.WAIT_EVENTS + pace_rules.CALL_EVENTS_AT_MOST == len(deferred_once)
+
+
+def test_the_machine_wakes_a_waiting_notification_one_to_two_seconds_before_its_slot():
+    from emulator.stepfunctions.jsonata import evaluate
+
+    # Given: the Wait's Timestamp, evaluated as the machine evaluates it (JSONata)
+    wait = ASL["States"]["Notify This Round's Users"]["ItemProcessor"]["States"]["Wait For The Channel's Turn"]
+    expression = wait["Timestamp"].removeprefix("{%").removesuffix("%}")
+    # When: slots at 1764000001.0, .25 and .999 (2025-11-24T16:00:01Z and a fraction)
+    woken = [evaluate(expression, {"states": {"input": {"slot_at": 1764000001 + f}}}) for f in (0.0, 0.25, 0.999)]
+    # Then: each is woken at 16:00:00, the whole second before its second (slack_pace.wake_at); the
+    # notifier sleeps out the 1 to 2 s left
+    assert woken == ["2025-11-24T16:00:00.000Z"] * 3

@@ -312,10 +312,11 @@ def test_schedule_names_fit_schedulers_rule_for_any_schedule_id(handoff):
     names = [handoff.schedule_name(schedule_id, at) for schedule_id in (longest, first, second)]
     assert all(re.fullmatch(r"[0-9A-Za-z_.-]{1,64}", name) for name in names)
     assert names[1] != names[2] and names[1].startswith("handoff-team-payments-eu-")
-    # A notice deferred for Slack's pace to 08:00:03 gets a name of its own beside it, also within 64
+    # A notice deferred for Slack's pace (its slot 08:00:02.5, woken at 08:00:01) gets a name of its own
+    # beside it, also within 64
     later = handoff.deferral(longest, at, at.timestamp() + 2.5)
-    assert later.name == f"{names[0]}-p080003" and len(later.name) <= 64
-    assert later.expression == "at(2026-11-05T08:00:03)"
+    assert later.name == f"{names[0]}-p080001" and len(later.name) <= 64
+    assert later.expression == "at(2026-11-05T08:00:01)"
 
 
 # -- Handoff Notice on moto: the re-arm, the posted record, Slack's pace ----------------------------
@@ -325,13 +326,18 @@ QUEUE = "arn:aws:sqs:us-east-1:123456789012:handoff-failures"
 
 
 class _Clock:
-    """time for the handler: a fixed instant (the handler reads time.time() only)."""
+    """time for the handler: a fixed instant, moved on only by the handler's own sleep (recorded)."""
 
     def __init__(self, at: datetime) -> None:
         self.at = at.timestamp()
+        self.slept: list[float] = []
 
     def time(self) -> float:
         return self.at
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.at += seconds
 
 
 @pytest.fixture
@@ -422,18 +428,35 @@ def test_a_notice_whose_slot_on_slacks_pace_is_later_is_left_to_a_schedule_at_th
     event = {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"}
     # When: the handoff's schedule invokes it at 08:00:00
     deferred = notice_function.lambda_handler(event, FakeLambdaContext())
-    # Then: nothing posted, nothing slept: a one-time schedule at the slot's next whole second takes it
-    assert deferred == {"posted": False, "deferred_to": "at(2026-11-05T08:00:03)"}
-    assert slack.posts == []
-    later = boto3.client("scheduler").get_schedule(GroupName="handoffs", Name=_name("primary", "20261105T0800Z") + "-p080003")
+    # Then: nothing posted, nothing slept (2.5 s is more than the two a call sleeps out): a one-time
+    # schedule takes it, woken at 08:00:01, the whole second before the slot's second
+    assert deferred == {"posted": False, "deferred_to": "at(2026-11-05T08:00:01)"}
+    assert slack.posts == [] and notice_function.time.slept == []
+    later = boto3.client("scheduler").get_schedule(GroupName="handoffs", Name=_name("primary", "20261105T0800Z") + "-p080001")
     assert later["ActionAfterCompletion"] == "DELETE"
     assert json.loads(later["Target"]["Input"]) == {**event, "slot_at": THU_08H.timestamp() + 2.5}
-    # When: that schedule invokes it at 08:00:03, twice (a duplicate delivery)
-    notice_function.time.at += 3
+    # When: that schedule invokes it at 08:00:01, twice (a duplicate delivery)
+    notice_function.time.at += 1
     posted = notice_function.lambda_handler(json.loads(later["Target"]["Input"]), FakeLambdaContext())
     notice_function.lambda_handler(json.loads(later["Target"]["Input"]), FakeLambdaContext())
-    # Then: posted once, without taking another slot
+    # Then: it slept the 1.5 s to its slot and posted in it once, without taking another slot
     assert posted == {"posted": True} and len(slack.posts) == 1
+    assert notice_function.time.slept == [1.5]
+
+
+def test_a_deferred_notice_invoked_more_than_half_a_second_after_its_slot_takes_a_new_one(notice_function, slack):
+    # Given: a notice deferred to its slot 08:00:02.5, and meanwhile ten posts queued at 08:00:02
+    # (tat 08:00:02 + 10 x 1.25 = 08:00:14.5)
+    table = boto3.resource("dynamodb").Table("short-lived")
+    for _ in range(10):
+        reserve_slot_on(table, slack.url, THU_08H.timestamp() + 2)
+    event = {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00", "slot_at": THU_08H.timestamp() + 2.5}
+    # When: its schedule fires late, at 08:00:03.01 (0.51 s after the slot)
+    notice_function.time.at += 3.01
+    deferred = notice_function.lambda_handler(event, FakeLambdaContext())
+    # Then: not posted (it would land on the posts slotted after it); deferred to a new slot,
+    # 08:00:14.5 + 1.25 - 3 x 1.25 = 08:00:12, woken at 08:00:11
+    assert deferred == {"posted": False, "deferred_to": "at(2026-11-05T08:00:11)"} and slack.posts == []
 
 
 # Issue 38: a level pages every target it can; a schedule that cannot be used is a gap on its level.

@@ -33,6 +33,8 @@ from tests.test_alert_actions_runtime import (
     SIGNING_SECRET_VALUE,
     WEBHOOK_SECRET,
     AsynchronousInvokes,
+    create_pace_table,
+    idle_pace,
     url_event,
 )
 from tests.test_alert_notification_runtime import FakeLambdaContext
@@ -333,6 +335,7 @@ def module_endpoint():
         env.setenv("SLACK_WEBHOOK_SECRET_NAME", WEBHOOK_SECRET)
         env.setenv("FOLLOW_UP_FUNCTION_NAME", FOLLOW_UP_FUNCTION)
         env.setenv("SLACK_TEAM_ID", TEAM)
+        create_pace_table(env)
         dynamodb = boto3.resource("dynamodb")
         for name, key in (("alerts", "alert_id"), ("on-call", "schedule_id")):
             dynamodb.create_table(TableName=name, KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
@@ -360,6 +363,7 @@ def endpoint(module_endpoint):
     table.put_item(Item=PRIMARY)
     handler.lambda_client.queued.clear()
     slack.reset()
+    idle_pace()
     return handler
 
 

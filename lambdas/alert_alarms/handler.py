@@ -35,11 +35,14 @@ from patterns_common.alert_status import (
     timestamp,
 )
 from patterns_common.observability import logger, tracer
-from patterns_common.slack_post import post_followup
+from patterns_common.slack_post import FOLLOWUP_TIMEOUT_SECONDS, post_followup_in_turn
 
 ALARM_INDEX = os.environ["ALARM_INDEX_NAME"]
 STATE_MACHINE_ARN = os.environ["STATE_MACHINE_ARN"]
 table = boto3.resource("dynamodb").Table(os.environ["ALERT_TABLE_NAME"])
+# Slack's pace item, on which a follow-up takes its turn: the notifier's short-lived table (absent with
+# a team's notifier: no webhook, no follow-up).
+pace_table = boto3.resource("dynamodb").Table(os.environ["PACE_TABLE_NAME"]) if "PACE_TABLE_NAME" in os.environ else None
 stepfunctions = boto3.client("stepfunctions")
 _deserializer = TypeDeserializer()
 
@@ -62,9 +65,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if not alert_ids:
         return ignored(change, "no alert names this alarm")
     applied, failed = [], {}
+    # A follow-up still to be posted after this moment would not be done before the function's end.
+    latest = time.time() + context.get_remaining_time_in_millis() / 1000 - FOLLOWUP_TIMEOUT_SECONDS - 1
     for alert_id in alert_ids:
         try:
-            if (raise_alert if change.effect == RAISE else resolve_alert)(alert_id, change):
+            done = raise_alert(alert_id, change) if change.effect == RAISE else resolve_alert(alert_id, change, latest=latest)
+            if done:
                 applied.append(alert_id)
         except Exception as error:  # noqa: BLE001 - one alert's failure must not stop the others
             failed[alert_id] = type(error).__name__
@@ -126,7 +132,7 @@ def stop_earlier_escalation(alert_id: str, earlier: str, escalation: str) -> Non
                                                              "error": error.response["Error"]["Code"]})
 
 
-def resolve_alert(alert_id: str, change: AlarmChange) -> bool:
+def resolve_alert(alert_id: str, change: AlarmChange, *, latest: float) -> bool:
     now = _now()
     update = resolve_by_alarm_update(alert_id, alarm_name=change.alarm_name, state_at=change.state_timestamp, now=now)
     applied, old = _conditional_update(update)
@@ -138,7 +144,7 @@ def resolve_alert(alert_id: str, change: AlarmChange) -> bool:
     if webhook_secret_name is None:  # a team's notifier delivers the notifications: no channel to follow up in
         return True
     text = followup_text(alert_id, RESOLVED, by=alarm_resolver(change.alarm_name), at=now)
-    problem = post_followup(parameters.get_secret(webhook_secret_name, max_age=300), text)
+    problem = post_followup_in_turn(pace_table, parameters.get_secret(webhook_secret_name, max_age=300), text, latest=latest)
     if problem is not None:
         logger.warning("Follow-up not posted", extra={"alert_id": alert_id, "problem": problem})
     return True

@@ -5,21 +5,27 @@ conditional write, and hands this function, invoked asynchronously, the rest:
 {"text": the follow-up, "response_url": the click's (or null), "replacement": the clicked message as it
 now reads (or null)}. The follow-up goes to the incoming webhook; the replacement to the
 ``response_url`` (https://api.slack.com/interactivity/handling#message_responses). Neither is retried:
-a courtesy that failed is logged, and the change it reports is saved already.
+a courtesy that failed is logged, and the change it reports is saved already. The replacement goes
+first: the follow-up waits for its turn on the webhook's shared pace (slack_post.post_followup_in_turn),
+and is not posted when that turn comes after this function's time (a storm's queue).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
+import boto3
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from patterns_common.observability import logger, tracer
-from patterns_common.slack_post import post_followup, post_json
+from patterns_common.slack_post import FOLLOWUP_TIMEOUT_SECONDS, post_followup_in_turn, post_json
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
+# Slack's pace item: the notifier's short-lived table (absent with a team's notifier: no webhook).
+pace_table = boto3.resource("dynamodb").Table(os.environ["PACE_TABLE_NAME"]) if "PACE_TABLE_NAME" in os.environ else None
 
 
 @logger.inject_lambda_context
@@ -27,12 +33,13 @@ SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five m
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     problems = {}
+    if event.get("response_url") and event.get("replacement"):
+        problems["message_update"] = post_json(event["response_url"], event["replacement"])
     webhook_secret_name = os.environ.get("SLACK_WEBHOOK_SECRET_NAME")
     if webhook_secret_name is not None:  # none: a team's notifier delivers, the app has no channel of its own
         webhook_url = parameters.get_secret(webhook_secret_name, max_age=SECRET_MAX_AGE_SECONDS)
-        problems["followup"] = post_followup(webhook_url, event["text"])
-    if event.get("response_url") and event.get("replacement"):
-        problems["message_update"] = post_json(event["response_url"], event["replacement"])
+        latest = time.time() + context.get_remaining_time_in_millis() / 1000 - FOLLOWUP_TIMEOUT_SECONDS - 1
+        problems["followup"] = post_followup_in_turn(pace_table, webhook_url, event["text"], latest=latest)
     failed = {what: problem for what, problem in problems.items() if problem is not None}
     if failed:
         logger.warning("Not posted", extra=failed)

@@ -8,11 +8,13 @@ machine waited for it.
 
 A round's own pace (``post_at``) cannot see the other executions posting to the webhook, so this
 notifier keeps the webhook's pace shared by all of them instead (slack_pace): a call without a slot
-takes one (or finds the one an earlier attempt took) and posts at once if it has come; a slot still
-to come ends the call with SlackChannelBusy,
-and the machine waits (a Wait state costs nothing while it waits; this function never sleeps, which
-would hold one of the account's concurrent executions, ten in a new account) and calls again with
-the slot, which is posted in at once: at most once per notification.
+takes one. A slot at most two seconds off is slept out and posted in; a farther one ends the call
+with SlackChannelBusy, and the machine waits (a Wait state costs nothing while it waits; this
+function sleeps two seconds at most, as it holds one of the account's concurrent executions, ten in
+a new account) until a second or two before it, and calls again with the slot. A call more than
+LATE_SECONDS after its slot (throttled, or the retry of a post Slack refused) takes a new slot
+instead: a late post would land on the moments of the posts slotted after it. It waits again only
+while its share of the execution's history allows (slack_pace.may_wait; SlackSlotMissed after it).
 
 Once posted, the person's own rules start (contact_arming): the item of the people table naming
 the user, if any, says which texts, calls and e-mails follow, each armed as its own Contact
@@ -51,7 +53,15 @@ from slack_webhook import (
 from patterns_common.observability import logger, metrics, tracer
 from patterns_common.one_time_schedules import Target, create_once
 from patterns_common.people import InvalidPerson, parse_person
-from patterns_common.slack_pace import SlackChannelBusy, due, held_slot_item, held_slot_key, reserve_slot_on
+from patterns_common.slack_pace import (
+    SLEEP_AT_MOST_SECONDS,
+    SlackChannelBusy,
+    SlackSlotMissed,
+    may_wait,
+    missed,
+    reserve_slot_on,
+    spent_through_wait,
+)
 
 SECRET_MAX_AGE_SECONDS = 300  # a rotated webhook URL is picked up within five minutes
 
@@ -87,17 +97,27 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     notification = Notification.from_event(event)
     webhook_url = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
     attempt = event.get("attempt", 1)
-    # A notification takes one slot, whichever attempt first runs: the machine's first attempts may
-    # have been throttled, never running. The retry of an attempt that took a slot (after a 429, a
-    # 5xx or a timeout) finds it, passed, and posts at once in the room the shared pace leaves below
-    # Slack's: a new slot at the end of the queue could be minutes away. So does a call given its
-    # slot by the machine.
+    now = time.time()
     if "slot_at" not in event:
-        slot_at = held_slot(event, webhook_url, time.time())
-        # Read the clock again: a call that read it a moment before this one may have reserved after
-        # it, and its slot (its own now) is then a moment ahead of this call's first reading.
-        if not due(slot_at, time.time()):
-            raise SlackChannelBusy(slot_at)
+        # A call without a slot takes one, whichever attempt: the machine's first attempts may have
+        # been throttled, never running, and the retry of a post Slack refused (a 429, a 5xx) or never
+        # answered (a timeout) is a new post, which takes a new slot like any other.
+        slot_at = reserve_slot(webhook_url, now)
+    else:
+        slot_at = event["slot_at"]
+        # A post later than LATE_SECONDS in its slot would land on later posts' moments: it takes a
+        # new slot (a call throttled after its Wait, or retried after Slack refused it).
+        if missed(slot_at, now):
+            slot_at = reserve_slot(webhook_url, now)
+    if slot_at - now > SLEEP_AT_MOST_SECONDS:
+        spent = spent_through_wait(event.get("spent", 0), attempt)
+        if not may_wait(spent):
+            count_for_alert("NotificationsFailed", notification.alert_id)
+            raise SlackSlotMissed("missed its slot on Slack's pace more often than the execution's history allows")
+        raise SlackChannelBusy(slot_at, spent)
+    # Asleep for at most two seconds (the machine's Wait woke this call 1 to 2 s before its slot), so
+    # that the post goes in its slot, not up to a second after it.
+    time.sleep(max(0.0, slot_at - now))
     try:
         status = post_message(webhook_url, notification.payload())
     except (SlackTransientError, SlackRejectedError) as error:
@@ -109,17 +129,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     logger.info("Notified", extra={"alert_id": notification.alert_id, "round": notification.round})
     arm_contacts(event, time.time())
     return {"user": notification.user, "round": notification.round, "status": status}
-
-
-def held_slot(event: dict[str, Any], webhook_url: str, now: float) -> float:
-    """The slot this notification took on an earlier attempt, else a new one, recorded."""
-    key = json.dumps([event["execution_id"], event["round"], event["user"]])  # the idempotency key's fields
-    held = pace_table.get_item(Key=held_slot_key(key), ConsistentRead=True).get("Item")
-    if held is not None:
-        return float(held["slot_at"])
-    slot_at = reserve_slot(webhook_url, now)
-    pace_table.put_item(Item=held_slot_item(key, slot_at))
-    return slot_at
 
 
 def reserve_slot(webhook_url: str, now: float) -> float:

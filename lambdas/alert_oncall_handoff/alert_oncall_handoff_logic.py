@@ -20,6 +20,7 @@ from typing import Any
 
 from patterns_common.oncall import Schedule, local_text
 from patterns_common.one_time_schedules import at_expression
+from patterns_common.slack_pace import wake_at
 
 # How far ahead handoffs are armed. The re-arm runs every hour (stacks/alert_notification/on_call.py), so two days is the margin for 47
 # missed re-arms (a broken deploy, a throttled account) before a notice is lost, while a schedule
@@ -86,8 +87,9 @@ def to_arm(schedules: list[Schedule], now: datetime) -> list[Arming]:
 
 
 def deferral(schedule_id: str, handoff_at: datetime, slot_at: float) -> Arming:
-    """The one-time schedule that posts a notice at its slot on Slack's pace (the next whole second)."""
-    slot = datetime.fromtimestamp(-(-slot_at // 1), timezone.utc)
+    """The one-time schedule that posts a notice in its slot on Slack's pace, woken a second or two
+    before it (slack_pace.wake_at: a schedule keeps whole seconds)."""
+    slot = datetime.fromtimestamp(wake_at(slot_at), timezone.utc)
     return Arming(f"{schedule_name(schedule_id, handoff_at)}-p{slot:%H%M%S}", at_expression(slot),
                   {"schedule_id": schedule_id, "handoff_at": handoff_at.isoformat(), "slot_at": slot_at})
 

@@ -5,8 +5,9 @@ custom resource and after ``/oncall cover``. It creates the one-time schedule of
 next two days (alert_oncall_handoff_logic); one that exists already counts as armed (ConflictException).
 
 Invoked by a one-time schedule with ``{"schedule_id", "handoff_at"}``: the notice of that schedule at
-that instant. It takes a slot on the webhook's shared pace (slack_pace); a slot not yet come is left
-to a one-time schedule at the slot (``slot_at`` in its input), so no invocation sleeps for Slack. The
+that instant. It takes a slot on the webhook's shared pace (slack_pace); a slot more than two seconds
+off is left to a one-time schedule a second or two before it (``slot_at`` in its input), so no
+invocation sleeps for Slack longer than that; the rest is slept out, and the notice posted in its slot. The
 post is claimed on the posted record first (a conditional write), so a retry or a duplicate delivery
 never posts it twice; a post Slack refuses gives the claim back and fails the invocation: Lambda's
 asynchronous retries post it later, and after them the failure destination records it.
@@ -27,7 +28,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from patterns_common.observability import logger
 from patterns_common.oncall import InvalidSchedule, parse_schedule
 from patterns_common.one_time_schedules import Target, create_once
-from patterns_common.slack_pace import reserve_slot_on
+from patterns_common.slack_pace import SLEEP_AT_MOST_SECONDS, missed, reserve_slot_on
 from patterns_common.slack_post import post_followup
 
 table = boto3.resource("dynamodb").Table(os.environ["ON_CALL_TABLE_NAME"])
@@ -59,19 +60,24 @@ def _post_notice(event: dict[str, Any], own_arn: str) -> dict[str, Any]:
         return {"posted": False, "reason": "no handoff to anyone then"}
     webhook = parameters.get_secret(os.environ["SLACK_WEBHOOK_SECRET_NAME"], max_age=SECRET_MAX_AGE_SECONDS)
     now = time.time()
-    if event.get("slot_at") is None:  # a deferred notice's slot was reserved before: it has come
+    slot_at = event.get("slot_at")
+    # A deferred notice's slot was reserved before: the notice goes in it, unless its schedule fired
+    # more than LATE_SECONDS after it (a late post lands on later posts' moments).
+    if slot_at is None or missed(slot_at, now):
         slot_at = reserve_slot_on(records, webhook, now)
-        if slot_at > now:
-            later = deferral(schedule_id, handoff_at, slot_at)
-            _arm(later, own_arn)
-            logger.info("Notice waits for Slack's pace", extra={"schedule_id": schedule_id, "slot_at": slot_at})
-            return {"posted": False, "deferred_to": later.expression}
+    if slot_at - now > SLEEP_AT_MOST_SECONDS:
+        later = deferral(schedule_id, handoff_at, slot_at)
+        _arm(later, own_arn)
+        logger.info("Notice waits for Slack's pace", extra={"schedule_id": schedule_id, "slot_at": slot_at})
+        return {"posted": False, "deferred_to": later.expression}
     conditional_failure = records.meta.client.exceptions.ConditionalCheckFailedException
     try:
         records.put_item(**claim(schedule_id, handoff_at, now))
     except conditional_failure:
         logger.info("Notice posted already", extra={"schedule_id": schedule_id, "handoff_at": event["handoff_at"]})
         return {"posted": False, "reason": "posted already"}
+    # Asleep for at most two seconds (the deferral woke it 1 to 2 s before its slot): posted in the slot.
+    time.sleep(max(0.0, slot_at - time.time()))
     problem = post_followup(webhook, found.text)
     if problem is not None:
         records.delete_item(**released(schedule_id, handoff_at))

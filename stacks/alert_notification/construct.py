@@ -24,7 +24,7 @@ from stacks.alert_notification.contact import Contact
 from stacks.alert_notification.on_call import OnCallSchedules
 from stacks.alert_notification.people import People
 from stacks.alert_notification.replies import SmsReplies
-from stacks.alert_notification.slack_webhook import let_post_to_slack
+from stacks.alert_notification.slack_webhook import let_post_to_slack, take_turns_on_pace
 from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.grants import invoke_statement
 from stacks.common.kept_table import kept_table
@@ -250,6 +250,9 @@ class AlertNotification(Construct):
             executions=executions,
             webhook_secret=webhook_secret,
         )
+        if webhook_secret is not None:  # every post to the webhook takes its turn on the shared pace
+            for follow_up in (self.actions.follow_up, self.alarms.function):
+                take_turns_on_pace(follow_up, self.idempotency_table)
 
         dispatcher = PythonFunction(
             self,

@@ -1,67 +1,107 @@
-"""Slack's webhook pace shared by every notification to one webhook, whichever execution sends it.
+"""Slack's webhook pace shared by every post to one webhook, whichever function or execution sends it.
 
 An incoming webhook takes about one message a second, with short bursts (https://api.slack.com/docs/rate-limits).
-Each notification reserves a moment to post (its slot) on one DynamoDB item per webhook, which holds
-the webhook's theoretical arrival time (GCRA, the generic cell rate algorithm): a slot is
+Each post reserves a moment to go (its slot) on one DynamoDB item per webhook, which holds the
+webhook's theoretical arrival time (GCRA, the generic cell rate algorithm): a slot is
 ``max(now, tat - BURST * INTERVAL)`` and every reservation moves ``tat`` on by one interval. A
 reservation is one atomic UpdateItem (two when the webhook was idle), so 200 alerts raised in one
-second get 200 different slots, one every INTERVAL_SECONDS after a burst, below Slack's pace.
-Every poster to the webhook takes its turn here: Notify User and Handoff Notice. The rules here hold
-no AWS client; the caller hands its DynamoDB table to ``reserve_slot_on``.
+second get 200 different slots, one every INTERVAL_SECONDS after a burst.
+
+Why Slack refuses none of them. The pace hands out at most ``BURST + x / INTERVAL_SECONDS`` slots in
+any span of ``x`` seconds. A post reaches Slack no earlier than its slot and at most
+``LATE_SECONDS + transit`` after it (a post that would go later takes a new slot instead), so the
+posts reaching Slack in any span of ``w`` seconds were slotted within ``w + LATE_SECONDS + transit``:
+at most ``3 + (w + 0.5 + transit) / 1.25``, within Slack's ``4 + w`` (a burst of four, then one a
+second, the pace the emulator's stand-in plays) for every ``w`` while the request's way to Slack
+takes at most 0.75 s. It holds only if every post takes a slot and goes in it: Notify User, Handoff
+Notice and the follow-ups. Issue 38's 429 was a follow-up without a slot, landing on posts that went
+up to a second after their slots (a Wait ending at the next whole second) right behind a burst.
+The rules here hold no AWS client; the caller hands its DynamoDB table to ``reserve_slot_on``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from decimal import Decimal
 from typing import Any
 
 # A little slower than Slack's "about one a second", and a smaller burst than Slack allows: the room
-# left takes the posts that go without a slot (follow-ups, the retry of a post made in its slot) and
-# posts that arrive together a little off their slots. A burst of three posts a round's first three
-# users at once (its Map notifies three at a time): a notification that waits costs two more
-# transitions, the Wait and the second call.
+# left takes the posts that arrive a little after their slots (see above). A burst of three posts a
+# round's first three users at once (its Map notifies three at a time).
 INTERVAL_SECONDS = 1.25
 BURST = 3
+# How late a post may still go in its slot; a call later than this (throttled, retried after Slack
+# refused the post) takes a new slot. Less than the notifier's request timeout, so the retry of a
+# post Slack may have taken (a timeout) never goes in its slot again.
+LATE_SECONDS = 0.5
+# A slot at most this far off is slept out by the caller, so that the post goes in it; a farther one
+# is waited for outside the function (the machine's Wait, a one-time schedule), which wakes the
+# caller 1 to 2 s before it (wake_at): Step Functions and EventBridge Scheduler keep whole seconds.
+SLEEP_AT_MOST_SECONDS = 2.0
 # The pace item goes once its webhook has been idle this long (the table's TTL).
 IDLE_EXPIRY_SECONDS = 3600
 
 
 class SlackChannelBusy(Exception):
-    """This notification's slot has not come: the machine waits for it (a Wait costs nothing while it
-    waits; a function asleep holds one of the account's concurrent executions) and calls again with it.
+    """This notification's slot is more than SLEEP_AT_MOST_SECONDS off: the machine waits for it (a
+    Wait costs nothing while it waits; a function asleep holds one of the account's concurrent
+    executions) and calls again with it.
 
-    The message is JSON, {"slot_at": slot}, which the state machine's Catch reads: its Wait's
-    ``Timestamp`` is the slot rounded up to the whole second, as Step Functions keeps no finer time
-    (it truncates milliseconds), so the post goes at most a second and the call's start after its
-    slot, never before: an early post spends the room below Slack's pace that the posts without a
-    slot (follow-ups) need."""
+    The message is JSON, {"slot_at": slot, "spent": events}, which the state machine's Catch merges
+    into the next call's input: its Wait ends at ``wake_at(slot)``, and the call sleeps out the rest.
+    ``spent`` counts the history events the notification's calls and Waits have taken (see may_wait)."""
 
-    def __init__(self, slot_at: float) -> None:
-        super().__init__(json.dumps({"slot_at": slot_at}))
+    def __init__(self, slot_at: float, spent: int) -> None:
+        super().__init__(json.dumps({"slot_at": slot_at, "spent": spent}))
 
 
-def due(slot_at: float, now: float) -> bool:
-    """Whether a post in ``slot_at`` goes now: never before its slot (to the millisecond the pace item
-    keeps: a slot computed from its rounded ``tat`` can lie a fraction of one after ``now``)."""
-    return slot_at - now < 0.001
+class SlackSlotMissed(Exception):
+    """The notification missed its slot once more than its share of the history allows: not posted."""
+
+
+# Attempts of Notify User the machine's retriers allow in one entry of the state (1 + their
+# MaxAttempts), which the history guard counts (alert_config_logic.NOTIFY_MAX_ATTEMPTS; a test pins
+# the three together).
+NOTIFY_USER_ATTEMPTS = 15
+# History events of one entry of Notify User with every attempt (entered and exited, 3 per attempt),
+# and of a Wait.
+CALL_EVENTS_AT_MOST = 2 + 3 * NOTIFY_USER_ATTEMPTS
+WAIT_EVENTS = 2
+
+
+def spent_through_wait(spent: int, attempt: int) -> int:
+    """The events a notification's calls and Waits will have taken once the Wait about to start ends:
+    those before this entry of Notify User (``spent``), this entry's ``attempt`` attempts, the Wait."""
+    return spent + 2 + 3 * attempt + WAIT_EVENTS
+
+
+def may_wait(spent: int) -> bool:
+    """Whether a notification may wait for a slot once more, ``spent`` counted through that Wait.
+
+    The history guard (alert_config_logic.worst_case_history_events) counts each notification's
+    calls as two entries of every attempt around one Wait. A notification that missed its slot and
+    waits again (throttled after its Wait, or refused by Slack) stays within that while its entries
+    and Waits so far leave a full entry's events: at most one entry's and one Wait's before the last."""
+    return spent <= CALL_EVENTS_AT_MOST + WAIT_EVENTS
+
+
+def wake_at(slot_at: float) -> int:
+    """The whole second at which a caller waiting for ``slot_at`` outside the function is woken: 1 to
+    2 s before it, so that the call, however long it takes to start, sleeps out the rest and posts
+    in the slot (a Wait or a schedule at the next whole second would post up to a second late)."""
+    return math.floor(slot_at) - 1
+
+
+def missed(slot_at: float, now: float) -> bool:
+    """Whether a post in ``slot_at`` is too late to go now: it takes a new slot instead (see LATE_SECONDS)."""
+    return now - slot_at > LATE_SECONDS
 
 
 def pace_key(webhook_url: str) -> dict[str, str]:
     """The pace item's key: one per webhook (its URL hashed: the URL is a credential)."""
     return {"id": "slack-pace#" + hashlib.sha256(webhook_url.encode()).hexdigest()[:32]}
-
-
-def held_slot_key(notification_key: str) -> dict[str, str]:
-    """The key of the item recording the slot one notification took (its idempotency key hashed), so
-    that the retry of an attempt that took one posts in it instead of queueing again."""
-    return {"id": "slack-slot#" + hashlib.sha256(notification_key.encode()).hexdigest()[:32]}
-
-
-def held_slot_item(notification_key: str, slot_at: float) -> dict[str, Any]:
-    """The PutItem ``Item`` recording the slot a notification took; it goes with the table's TTL."""
-    return {**held_slot_key(notification_key), "slot_at": _number(slot_at), "expiration": int(slot_at) + IDLE_EXPIRY_SECONDS}
 
 
 def busy_update(webhook_url: str, now: float) -> dict[str, Any]:
