@@ -691,11 +691,20 @@ def test_a_slack_click_on_a_message_sent_before_the_alert_was_raised_again_chang
     assert answer["statusCode"] == 409 and item(aws) == before and slack.posts == []
 
 
-def test_a_follow_up_that_slack_refuses_does_not_undo_or_fail_the_action(endpoint, aws, slack):
+def test_a_follow_up_that_slack_refuses_does_not_undo_the_action_and_its_retry_posts_it(endpoint, aws, slack):
     put_alert(aws)
     slack.fail_next(1, status=500)
-    answer = call(endpoint, confirm(token()))
+    # When: the click is answered, and the follow-up it handed off meets Slack's 500
+    answer = endpoint.lambda_handler(confirm(token()), FakeLambdaContext())
+    [handed_off] = endpoint.lambda_client.queued
+    followup = endpoint.lambda_client.followup_handler
+    with pytest.raises(followup.FollowUpNotPosted, match="500"):
+        endpoint.lambda_client.run_queued()
+    # Then: the action stands
     assert answer["statusCode"] == 200 and item(aws)["status"] == "acknowledged"
+    # And: Lambda's retry of the same event posts the follow-up
+    followup.lambda_handler(handed_off, FakeLambdaContext())
+    assert [p.body["text"] for p in slack.delivered if "acknowledged" in p.body.get("text", "")]
 
 
 # -- the follow-up takes its turn on the webhook's shared pace (slack_pace) ---------------------------
@@ -748,6 +757,22 @@ def test_a_follow_up_whose_slot_comes_after_the_functions_time_is_not_posted(aws
     assert problem == "Slack's pace gave it a slot 10.0 s away, after the function's time"
     assert stepped_time["slept"] == [] and slack.posts == []
 
+
+
+def test_a_text_the_channel_was_not_told_fails_the_follow_up_so_that_lambda_retries_it(aws, slack, stepped_time):
+    # Given: a storm queued 20 posts at 1000: the next slot, 1000 + 21 x 1.25 - 3 x 1.25 = 1022.5, is after
+    # what a follow-up invoked at 1000 with 20 s left may wait for
+    pace = boto3.resource("dynamodb").Table(PACE_TABLE)
+    for _ in range(20):
+        reserve_slot_on(pace, slack.url, 1000.0)
+    followup = load_lambda_module("alert_followup", "handler")
+    # When: it is handed a person not reached (Contact's note), Then: the invocation fails, so Lambda
+    # invokes it again 1 and 2 minutes later and then keeps it on the failure queue
+    # (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html), instead of dropping it
+    with pytest.raises(followup.FollowUpNotPosted, match="after the function's time"):
+        followup.lambda_handler({"text": "<@U0ANA00001>'s text (mobile) about alert disk-full was not sent"},
+                                FakeLambdaContext())
+    assert slack.posts == []
 
 # -- refused: clear page, 4xx, nothing changed -----------------------------------------------------
 

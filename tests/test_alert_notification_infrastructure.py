@@ -432,15 +432,17 @@ def test_the_action_endpoint_reads_its_key_updates_only_alert_items_and_hands_th
     assert "SLACK_TEAM_ID" not in variables
 
 
-def test_the_follow_up_reads_only_the_webhook_and_is_not_retried(template):
-    # An asynchronous invoke is retried twice by default
-    # (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html): a follow-up would post thrice.
+def test_the_follow_up_reads_only_the_webhook_and_what_it_could_not_post_is_retried_then_kept(template):
     readable = json.dumps(statements_for(template, "ActionsFollowUpRole")["secretsmanager:GetSecretValue"])
     assert f":secret:{CONTEXT['slackWebhookSecretName']}-??????" in readable and "SigningKey" not in readable
+    # Lambda retries an asynchronous invoke at most twice, then hands it to the on-failure destination
+    # (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)
     follow_up = function_id(template, "ActionsFollowUp")
-    template.has_resource_properties(
-        "AWS::Lambda::EventInvokeConfig", {"FunctionName": {"Ref": follow_up}, "MaximumRetryAttempts": 0}
-    )
+    [config] = [c["Properties"] for c in template.find_resources("AWS::Lambda::EventInvokeConfig").values()
+                if c["Properties"]["FunctionName"] == {"Ref": follow_up}]
+    assert config["MaximumRetryAttempts"] == 2 and config["MaximumEventAgeInSeconds"] == 3600
+    queue = config["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
+    assert "FollowUpFailureQueue" in queue
 
 
 def test_every_poster_to_the_webhook_takes_its_turn_on_the_shared_pace_with_updateitem_alone(template):

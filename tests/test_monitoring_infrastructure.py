@@ -239,11 +239,11 @@ def notifications(alarm: dict, failures_at_minute: list[int], hours: int = 2) ->
 
 
 def test_every_failure_queue_alarm_notifies_each_new_failure_while_older_ones_wait(synthesized_app):
-    # Given: the app's seven failure-queue alarms (status notifications, schedule, dispatch, alarm changes,
-    # handoff notices, SMS replies, contact attempts)
+    # Given: the app's eight failure-queue alarms (status notifications, schedule, dispatch, alarm changes,
+    # handoff notices, SMS replies, contact attempts, follow-ups)
     monitoring = synthesized_app.templates["MonitoringStack"]
     alarms = [a for a in resources(monitoring, "AWS::CloudWatch::Alarm") if a["Namespace"] == "AWS/SQS"]
-    assert len(alarms) == 7
+    assert len(alarms) == 8
     for alarm in alarms:
         # When: a failure arrives, and another half an hour later while the first is still queued
         # Then: two notifications, one per failure (on the queue's depth, the second was silent)

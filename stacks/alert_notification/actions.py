@@ -20,10 +20,12 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from stacks.alert_notification.slack_webhook import let_post_to_slack
+from stacks.common.failure_queue import FailureQueue, failure_queue
 from stacks.common.grants import invoke_statement
 from stacks.common.nag import acknowledge
 from stacks.common.python_function import PythonFunction
@@ -34,6 +36,8 @@ FLOOD_CONCURRENCY = 10
 ALARM_PERIOD = Duration.minutes(5)
 # Characters of the generated signing key: 64 letters and digits, about 380 bits.
 SIGNING_KEY_LENGTH = 64
+# Lambda's retries of a follow-up not posted (its most: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
+FOLLOW_UP_RETRY_ATTEMPTS = 2
 
 
 class AlertActions(Construct):
@@ -98,8 +102,21 @@ class AlertActions(Construct):
             timeout=Duration.seconds(10),
         )
         let_post_to_slack(follow_up.function, webhook_secret)
-        # Invoked asynchronously: Lambda would retry a failure twice, and a follow-up must not post three times.
-        follow_up.function.configure_async_invoke(retry_attempts=0)
+        # Invoked asynchronously: a text the channel was not told is retried by Lambda twice (1 and 2
+        # minutes later, past a storm's queue), then kept on a failure queue a person is alarmed of.
+        follow_up_failures = failure_queue(self, "FollowUpFailureQueue")
+        follow_up.function.configure_async_invoke(
+            retry_attempts=FOLLOW_UP_RETRY_ATTEMPTS,
+            max_event_age=Duration.hours(1),
+            on_failure=destinations.SqsDestination(follow_up_failures),
+        )
+        self.follow_up_failures = FailureQueue(
+            follow_up_failures,
+            "FollowUpNotPosted",
+            "The alert channel was not told something after Lambda's retries: who acted on an alert, or that "
+            "a person's text, call or e-mail was not sent. The record (its requestPayload holds the text) "
+            "waits in the follow-up failure queue (14 days); post it to the channel by hand.",
+        )
         endpoint.function.add_to_role_policy(invoke_statement(follow_up.function))
         endpoint.function.add_environment("FOLLOW_UP_FUNCTION_NAME", follow_up.function.function_name)
         self.follow_up = follow_up.function

@@ -334,6 +334,7 @@ class AlertNotification(Construct):
             ),
             self.alarms.failure_queue,
             self.replies.failure_queue,
+            self.actions.follow_up_failures,
         ]
         if self.on_call.handoff is not None:
             self.failure_queues.append(self.on_call.handoff_failures)
