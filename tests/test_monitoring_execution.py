@@ -235,8 +235,9 @@ def test_every_failure_queue_has_an_alarm_on_the_status_topic(deployment):
     # When
     alarms = [a for a in _alarms(deployment) if a["Namespace"] == "AWS/SQS" and a["AlarmName"].startswith("MonitoringStack-")]
     # Then: one alarm per queue, each on the status topic
-    # schedule dead letters, dispatch failures, alarm change failures, handoff failures, SMS reply failures
-    assert len(alert_queues) == 5
+    # schedule dead letters, dispatch failures, alarm change failures, handoff failures, SMS reply failures,
+    # contact attempt failures, follow-ups not posted
+    assert len(alert_queues) == 7
     assert sorted(a["Dimensions"][0]["Value"] for a in alarms) == sorted([status_dead_letters, *alert_queues])
     for alarm in alarms:
         assert alarm["Namespace"] == "AWS/SQS"
