@@ -941,8 +941,9 @@ def test_cloudformation_applies_every_event_invoke_config_of_the_app(deployment)
             else:
                 assert "DestinationConfig" not in config
             applied += 1
-    # the dispatcher, the alarm change handler, the follow-up poster, Handoff Notice, the SMS replies and the two job runners
-    assert applied == 7
+    # the dispatcher, the alarm change handler, the follow-up poster, Handoff Notice, the SMS replies, Contact
+    # and the two job runners
+    assert applied == 8
 
 
 def test_cloudformation_makes_every_sns_subscription_of_the_app(deployment):
