@@ -50,6 +50,21 @@ class SynthesizedApp:
         return self.outdir / f"{stack}.template.json"
 
 
+@pytest.fixture
+def machine_zone_not_utc():
+    """The process's local zone set far from UTC (UTC+05:30, a POSIX TZ needing no zone database), as on
+    a laptop running the tools: code meant to work in UTC or in a schedule's zone must not lean on it."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "IST-5:30"
+    time.tzset()
+    yield
+    if before is None:
+        os.environ.pop("TZ")
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
 @pytest.fixture(scope="session")
 def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
     """The whole app synthesized once, in-process, as `cdk deploy` synthesizes it.

@@ -1300,6 +1300,15 @@ def test_execution_name_keeps_the_readable_alert_id_and_separates_look_alikes(di
 def test_scheduled_time_is_the_event_time_or_now(dispatch_logic):
     assert dispatch_logic.scheduled_time({"time": "2026-11-22T05:00:00Z"}) == SLOT
     assert dispatch_logic.scheduled_time({}, now=SLOT) == SLOT
+    # an invocation whose event is not an object (a hand-made test event) is dispatched now, not failed
+    assert dispatch_logic.scheduled_time(["x"], now=SLOT) == SLOT
+
+
+def test_scheduled_time_is_in_utc_whatever_the_machines_zone(dispatch_logic, machine_zone_not_utc):
+    # The slot names the executions (...-20261122T050000Z): 05:00 UTC, never the machine's 10:30
+    berlin = datetime.fromisoformat("2026-11-22T06:00:00+01:00")
+    for slot in (dispatch_logic.scheduled_time({"time": "2026-11-22T05:00:00Z"}), dispatch_logic.scheduled_time({}, now=berlin)):
+        assert slot.isoformat() == "2026-11-22T05:00:00+00:00"
 
 
 @pytest.mark.parametrize(
@@ -1334,6 +1343,7 @@ def test_plan_leaves_out_every_alert_whose_alarm_is_ok(dispatch_logic):
 def test_only_a_name_an_alarm_can_have_is_looked_up(dispatch_logic):
     # AlarmName: 1 to 255 characters (CloudWatch API Reference, PutMetricAlarm and DescribeAlarms)
     assert dispatch_logic.alarm_name_of({"alarm_name": "a" * 255}) == "a" * 255
+    assert dispatch_logic.alarm_name_of({"alarm_name": "a"}) == "a"
     for item in ({}, {"alarm_name": ""}, {"alarm_name": "a" * 256}, {"alarm_name": 7}):
         assert dispatch_logic.alarm_name_of(item) is None
 
@@ -1466,7 +1476,9 @@ def test_running_executions_are_matched_to_alerts_by_name_and_only_others_are_le
 def test_a_dispatch_spreads_its_starts_a_few_at_once_then_seconds_apart_within_a_quarter_hour(dispatch_logic):
     # Slack takes about one message per second per channel, with short bursts
     # (https://api.slack.com/docs/rate-limits): a few alerts start at once, then they are spread.
+    assert dispatch_logic.start_delays(0) == []
     assert dispatch_logic.start_delays(3) == [0, 0, 0]
+    assert dispatch_logic.start_delays(4) == [0, 0, 0, 5]
     assert dispatch_logic.start_delays(5) == [0, 0, 0, 5, 10]
     many = dispatch_logic.start_delays(1000)
     assert many == sorted(many) and many[-1] <= 900 and len(set(many)) > 900
