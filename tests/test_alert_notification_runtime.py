@@ -512,7 +512,7 @@ def _task_events(attempts: int, failed: bool) -> list[str]:
 
 
 def _execution_history(
-    level_sizes, *, fetch, read, notify, release, delayed, notifications_failed, released, deferred=False
+    level_sizes, *, fetch, read, notify, release, delayed, notifications_failed, released, deferred=False, find=0
 ) -> list[str]:
     choice = ["ChoiceStateEntered", "ChoiceStateExited"]
     between_rounds = ["WaitStateEntered", "WaitStateExited", *_task_events(read, False), *choice]
@@ -522,6 +522,8 @@ def _execution_history(
     for round_, users in enumerate(level_sizes):
         if round_:
             events += between_rounds
+        if find:  # an alert naming a schedule: "Find Who Is On Call" before the round's Map, ``find`` attempts
+            events += _task_events(find, False)
         events += ["MapStateEntered", "MapStateStarted"]
         for _ in range(users):
             events += ["MapIterationStarted"]
@@ -574,9 +576,10 @@ def test_the_history_estimate_counts_every_event_of_the_execution(
     )
 
 
-def _worst_history(level_sizes) -> list[str]:
+def _worst_history(level_sizes, schedules: bool = False) -> list[str]:
     """The worst path: a start delay, every attempt the ASL allows, every notification deferred once
-    by the webhook's pace then failed, and the release's Catch going to the Succeed state "Escalation Ended"."""
+    by the webhook's pace then failed, and the release's Catch going to the Succeed state "Escalation Ended";
+    for an alert naming schedules, every attempt of "Find Who Is On Call" before each round too."""
     events = _execution_history(
         level_sizes,
         fetch=retry_attempts("Fetch Alert Config"),
@@ -587,17 +590,43 @@ def _worst_history(level_sizes) -> list[str]:
         notifications_failed=True,
         released=True,
         deferred=True,
+        find=retry_attempts("Find Who Is On Call") if schedules else 0,
     )
     events[-1:-1] = ["SucceedStateEntered", "SucceedStateExited"]
     return events
 
 
 @pytest.mark.parametrize("level_sizes", [[1], [1, 2, 5], [60] * 4])
-def test_the_worst_case_is_every_retry_failing_and_the_release_caught(config_logic, level_sizes):
+@pytest.mark.parametrize("schedules", [False, True])
+def test_the_worst_case_is_every_retry_failing_and_the_release_caught(config_logic, level_sizes, schedules):
     # Given: the worst path
-    expected = _worst_history(level_sizes)
+    expected = _worst_history(level_sizes, schedules)
     # Then
-    assert config_logic.worst_case_history_events(level_sizes) == len(expected)
+    assert config_logic.worst_case_history_events(level_sizes, schedules=schedules) == len(expected)
+
+
+@pytest.mark.parametrize("level_sizes, find", [([1], 1), ([1, 2, 5], 3), ([60] * 4, 11)])
+def test_the_history_estimate_counts_find_who_is_on_call_before_every_round(config_logic, level_sizes, find):
+    attempts = {"fetch": 2, "read": 3, "notify": 5, "release": 4}
+    expected = _execution_history(level_sizes, **attempts, delayed=True, notifications_failed=True, released=True, find=find)
+    assert config_logic.history_events(
+        level_sizes, fetch_attempts=2, read_attempts=3, notify_attempts=5, release_attempts=4, delayed=True,
+        notifications_failed=True, released=True, find_on_call_attempts=find) == len(expected)
+
+
+def test_an_alert_naming_a_schedule_fits_the_rounds_whose_history_with_find_who_is_on_call_fits(config_logic):
+    # Given: one level, a schedule (its one member) and 9 people: 10 paged a round, a lookup before each
+    most = max(r for r in range(1, 200) if len(_worst_history([10] * r, schedules=True)) <= 25_000)
+    assert most < max(r for r in range(1, 200) if len(_worst_history([10] * r)) <= 25_000)  # the lookups cost rounds
+    users = [f"u{i}@example.com" for i in range(9)]
+    item = alert_item(user_accounts=None, escalation=[["schedule:primary", *users]], notification_count=Decimal(most + 1),
+                      interval_seconds=Decimal(0))
+    # When
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.parse_alert_config(item)
+    # Then
+    assert str(raised.value) == f"notification_count: at most {most} rounds of 9 users fit within 25,000 history events, got {most + 1}"
+    assert config_logic.parse_alert_config({**item, "notification_count": Decimal(most)}).rounds == most
 
 
 def test_the_most_rounds_that_fit_25000_events_is_the_model_s(config_logic):
