@@ -498,6 +498,28 @@ def test_the_dispatchers_start_delay_is_carried_in_the_config(config_logic):
     assert config.to_state()["start_delay_seconds"] == 900
 
 
+@pytest.mark.parametrize("raised_at, occurrence", [("2026-03-04T18:55:00.000Z", "2026-03-04T18:55:00.000Z"), (None, None), (7, None)])
+def test_fetched_links_are_signed_for_the_occurrence_the_alarm_raised_and_last_a_day_past_the_last_round(
+    config_logic, raised_at, occurrence
+):
+    # docs/alert-lifecycle.md: a link acts only on the occurrence its message was about (the item's raised_at,
+    # a text; none when no alarm raised it), and stays valid a day after the last round that can send it
+    from urllib.parse import parse_qs, urlparse
+
+    from patterns_common.alert_action_links import TOKEN_PARAMETER, verify
+
+    # Given: 3 rounds 300 s apart after a 30 s start delay: the last round goes at 630 s
+    item = alert_item(raised_at=raised_at)
+    # When
+    config = config_logic.fetched_config(item, start_delay_seconds=30, key=LINK_KEY, actions_url=ACTIONS_URL, now=1_900_000_000.7)
+    # Then
+    assert config.occurrence == occurrence
+    claims = [verify(LINK_KEY, parse_qs(urlparse(url).query)[TOKEN_PARAMETER][0], now=1_900_000_000)
+              for links in config.links.values() for url in links.values()]
+    assert len(claims) == 6 and {claim.occurrence for claim in claims} == {occurrence}
+    assert {claim.expires_at for claim in claims} == {1_900_000_000 + 630 + 24 * 3600}
+
+
 def test_an_item_without_a_status_is_active(config_logic):
     assert config_logic.status_of({"alert_id": "a"}) == "active"
     assert config_logic.status_of({"alert_id": "a", "status": "resolved"}) == "resolved"
