@@ -708,6 +708,22 @@ def test_the_payload_estimate_holds_every_failure_of_every_round(config_logic, r
     assert config_logic.STATE_OVERHEAD_BYTES == 4096 and config_logic.CAUGHT_CAUSE_BYTES == 32 * 1024
 
 
+def test_a_worst_history_of_exactly_25000_events_fits(config_logic):
+    # Step Functions keeps up to 25,000 history events per execution (Step Functions quotas, "Maximum
+    # execution history size"): an alert whose worst case is exactly that many is accepted.
+    # Given: one person, then a schedule beside three people (a schedule on the last level falls through
+    # to nobody): 55 rounds page 1 + 54 x 4 accounts, with a lookup before each round
+    sizes = [1] + [4] * 54
+    assert len(_worst_history(sizes, schedules=True)) == 25_000
+    item = alert_item(user_accounts=None, escalation=[["u0@example.com"], ["schedule:primary", "u1@example.com", "u2@example.com",
+                      "u3@example.com"]], notification_count=Decimal(55), interval_seconds=Decimal(0))
+    # Then
+    config = config_logic.parse_alert_config(item)
+    assert config.level_sizes() == sizes and config.rounds == 55
+    with pytest.raises(config_logic.InvalidAlertConfig, match="^notification_count: at most 55 rounds"):
+        config_logic.parse_alert_config({**item, "notification_count": Decimal(56)})
+
+
 def test_the_largest_round_whose_worst_history_fits_is_accepted_and_one_more_user_is_not(config_logic):
     # Given: by hand, the worst one-round path: the execution's start and end (2), Fetch Alert Config
     # (2 + 3 x 11 attempts), the first Choice (2), the start delay's Wait, status read (2 + 3 x 4) and
