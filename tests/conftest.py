@@ -50,6 +50,21 @@ class SynthesizedApp:
         return self.outdir / f"{stack}.template.json"
 
 
+@pytest.fixture
+def machine_zone_not_utc():
+    """The process's local zone set far from UTC (UTC+05:30, a POSIX TZ needing no zone database), as on
+    a laptop running the tools: code meant to work in UTC or in a schedule's zone must not lean on it."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "IST-5:30"
+    time.tzset()
+    yield
+    if before is None:
+        os.environ.pop("TZ")
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
 @pytest.fixture(scope="session")
 def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
     """The whole app synthesized once, in-process, as `cdk deploy` synthesizes it.
@@ -107,27 +122,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Tests marked emulator that start emulators of their own (no deployment): the emulator's patches are
-    # process-wide, so they run in an emulator process, before its deployment starts, in the first shard.
+    # process-wide, so they run after every other test of the process, before its deployment starts. In
+    # `make test` they end the process without a deployment (tests/parallel.py), whose other tests end
+    # well before the shards do, so the shards' seconds all go to the deployment's tests.
     own = [item for item in items if item.get_closest_marker("emulator") and "deployment" not in getattr(item, "fixturenames", ())]
     emulator_items = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
     for item in emulator_items:
         item.add_marker(pytest.mark.emulator)
+        item.add_marker(pytest.mark.deployment)
     shard = config.getoption("--emulator-shard")
     if shard:
         index, count = map(int, shard.split("/"))
-        kept = set(_files_of_shard(emulator_items, index, count, own))
-        config.hook.pytest_deselected(items=[item for item in emulator_items if item.path not in kept] + (own if index else []))
+        kept = set(_files_of_shard(emulator_items, index, count))
+        config.hook.pytest_deselected(items=[item for item in emulator_items if item.path not in kept])
         emulator_items = [item for item in emulator_items if item.path in kept]
     rest = [item for item in items if item not in own and "deployment" not in getattr(item, "fixturenames", ())]
-    items[:] = rest + (own if not shard or index == 0 else []) + emulator_items
+    items[:] = rest + own + emulator_items
 
 
-def _files_of_shard(items: list[pytest.Item], index: int, count: int, own: list[pytest.Item] = ()) -> list[Path]:
+def _files_of_shard(items: list[pytest.Item], index: int, count: int) -> list[Path]:
     """Whole test files, dealt so that each shard gets about as many seconds (longest file first).
 
     A file's seconds are those it took in a real run, recorded in SHARD_DURATIONS; a file not recorded
-    yet counts the recorded seconds a test on average. The first shard also runs the tests that start
-    emulators of their own (``own``), so it starts with their seconds.
+    yet counts the recorded seconds a test on average.
     """
     recorded = json.loads(SHARD_DURATIONS.read_text()) if SHARD_DURATIONS.exists() else {}
     per_test = Counter(str(item.path.relative_to(ROOT)) for item in items)
@@ -136,7 +153,6 @@ def _files_of_shard(items: list[pytest.Item], index: int, count: int, own: list[
     seconds = {name: recorded.get(name, average * tests) for name, tests in per_test.items()}
     shards: list[list[Path]] = [[] for _ in range(count)]
     loads = [0.0] * count
-    loads[0] = sum(recorded.get(name, average) for name in {str(item.path.relative_to(ROOT)) for item in own})
     for name in sorted(seconds, key=lambda name: (-seconds[name], name)):
         lightest = loads.index(min(loads))
         shards[lightest].append(ROOT / name)

@@ -1,9 +1,10 @@
 """`make test`: the suite as three pytest processes sharing the machine's two cores.
 
-Two processes run the tests on the app deployed into the emulator (the ``emulator`` marker), each on a
-deployment of its own and half of those test files (``--emulator-shard``): they spend much of their
-time waiting on simulated time and Lambda workers, so two of them fill the cores. The third runs
-everything else (logic, handlers on moto, templates, the emulator's own fidelity tests), which never
+Two processes run the tests on the app deployed into the emulator (the ``deployment`` marker, which
+tests/conftest.py gives them), each on a deployment of its own and half of those test files
+(``--emulator-shard``): they spend much of their time waiting on simulated time and Lambda workers, so
+two of them fill the cores. The third runs everything else (logic, handlers on moto, templates, the
+emulator's own fidelity tests, and last those starting emulators of their own), which never
 shared a process happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends, which
 is why conftest.py orders deployment tests last. The first shard streams to the terminal; the other
 reports follow it. Extra arguments go to every process, e.g. ``python -m tests.parallel -x``. Each part
@@ -55,8 +56,8 @@ def main(extra: list[str]) -> int:
 def _run_parts(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
     parts = {
-        **{f"emulator shard {i + 1}/{SHARDS}": ["-m", "emulator", f"--emulator-shard={i}/{SHARDS}"] for i in range(SHARDS)},
-        "every other test": ["-m", "not emulator"],
+        **{f"emulator shard {i + 1}/{SHARDS}": ["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"] for i in range(SHARDS)},
+        "every other test": ["-m", "not deployment"],
     }
     [(first, first_args), *others] = parts.items()
     outputs = {name: tempfile.TemporaryFile(mode="w+") for name, _ in others}

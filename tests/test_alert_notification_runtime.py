@@ -499,6 +499,28 @@ def test_the_dispatchers_start_delay_is_carried_in_the_config(config_logic):
     assert config.to_state()["start_delay_seconds"] == 900
 
 
+@pytest.mark.parametrize("raised_at, occurrence", [("2026-03-04T18:55:00.000Z", "2026-03-04T18:55:00.000Z"), (None, None), (7, None)])
+def test_fetched_links_are_signed_for_the_occurrence_the_alarm_raised_and_last_a_day_past_the_last_round(
+    config_logic, raised_at, occurrence
+):
+    # docs/alert-lifecycle.md: a link acts only on the occurrence its message was about (the item's raised_at,
+    # a text; none when no alarm raised it), and stays valid a day after the last round that can send it
+    from urllib.parse import parse_qs, urlparse
+
+    from patterns_common.alert_action_links import TOKEN_PARAMETER, verify
+
+    # Given: 3 rounds 300 s apart after a 30 s start delay: the last round goes at 630 s
+    item = alert_item(raised_at=raised_at)
+    # When
+    config = config_logic.fetched_config(item, start_delay_seconds=30, key=LINK_KEY, actions_url=ACTIONS_URL, now=1_900_000_000.7)
+    # Then
+    assert config.occurrence == occurrence
+    claims = [verify(LINK_KEY, parse_qs(urlparse(url).query)[TOKEN_PARAMETER][0], now=1_900_000_000)
+              for links in config.links.values() for url in links.values()]
+    assert len(claims) == 6 and {claim.occurrence for claim in claims} == {occurrence}
+    assert {claim.expires_at for claim in claims} == {1_900_000_000 + 630 + 24 * 3600}
+
+
 def test_an_item_without_a_status_is_active(config_logic):
     assert config_logic.status_of({"alert_id": "a"}) == "active"
     assert config_logic.status_of({"alert_id": "a", "status": "resolved"}) == "resolved"
@@ -513,7 +535,7 @@ def _task_events(attempts: int, failed: bool) -> list[str]:
 
 
 def _execution_history(
-    level_sizes, *, fetch, read, notify, release, delayed, notifications_failed, released, deferred=False
+    level_sizes, *, fetch, read, notify, release, delayed, notifications_failed, released, deferred=False, find=0
 ) -> list[str]:
     choice = ["ChoiceStateEntered", "ChoiceStateExited"]
     between_rounds = ["WaitStateEntered", "WaitStateExited", *_task_events(read, False), *choice]
@@ -523,6 +545,8 @@ def _execution_history(
     for round_, users in enumerate(level_sizes):
         if round_:
             events += between_rounds
+        if find:  # an alert naming a schedule: "Find Who Is On Call" before the round's Map, ``find`` attempts
+            events += _task_events(find, False)
         events += ["MapStateEntered", "MapStateStarted"]
         for _ in range(users):
             events += ["MapIterationStarted"]
@@ -575,9 +599,10 @@ def test_the_history_estimate_counts_every_event_of_the_execution(
     )
 
 
-def _worst_history(level_sizes) -> list[str]:
+def _worst_history(level_sizes, schedules: bool = False) -> list[str]:
     """The worst path: a start delay, every attempt the ASL allows, every notification deferred once
-    by the webhook's pace then failed, and the release's Catch going to the Succeed state "Escalation Ended"."""
+    by the webhook's pace then failed, and the release's Catch going to the Succeed state "Escalation Ended";
+    for an alert naming schedules, every attempt of "Find Who Is On Call" before each round too."""
     events = _execution_history(
         level_sizes,
         fetch=retry_attempts("Fetch Alert Config"),
@@ -588,17 +613,43 @@ def _worst_history(level_sizes) -> list[str]:
         notifications_failed=True,
         released=True,
         deferred=True,
+        find=retry_attempts("Find Who Is On Call") if schedules else 0,
     )
     events[-1:-1] = ["SucceedStateEntered", "SucceedStateExited"]
     return events
 
 
 @pytest.mark.parametrize("level_sizes", [[1], [1, 2, 5], [60] * 4])
-def test_the_worst_case_is_every_retry_failing_and_the_release_caught(config_logic, level_sizes):
+@pytest.mark.parametrize("schedules", [False, True])
+def test_the_worst_case_is_every_retry_failing_and_the_release_caught(config_logic, level_sizes, schedules):
     # Given: the worst path
-    expected = _worst_history(level_sizes)
+    expected = _worst_history(level_sizes, schedules)
     # Then
-    assert config_logic.worst_case_history_events(level_sizes) == len(expected)
+    assert config_logic.worst_case_history_events(level_sizes, schedules=schedules) == len(expected)
+
+
+@pytest.mark.parametrize("level_sizes, find", [([1], 1), ([1, 2, 5], 3), ([60] * 4, 11)])
+def test_the_history_estimate_counts_find_who_is_on_call_before_every_round(config_logic, level_sizes, find):
+    attempts = {"fetch": 2, "read": 3, "notify": 5, "release": 4}
+    expected = _execution_history(level_sizes, **attempts, delayed=True, notifications_failed=True, released=True, find=find)
+    assert config_logic.history_events(
+        level_sizes, fetch_attempts=2, read_attempts=3, notify_attempts=5, release_attempts=4, delayed=True,
+        notifications_failed=True, released=True, find_on_call_attempts=find) == len(expected)
+
+
+def test_an_alert_naming_a_schedule_fits_the_rounds_whose_history_with_find_who_is_on_call_fits(config_logic):
+    # Given: one level, a schedule (its one member) and 9 people: 10 paged a round, a lookup before each
+    most = max(r for r in range(1, 200) if len(_worst_history([10] * r, schedules=True)) <= 25_000)
+    assert most < max(r for r in range(1, 200) if len(_worst_history([10] * r)) <= 25_000)  # the lookups cost rounds
+    users = [f"u{i}@example.com" for i in range(9)]
+    item = alert_item(user_accounts=None, escalation=[["schedule:primary", *users]], notification_count=Decimal(most + 1),
+                      interval_seconds=Decimal(0))
+    # When
+    with pytest.raises(config_logic.InvalidAlertConfig) as raised:
+        config_logic.parse_alert_config(item)
+    # Then
+    assert str(raised.value) == f"notification_count: at most {most} rounds of 9 users fit within 25,000 history events, got {most + 1}"
+    assert config_logic.parse_alert_config({**item, "notification_count": Decimal(most)}).rounds == most
 
 
 def test_the_most_rounds_that_fit_25000_events_is_the_model_s(config_logic):
@@ -656,6 +707,22 @@ def test_the_payload_estimate_holds_every_failure_of_every_round(config_logic, r
         + largest_round - 1
     )
     assert config_logic.STATE_OVERHEAD_BYTES == 4096 and config_logic.CAUGHT_CAUSE_BYTES == 32 * 1024
+
+
+def test_a_worst_history_of_exactly_25000_events_fits(config_logic):
+    # Step Functions keeps up to 25,000 history events per execution (Step Functions quotas, "Maximum
+    # execution history size"): an alert whose worst case is exactly that many is accepted.
+    # Given: one person, then a schedule beside three people (a schedule on the last level falls through
+    # to nobody): 55 rounds page 1 + 54 x 4 accounts, with a lookup before each round
+    sizes = [1] + [4] * 54
+    assert len(_worst_history(sizes, schedules=True)) == 25_000
+    item = alert_item(user_accounts=None, escalation=[["u0@example.com"], ["schedule:primary", "u1@example.com", "u2@example.com",
+                      "u3@example.com"]], notification_count=Decimal(55), interval_seconds=Decimal(0))
+    # Then
+    config = config_logic.parse_alert_config(item)
+    assert config.level_sizes() == sizes and config.rounds == 55
+    with pytest.raises(config_logic.InvalidAlertConfig, match="^notification_count: at most 55 rounds"):
+        config_logic.parse_alert_config({**item, "notification_count": Decimal(56)})
 
 
 def test_the_largest_round_whose_worst_history_fits_is_accepted_and_one_more_user_is_not(config_logic):
@@ -1308,6 +1375,15 @@ def test_execution_name_keeps_the_readable_alert_id_and_separates_look_alikes(di
 def test_scheduled_time_is_the_event_time_or_now(dispatch_logic):
     assert dispatch_logic.scheduled_time({"time": "2026-11-22T05:00:00Z"}) == SLOT
     assert dispatch_logic.scheduled_time({}, now=SLOT) == SLOT
+    # an invocation whose event is not an object (a hand-made test event) is dispatched now, not failed
+    assert dispatch_logic.scheduled_time(["x"], now=SLOT) == SLOT
+
+
+def test_scheduled_time_is_in_utc_whatever_the_machines_zone(dispatch_logic, machine_zone_not_utc):
+    # The slot names the executions (...-20261122T050000Z): 05:00 UTC, never the machine's 10:30
+    berlin = datetime.fromisoformat("2026-11-22T06:00:00+01:00")
+    for slot in (dispatch_logic.scheduled_time({"time": "2026-11-22T05:00:00Z"}), dispatch_logic.scheduled_time({}, now=berlin)):
+        assert slot.isoformat() == "2026-11-22T05:00:00+00:00"
 
 
 @pytest.mark.parametrize(
@@ -1342,6 +1418,7 @@ def test_plan_leaves_out_every_alert_whose_alarm_is_ok(dispatch_logic):
 def test_only_a_name_an_alarm_can_have_is_looked_up(dispatch_logic):
     # AlarmName: 1 to 255 characters (CloudWatch API Reference, PutMetricAlarm and DescribeAlarms)
     assert dispatch_logic.alarm_name_of({"alarm_name": "a" * 255}) == "a" * 255
+    assert dispatch_logic.alarm_name_of({"alarm_name": "a"}) == "a"
     for item in ({}, {"alarm_name": ""}, {"alarm_name": "a" * 256}, {"alarm_name": 7}):
         assert dispatch_logic.alarm_name_of(item) is None
 
@@ -1474,7 +1551,9 @@ def test_running_executions_are_matched_to_alerts_by_name_and_only_others_are_le
 def test_a_dispatch_spreads_its_starts_a_few_at_once_then_seconds_apart_within_a_quarter_hour(dispatch_logic):
     # Slack takes about one message per second per channel, with short bursts
     # (https://api.slack.com/docs/rate-limits): a few alerts start at once, then they are spread.
+    assert dispatch_logic.start_delays(0) == []
     assert dispatch_logic.start_delays(3) == [0, 0, 0]
+    assert dispatch_logic.start_delays(4) == [0, 0, 0, 5]
     assert dispatch_logic.start_delays(5) == [0, 0, 0, 5, 10]
     many = dispatch_logic.start_delays(1000)
     assert many == sorted(many) and many[-1] <= 900 and len(set(many)) > 900

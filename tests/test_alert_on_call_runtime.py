@@ -319,6 +319,58 @@ def test_schedule_names_fit_schedulers_rule_for_any_schedule_id(handoff):
     assert later.expression == "at(2026-11-05T08:00:01)"
 
 
+def test_handoffs_are_armed_named_and_recorded_in_utc_whatever_the_machines_zone(handoff, machine_zone_not_utc):
+    # Given: a machine whose local zone is UTC+05:30 (Thu 08:00 UTC is 13:30 there)
+    # Then: the same UTC times, names and input as on a UTC machine (Lambda's), never the local 13:30
+    [thursday, friday] = handoff.to_arm([parse_schedule(DAILY)], WED_10H)
+    assert (thursday.name, thursday.expression, thursday.input) == (
+        _name("primary", "20261105T0800Z"), "at(2026-11-05T08:00:00)",
+        {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"})
+    assert friday.expression == "at(2026-11-06T08:00:00)"
+    later = handoff.deferral("primary", THU_08H, THU_08H.timestamp() + 2.5)
+    assert (later.name, later.expression) == (_name("primary", "20261105T0800Z") + "-p080003", "at(2026-11-05T08:00:03)")
+    # the posted record is keyed on the UTC instant, whichever zone the instant was given in
+    in_berlin = datetime.fromisoformat("2026-11-05T09:00:00+01:00")
+    assert handoff.record_key("primary", in_berlin) == {"id": "handoff-notice#primary#2026-11-05T08:00:00+00:00"}
+
+
+def test_a_shift_of_four_weeks_or_more_is_announced_without_its_end(handoff):
+    # Given: A alone on call from Mon 2026-11-02 09:00 CET (one member: the shifts run on into one)
+    solo = {"schedule_id": "solo", "time_zone": "Europe/Berlin",
+            "layers": [{"members": [A], "start": "2026-11-02T09:00", "shift": "P1D"}]}
+    # When: the handoff at its start, to A from nobody
+    notice = handoff.notice(parse_schedule(solo), datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc))
+    # Then: no end within the four weeks shown, so none is named
+    assert notice == handoff.Notice("solo", A, f"<@{A}> your on-call shift for *solo* starts now, Mon 2026-11-02 09:00 CET.")
+    # and a shift that ends within them names its end (weekly A/B: A's first week ends Mon 2026-11-09 09:00)
+    weekly = {**solo, "layers": [{**solo["layers"][0], "members": [A, B], "shift": "P1W"}]}
+    notice = handoff.notice(parse_schedule(weekly), datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc))
+    assert notice.text.endswith("starts now, Mon 2026-11-02 09:00 CET until Mon 2026-11-09 09:00 CET.")
+
+
+def test_a_claim_to_post_a_notice_holds_30_seconds_and_none_is_taken_once_posted(handoff):
+    # The claim is a conditional PutItem evaluated by DynamoDB (moto): refused while another attempt's
+    # claim holds (30 s, the function's timeout), taken again after it lapses, never once posted
+    # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html).
+    now = THU_08H.timestamp()
+    with mock_aws():
+        table = boto3.resource("dynamodb").create_table(
+            TableName="short-lived", KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        refused = table.meta.client.exceptions.ConditionalCheckFailedException
+        table.put_item(**handoff.claim("primary", THU_08H, now))
+        with pytest.raises(refused):
+            table.put_item(**handoff.claim("primary", THU_08H, now + 29))
+        table.put_item(**handoff.claim("primary", THU_08H, now + 31))  # the first attempt's claim lapsed
+        table.update_item(**handoff.posted("primary", THU_08H))
+        with pytest.raises(refused):
+            table.put_item(**handoff.claim("primary", THU_08H, now + 3600))
+        with pytest.raises(refused):  # nor is a posted record given back
+            table.delete_item(**handoff.released("primary", THU_08H))
+        record = table.get_item(Key=handoff.record_key("primary", THU_08H))["Item"]
+        assert record["state"] == "posted" and "claimed_until" not in record
+
+
 # -- Handoff Notice on moto: the re-arm, the posted record, Slack's pace ----------------------------
 THU_08H = datetime(2026, 11, 5, 8, 0, tzinfo=timezone.utc)  # DAILY hands off to B
 ROLE = "arn:aws:iam::123456789012:role/handoff-scheduler"

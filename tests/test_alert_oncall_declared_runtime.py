@@ -125,6 +125,49 @@ def test_create_over_an_item_already_in_an_adopted_table_keeps_its_covers(declar
     assert merged.item == weekly(overrides=[COVER_B])
 
 
+def test_covers_that_only_touch_a_declared_override_are_kept(declared):
+    # Given: C declared from Fri 2026-11-20 17:00 to Sun 09:00; B's cover ends as it starts, A's starts
+    # as it ends. An override holds from its start up to its end (docs/on-call-schedules.md): these follow one another
+    declared_c = {"member": C, "start": "2026-11-20T17:00", "end": "2026-11-22T09:00"}
+    before_it = {"member": B, "start": "2026-11-20T09:00", "end": "2026-11-20T17:00"}
+    after_it = {"member": A, "start": "2026-11-22T09:00", "end": "2026-11-23T09:00"}
+    # When
+    merged = declared.merge(declared.Put(weekly(overrides=[declared_c]), BEFORE), {**BEFORE, "overrides": [before_it, after_it]})
+    # Then: no overlap, so both stay
+    assert merged.item["overrides"] == [declared_c, before_it, after_it] and merged.dropped == []
+
+
+def test_a_cover_in_an_unchanged_zone_is_kept_as_it_was_written(declared):
+    # A time may carry its offset (docs/on-call-schedules.md); in the same zone nothing is rewritten
+    cover = {"member": B, "start": "2026-11-20T09:00+01:00", "end": "2026-11-21T09:00"}
+    merged = declared.merge(declared.Put(weekly(), BEFORE), {**BEFORE, "overrides": [DECLARED_C, cover]})
+    assert merged.item["overrides"] == [cover] and merged.kept == [cover]
+
+
+def test_an_item_whose_overrides_are_no_list_keeps_nothing_and_the_declaration_is_written(declared):
+    for overrides in ("B on Friday", {"member": B}):
+        merged = declared.merge(declared.Put(weekly(), BEFORE), {**BEFORE, "overrides": overrides})
+        assert merged == declared.Merged(weekly(), [], [])
+
+
+def test_covers_on_an_item_without_a_zone_are_read_in_the_declared_one(declared):
+    # An item written by hand without time_zone: its covers are taken as written in the declared zone
+    current = {key: value for key, value in BEFORE.items() if key != "time_zone"}
+    merged = declared.merge(declared.Put(weekly(), BEFORE), {**current, "overrides": [DECLARED_C, COVER_B]})
+    assert merged.item == weekly(overrides=[COVER_B]) and merged.dropped == []
+
+
+def test_a_request_without_schedules_declares_none(declared):
+    assert declared.declared(None) == {} and declared.declared({"ServiceToken": "arn:fn"}) == {}
+
+
+def test_a_failures_reason_is_cut_to_1000_characters(declared):
+    # CloudFormation takes a custom resource's whole response up to 4096 bytes ("Custom resource
+    # response objects"): the reason, the one free-length field, is cut to 1,000 characters
+    request = {"StackId": "s", "RequestId": "r", "LogicalResourceId": "Declared"}
+    assert declared.response(request, "p", "x" * 5000)["Reason"] == "x" * 1000
+
+
 def test_a_new_schedule_is_written_as_declared(declared):
     assert declared.merge(declared.Put(weekly(), None), None).item == weekly()
 
@@ -228,6 +271,30 @@ def test_a_cover_on_an_item_without_overrides_written_meanwhile_is_merged_again_
     assert answers[0]["Status"] == "SUCCESS", answers
     assert len(reads) == 2
     assert table.get_item(Key={"schedule_id": "primary"})["Item"] == {**daily, "overrides": [COVER_B]}
+
+
+def test_a_schedule_put_between_the_read_and_the_write_of_a_new_one_is_merged_again_not_overwritten(writer):
+    # Given: the table has no "primary" when the handler reads it; someone puts it, with B's cover, before the write
+    handler, table, answers = writer
+    read = handler.table.get_item
+    reads = []
+
+    def read_then_put(**kwargs):
+        item = read(**kwargs)
+        reads.append(item)
+        if len(reads) == 1:
+            table.put_item(Item={**BEFORE, "overrides": [COVER_B]})
+        return item
+
+    handler.table.get_item = read_then_put
+    # When: the stack is created declaring it weekly
+    create = {**update([weekly()], []), "RequestType": "Create"}
+    del create["OldResourceProperties"], create["PhysicalResourceId"]
+    handler.lambda_handler(create, FakeLambdaContext())
+    # Then: the first write was refused (the item exists now), the second kept B's cover
+    assert answers[0]["Status"] == "SUCCESS", answers
+    assert len(reads) == 2
+    assert table.get_item(Key={"schedule_id": "primary"})["Item"] == weekly(overrides=[COVER_B])
 
 
 def test_an_update_that_adopts_another_table_writes_every_declared_schedule_there(declared):

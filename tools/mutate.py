@@ -42,6 +42,10 @@ LOGIC_MODULES = {
     "oncall": LAYER / "patterns_common/oncall.py",
     "oncall_command": Path("lambdas/alert_actions/oncall_command.py"),
     "alert_on_call_logic": Path("lambdas/alert_on_call/alert_on_call_logic.py"),
+    "alert_oncall_handoff_logic": Path("lambdas/alert_oncall_handoff/alert_oncall_handoff_logic.py"),
+    "alert_oncall_declared_logic": Path("lambdas/alert_oncall_declared/alert_oncall_declared_logic.py"),
+    "alert_dispatcher_logic": Path("lambdas/alert_dispatcher/alert_dispatcher_logic.py"),
+    "slack_pace": LAYER / "patterns_common/slack_pace.py",
 }
 # The fast tests a developer runs on every change; the emulator tests would take minutes per mutant.
 FAST_TESTS = "tests/test_*_runtime.py"

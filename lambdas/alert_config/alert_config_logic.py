@@ -301,7 +301,8 @@ def _accounts(labelled: list[tuple[str, Any]]) -> list[str]:
         if schedule_id is None and _SCHEDULE_LIKE.match(user):
             raise InvalidAlertConfig(
                 label, f"looks like an on-call schedule but is not spelled {SCHEDULE_PREFIX}<id> (lower case, no space), "
-                "so it would be posted as a person's name and mention nobody",
+                # The explanation's wording only: the field and its refusal are tested.
+                "so it would be posted as a person's name and mention nobody",  # pragma: no mutate
             )
         if schedule_id is not None and not SCHEDULE_ID.fullmatch(schedule_id):
             raise InvalidAlertConfig(

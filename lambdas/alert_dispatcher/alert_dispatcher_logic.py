@@ -58,8 +58,8 @@ def running_alert_ids(active_alert_ids: Iterable[str], running_names: Mapping[st
 def alert_id_of(execution_input: str | None) -> str | None:
     """The alert a running execution notifies, read from its input (whoever started it, whatever its name)."""
     try:
-        document = json.loads(execution_input or "null")
-    except ValueError:
+        document = json.loads(execution_input)
+    except (TypeError, ValueError):  # no input (None), or not JSON
         return None
     alert_id = document.get("alert_id") if isinstance(document, dict) else None
     return alert_id if isinstance(alert_id, str) else None

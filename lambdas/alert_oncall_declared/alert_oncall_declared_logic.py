@@ -70,11 +70,9 @@ def plan(request: Mapping[str, Any]) -> Writes:
 
 
 def _same_table_updated(request: Mapping[str, Any]) -> bool:
-    """An Update of the schedules in the table the resource wrote before. One that moves them to another
-    table (a deployment adopting a kept table) writes every one there, as a Create does; a resource
-    written before it named its table (no TableName) wrote to the same one."""
-    if request["RequestType"] != "Update":
-        return False
+    """Whether the old schedules (an Update's) are in the table written now. An Update that moves them to
+    another table (a deployment adopting a kept table) writes every one there, as a Create (which has no
+    old ones) does; a resource written before it named its table (no TableName) wrote to the same one."""
     table = request["ResourceProperties"].get("TableName")
     return request.get("OldResourceProperties", {}).get("TableName", table) == table
 
@@ -85,7 +83,7 @@ def merge(put: Put, current: Mapping[str, Any] | None) -> Merged:
     The declaration is valid (checked at synth), so the result always parses."""
     declared_overrides = list(put.item.get("overrides", []))
     before = (put.declared_before or {}).get("overrides", [])
-    in_table = (current or {}).get("overrides", [])
+    in_table = (current or {}).get("overrides")
     runtime = [cover for cover in in_table if cover not in before and cover not in declared_overrides] \
         if isinstance(in_table, list) else []
     zone_before = (current or {}).get("time_zone", put.item["time_zone"])
@@ -107,10 +105,7 @@ def merge(put: Put, current: Mapping[str, Any] | None) -> Merged:
             continue
         kept.append(written)
         taken.append((parsed, "the runtime cover"))
-    overrides = declared_overrides + kept
-    item = {key: value for key, value in put.item.items() if key != "overrides"}
-    if overrides or "overrides" in put.item:
-        item["overrides"] = overrides
+    item = {**put.item, "overrides": declared_overrides + kept} if kept else dict(put.item)
     return Merged(item, kept, dropped)
 
 

@@ -13,7 +13,6 @@ Nothing here holds an AWS client: the handler makes the calls with the arguments
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -32,8 +31,8 @@ ARM_AHEAD = timedelta(days=2)
 RECORD_KEPT = timedelta(days=2)
 # A claim to post a notice lapses after the function's timeout: a later attempt may then post it.
 CLAIM_SECONDS = 30
-# EventBridge Scheduler names: 1 to 64 of [0-9a-zA-Z-_.] (API Reference, CreateSchedule, Name).
-_NOT_IN_NAME = re.compile(r"[^0-9A-Za-z_.-]")
+# EventBridge Scheduler names: 1 to 64 of [0-9a-zA-Z-_.] (API Reference, CreateSchedule, Name), the
+# characters a schedule id is made of (patterns_common.oncall.SCHEDULE_ID): its start goes in as it is.
 _SLUG = 16
 _UNTIL_SHOWN = timedelta(days=28)
 _BEFORE = timedelta(microseconds=1)
@@ -61,8 +60,9 @@ def notice(schedule: Schedule, at: datetime) -> Notice | None:
     incoming = schedule.on_call(at)
     if incoming is None or incoming == schedule.on_call(at - _BEFORE):
         return None
-    until = next((s.end for s in schedule.shifts(at, at + _UNTIL_SHOWN) if s.member == incoming), None)
-    ends = f" until {local_text(until, schedule.zone)}" if until is not None and until < at + _UNTIL_SHOWN else ""
+    # The first shift from ``at`` is the incoming person's: its end, unless it lasts past what is shown.
+    until = schedule.shifts(at, at + _UNTIL_SHOWN)[0].end
+    ends = f" until {local_text(until, schedule.zone)}" if until < at + _UNTIL_SHOWN else ""
     return Notice(
         schedule.schedule_id,
         incoming,
@@ -99,7 +99,7 @@ def schedule_name(schedule_id: str, at: datetime) -> str:
 
     The hash tells apart two ids that shorten alike; the id's start is there for a person reading a listing.
     """
-    slug = _NOT_IN_NAME.sub("-", schedule_id)[:_SLUG]
+    slug = schedule_id[:_SLUG]
     digest = hashlib.sha256(schedule_id.encode()).hexdigest()[:10]
     return f"handoff-{slug}-{digest}-{at.astimezone(timezone.utc):%Y%m%dT%H%MZ}"
 
