@@ -1,9 +1,9 @@
-"""The shared Slack pace's items as DynamoDB (moto) keeps them: what each holds, and for how long.
+"""The shared Slack pace's item as DynamoDB (moto) keeps it: what it holds, and for how long.
 
 Expected values worked out by hand from patterns_common/slack_pace.py's rules: a burst of 3, then one
 slot every 1.25 s; the pace item keeps milliseconds; an item goes by the short-lived table's TTL
 attribute ``expiration`` (epoch seconds, stacks/alert_notification/construct.py) an hour after its
-webhook was last used or its slot came (DynamoDB Developer Guide, "Time to Live": items whose TTL
+webhook was last used (DynamoDB Developer Guide, "Time to Live": items whose TTL
 attribute is a past epoch second are deleted).
 """
 
@@ -15,7 +15,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from patterns_common.slack_pace import held_slot_item, held_slot_key, pace_key, reserve_slot_on
+from patterns_common.slack_pace import pace_key, reserve_slot_on
 
 URL = "https://hooks.slack.com/services/T000/B000/XXXX"
 
@@ -41,8 +41,3 @@ def test_the_pace_item_keeps_its_next_slot_to_the_millisecond_and_lives_an_hour_
     assert (after_idle["tat"], after_idle["expiration"]) == (Decimal("1001.451"), 1000 + 3600)
     assert (after_busy["tat"], after_busy["expiration"]) == (Decimal("1002.701"), 1001 + 3600)
 
-
-def test_the_record_of_a_slot_taken_lives_an_hour_past_the_slot():
-    # 1764230400.25 is 2025-11-27T08:00:00.25Z: the record goes at 09:00:00Z, 1764234000
-    assert held_slot_item("exec-1#round-1#U0AAAAAA1", 1764230400.25) == {
-        **held_slot_key("exec-1#round-1#U0AAAAAA1"), "slot_at": Decimal("1764230400.25"), "expiration": 1764234000}
