@@ -42,6 +42,11 @@ LOGIC_MODULES = {
     "oncall": LAYER / "patterns_common/oncall.py",
     "oncall_command": Path("lambdas/alert_actions/oncall_command.py"),
     "alert_on_call_logic": Path("lambdas/alert_on_call/alert_on_call_logic.py"),
+    "people": LAYER / "patterns_common/people.py",
+    "alert_contact_logic": Path("lambdas/alert_contact/alert_contact_logic.py"),
+    "alert_sms_replies_logic": Path("lambdas/alert_sms_replies/alert_sms_replies_logic.py"),
+    "people_command": Path("lambdas/alert_actions/people_command.py"),
+    "contact_arming": Path("lambdas/alert_notifier/contact_arming.py"),
 }
 # The fast tests a developer runs on every change; the emulator tests would take minutes per mutant.
 FAST_TESTS = "tests/test_*_runtime.py"
