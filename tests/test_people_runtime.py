@@ -452,3 +452,25 @@ def test_an_id_used_twice_and_an_unknown_type_are_refused_saying_which():
     pager = [{"id": "pager", "type": "pager", "address": "+4915112345678"}]
     assert str(refused({"member": "U0AAAAAA1", "contact_methods": pager})) == (
         "person U0AAAAAA1: contact_methods[0].type must be one of sms, voice, email, got 'pager'")
+
+
+def test_verified_is_true_or_false_and_an_address_refusal_quotes_the_address():
+    methods = [{**ANA["contact_methods"][0], "verified": "yes"}]
+    assert str(refused({"member": "U0AAAAAA1", "contact_methods": methods})) == (
+        "person U0AAAAAA1: contact_methods[0].verified must be true or false, got 'yes'")
+    mail = [{"id": "work-mail", "type": "email", "address": "ana.example.com"}]
+    assert refused({"member": "U0AAAAAA1", "contact_methods": mail}).problem == (
+        "must be an e-mail address such as ana@example.com, got 'ana.example.com'")
+    phone = [{"id": "mobile", "type": "sms", "address": "015112345678"}]
+    assert refused({"member": "U0AAAAAA1", "contact_methods": phone}).problem == (
+        "must be a phone number in E.164 form such as +4915112345678, got '015112345678'")
+
+
+def test_an_email_address_of_254_characters_is_taken_and_255_refused():
+    # 254 characters is the longest address a mail path carries (RFC 5321, 4.5.3.1.3: a path of 256 octets
+    # including its angle brackets)
+    longest = "a" * 242 + "@example.com"
+    mail = [{"id": "work-mail", "type": "email", "address": longest}]
+    assert parse_person({"member": "U0AAAAAA1", "contact_methods": mail}).contact_methods[0].address == longest
+    mail = [{"id": "work-mail", "type": "email", "address": "a" + longest}]
+    assert refused({"member": "U0AAAAAA1", "contact_methods": mail}).field == "contact_methods[0].address"
