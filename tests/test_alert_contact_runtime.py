@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from decimal import Decimal
 
@@ -210,6 +211,32 @@ def test_a_rule_at_minute_0_is_invoked_at_once():
     [armed] = arming.contact_armings(person, event, 1_800_000_000.0)
     assert armed.at is None and armed.payload["occurrence"] == "2026-11-28T10:00:00Z"
 
+
+
+def test_each_execution_member_and_method_arms_under_a_name_of_its_own():
+    # A schedule's name is what makes a retried notifier arm nothing twice, so two different contacts must
+    # never share one: another execution, another person, another method at the same minute
+    both = {**ANA, "rules": [{"after_minutes": 2, "contact": "mobile"}, {"after_minutes": 2, "contact": "mobile-call"}]}
+    event = {"alert_id": "disk-full", "round": 1, "execution_id": EXECUTION}
+    text, call = arming.contact_armings(parse_person(both), event, 1_800_000_000.0)
+    other_run = arming.contact_armings(parse_person(both), {**event, "execution_id": EXECUTION + "-2"}, 1_800_000_000.0)
+    ben = arming.contact_armings(parse_person({**both, "member": "U0BBBBBB2"}), event, 1_800_000_000.0)
+    names = [text.name, call.name, other_run[0].name, ben[0].name]
+    assert len(set(names)) == 4
+    # contact-<minute>m- and 32 hex digits of a SHA-256: 43 characters, within CreateSchedule's 64
+    assert all(re.fullmatch(r"contact-2m-[0-9a-f]{32}", name) for name in names)
+
+
+def test_the_channel_is_told_which_rules_were_not_started_or_that_none_could_be_read():
+    person = parse_person(ANA)
+    event = {"alert_id": "disk-full", "round": 1, "execution_id": EXECUTION}
+    text, call, _ = arming.contact_armings(person, event, 1_800_000_000.0)
+    assert arming.not_armed_text(MEMBER, "disk-full", [text, call], "AWS answered ThrottlingException") == (
+        "<@U0AAAAAA1>'s rules about alert disk-full could not be started (AWS answered ThrottlingException): "
+        "a text (mobile) at minute 1, a call (mobile-call) at minute 3 will not reach them.")
+    assert arming.not_armed_text(MEMBER, "disk-full", [], "the people table could not be read") == (
+        "<@U0AAAAAA1>'s rules about alert disk-full could not be started (the people table could not be read): "
+        "their texts, calls and e-mails will not reach them.")
 
 # -- Contact on moto: reply codes, SES, the channel told ------------------------------------------------------------
 
