@@ -304,3 +304,48 @@ def test_resolving_an_acknowledged_alert_acts(alert_table):
 
 def test_a_reply_about_a_deleted_alert_says_it_no_longer_exists(alert_table):
     assert reply(alert_table, "12a", None) == f"Not done: alert {ALERT} no longer exists."
+
+
+# -- the remaining edges (each a change `make mutate` showed no test noticed) ------------------------------
+
+@pytest.mark.parametrize("message, said", [
+    ("not json", "the message is not JSON"),
+    ("[1, 2]", "the message is not a JSON object"),
+    (json.dumps({"originationNumber": 7}), "originationNumber must be a non-empty string"),
+])
+def test_a_bad_payload_says_exactly_what_is_wrong(message, said):
+    with pytest.raises(logic.BadPayload) as bad:
+        logic.read_inbound(message)
+    assert str(bad.value) == said
+
+
+def test_a_keyword_that_is_no_string_and_an_empty_previous_id_are_read_as_none_given():
+    message = json.dumps({"originationNumber": ANA_NUMBER, "destinationNumber": APP_NUMBER, "messageKeyword": 5,
+                          "messageBody": "12a", "inboundMessageId": "m-1", "previousPublishedMessageId": ""})
+    inbound = logic.read_inbound(message)
+    assert (inbound.keyword, inbound.previous_published_message_id) == ("", None)
+    assert logic.decide(inbound, people()).kind == logic.ACT
+
+
+def test_reply_codes_that_are_no_map_hold_no_code():
+    item = {**ANA_ITEM, "reply_codes": ["12"]}
+    assert people(item).reply_codes == {ANA: {}}
+    assert logic.decide(text("12a"), people(item)).kind == logic.UNKNOWN_CODE
+
+
+def test_the_answer_names_someone_without_a_name_by_their_account_and_leaves_out_an_unknown_time():
+    decision = logic.decide(text("12a"), people())
+    unnamed = {**BEN_ITEM, "name": None}
+    unnamed.pop("name")
+    by_ben = logic.Outcome("already", "acknowledged", BEN, None)
+    assert logic.answer_for(decision, by_ben, people(ANA_ITEM, unnamed)) == (
+        f"Not done: alert {ALERT} was already acknowledged by {BEN}.")
+    by_nobody = logic.Outcome("already", "resolved", None, "2026-11-28T03:02:00Z")
+    assert logic.answer_for(decision, by_nobody, people()) == (
+        f"Not done: alert {ALERT} was already resolved by someone at 2026-11-28T03:02:00Z.")
+
+
+def test_a_status_no_reply_can_change_is_named():
+    decision = logic.decide(text("12a"), people())
+    assert logic.answer_for(decision, logic.Outcome("not_actionable", "suppressed"), people()) == (
+        f"Not done: alert {ALERT} is suppressed, which a reply cannot change.")
