@@ -183,6 +183,50 @@ def test_the_channel_is_told_who_how_why_and_what_still_runs():
         "They have no later rule: only the channel post reached them.")
 
 
+
+def test_a_long_message_is_read_to_200_characters_and_one_of_200_whole():
+    # About 75 spoken words fit the sandbox's 30-second voice message (User Guide, "SMS/MMS and Voice sandbox")
+    assert logic.voice_text("x" * 250, "1") == (
+        "This is an alert. " + "x" * 200 + "... To acknowledge, text back 1 a. To resolve, text back 1 r.")
+    assert logic.voice_text("y" * 200, "1") == (
+        "This is an alert. " + "y" * 200 + ". To acknowledge, text back 1 a. To resolve, text back 1 r.")
+
+
+def test_the_subject_is_the_first_line_cut_to_100_characters():
+    links = {"acknowledge": "a", "resolve": "r"}
+    assert logic.email_content("disk-full", "Disk full\non db-1", links)["Simple"]["Subject"]["Data"] == "Alert disk-full: Disk full"
+    assert logic.email_content("disk-full", "z" * 100, links)["Simple"]["Subject"]["Data"] == "Alert disk-full: " + "z" * 100
+    assert logic.email_content("disk-full", "z" * 101, links)["Simple"]["Subject"]["Data"] == "Alert disk-full: " + "z" * 100 + "..."
+    content = logic.email_content("disk-full", "Disk full", links)["Simple"]
+    assert content["Body"]["Text"]["Data"] == "Alert disk-full is active.\n\nDisk full\n\nAcknowledge: a\nResolve: r\n"
+    assert {part["Charset"] for part in (content["Subject"], content["Body"]["Text"], content["Body"]["Html"])} == {"UTF-8"}
+
+
+@pytest.mark.parametrize(("kind", "code", "reason", "expected"), [
+    # A refusal AWS may add a Reason to later: told as it came, not retried (SMS API Reference, ConflictException)
+    ("sms", "ConflictException", "SOMETHING_NEW", "AWS refused it (ConflictException SOMETHING_NEW: said so)"),
+    ("voice", "ServiceQuotaExceededException", None, "AWS refused it (ServiceQuotaExceededException: said so)"),
+    ("voice", "ServiceQuotaExceededException", "MONTHLY_SPEND_LIMIT_REACHED_FOR_VOICE",
+     "AWS refused it: the account's monthly spend limit for voice is reached"),
+    ("email", "SendingPausedException", None, "SES refused it (SendingPausedException: said so)"),
+    ("email", "ConflictException", None, None),  # an SMS refusal is no SES refusal
+])
+def test_other_refusals_are_told_as_aws_gave_them(kind, code, reason, expected):
+    assert logic.refusal_reason(kind, code, reason, "said so") == expected
+
+
+def test_the_channel_off_reason_names_the_setting_to_give():
+    assert logic.channel_off_reason("email") == "e-mail is off in this deployment (no alertEmailFrom)"
+    assert logic.channel_off_reason("voice") == "texts and calls are off in this deployment (no smsOriginationIdentity)"
+
+
+def test_codes_go_by_number_not_by_text():
+    # "10" sorts before "9" as text; the codes are numbers, the lowest first
+    codes = {"10": {"alert_id": "done", "occurrence": ""}, "9": {"alert_id": "done", "occurrence": ""}}
+    assert logic.codes_to_free(codes, {"done": {"status": "resolved"}}) == ["9", "10"]
+    assert logic.code_held(codes, "done", "") == "9"
+    assert logic.occurrence_of({"raised_at": 7}) == ""
+
 # -- the rules a post arms ------------------------------------------------------------------------------------------
 
 def test_a_post_arms_each_verified_rule_at_its_minute_with_a_name_of_its_own():
