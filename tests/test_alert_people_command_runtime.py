@@ -265,6 +265,62 @@ def test_rules_lists_methods_verified_or_not_and_rules_by_minute():
     ])
 
 
+
+def test_the_sandbox_path_for_a_text_says_aws_texted_and_that_an_earlier_code_is_void():
+    write, _ = people.add(None, A, "sms", NUMBER, "mobile", NOW)
+    sandboxed = people.through_sandbox(write, "mobile", "verifieddestinationnumber-2", True)
+    assert sandboxed.answer == (
+        "Added mobile (sms +4915112345678), not verified yet. This AWS account's End User Messaging is in its "
+        "sandbox, where only numbers verified with AWS get texts and calls, so AWS texted its own verification "
+        "code to +4915112345678 (the number was registered with AWS before: an earlier code is void). "
+        "Type `/oncall contact verify mobile <code>` with AWS's code.")
+    assert "salt" not in sandboxed.after["verifications"]["mobile"]
+
+
+def test_verify_of_a_verified_method_or_one_with_no_code_waiting_says_so():
+    item, _ = added()
+    verified = item_after(people.verified(item, A, "mobile"))
+    with pytest.raises(people.PeopleRefused, match=r"^mobile is verified already\.$"):
+        people.pending_of(verified, A, "mobile", NOW)
+    with pytest.raises(people.PeopleRefused, match=r"^You have no contact method 'desk'\. `/oncall rules` lists yours\.$"):
+        people.pending_of(None, A, "desk", NOW)
+    no_code = {**item, "verifications": {}}
+    with pytest.raises(people.PeopleRefused) as refused:
+        people.pending_of(no_code, A, "mobile", NOW)
+    assert str(refused.value) == ("mobile has no code waiting: `/oncall contact add sms +4915112345678 mobile` sends one.")
+
+
+def test_removing_a_method_no_rule_uses_says_only_that_it_was_removed():
+    item, _ = added("email", "ana@example.com", "work-mail")
+    assert people.remove(item, A, "work-mail").answer == "Removed work-mail."
+
+
+def test_the_answers_for_a_slack_rule_and_a_rule_on_a_verified_method():
+    assert people.rule(None, A, "slack", 0).answer == (
+        "Added: slack at minute 0 (the channel post, which every round makes for everyone it notifies).")
+    item, _ = added()
+    item = item_after(people.verified(item, A, "mobile"))
+    assert people.rule(item, A, "mobile", 4).answer == "Added: mobile (sms +4915112345678) 4 minute(s) after a round notifies you."
+    assert people.rule(item_after(people.rule(item, A, "mobile", 4)), A, "mobile", None).answer == "Removed your rules using mobile."
+
+
+def test_rules_of_someone_with_no_item_and_an_item_that_cannot_be_read():
+    assert people.rules(None, A) == "You have no contact methods or rules: a round notifies you in the channel only. " + people.USAGE
+    with pytest.raises(people.PeopleRefused) as refused:
+        people.rules({"member": A, "rules": "all"}, A)
+    assert str(refused.value) == ("Your people item cannot be read (person U0AAAAAA1: rules must be a list); ask an "
+                                  "administrator to fix it with `python -m tools.people put`.")
+
+
+def test_the_fifth_wrong_try_says_how_to_get_a_new_code():
+    item, _ = added("voice", NUMBER, "mobile-call")
+    for _ in range(4):
+        item = item_after(people.wrong_code(item, A, "mobile-call"))
+    write = people.wrong_code(item, A, "mobile-call")
+    assert write.answer == ("That code is wrong, and that was the 5th wrong try: the code is void. "
+                            "`/oncall contact add voice +4915112345678 mobile-call` sends a new one.")
+    assert write.after["verifications"] == {}
+
 # -- the endpoint, on moto, signed as Slack signs ------------------------------------------------------------
 
 
