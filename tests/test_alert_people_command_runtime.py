@@ -89,7 +89,8 @@ def test_minutes_outside_0_to_60_are_refused(minutes):
 
 @pytest.mark.parametrize("member", ["", "ana", "T0001ABCD"])
 def test_a_request_naming_no_member_changes_no_item(member):
-    with pytest.raises(people.PeopleRefused, match="Your Slack member ID is not in the request"):
+    with pytest.raises(people.PeopleRefused, match=r"^Your Slack member ID is not in the request: only a Slack member's "
+                                                   r"own contact methods can be changed\.$"):
         people.check_member(member)
     people.check_member(A)
 
