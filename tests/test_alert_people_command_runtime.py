@@ -118,6 +118,14 @@ def test_an_added_method_is_unverified_with_a_hashed_code_for_10_minutes():
 def test_codes_are_random():
     codes = {added()[1].code for _ in range(20)}
     assert len(codes) > 1  # 20 draws of 10^6 codes agreeing: chance 10^-114
+    # drawn from all 10^6 six-digit codes: 20 draws all below 001000 would have a chance of 10^-60
+    assert any(int(code) >= 1000 for code in codes)
+
+
+def test_each_code_is_hashed_under_a_salt_of_its_own_of_16_random_bytes():
+    # 128 bits, the least NIST SP 800-132 (5.1) asks of a salt
+    salts = {added()[0]["verifications"]["mobile"]["salt"] for _ in range(3)}
+    assert len(salts) == 3 and all(re.fullmatch(r"[0-9a-f]{32}", salt) for salt in salts)
 
 
 def test_the_right_code_verifies_and_the_answer_names_the_rules_that_use_it():

@@ -140,7 +140,8 @@ def test_a_reply_from_a_voice_method_number_acts_too():
 
 def test_an_unknown_code_is_refused_and_the_sender_told_which_code():
     decision = logic.decide(text("7a"), people())
-    assert decision.kind == logic.UNKNOWN_CODE and decision.alert_id is None
+    assert (decision.kind, decision.member, decision.action, decision.code, decision.alert_id) == (
+        logic.UNKNOWN_CODE, ANA, "acknowledge", "7", None)
     assert decision.answer == "Not done: 7 is not the code of an open alert texted to you. Nothing was changed."
 
 
@@ -159,7 +160,7 @@ def test_a_malformed_code_entry_is_an_unknown_code_not_an_act(entry):
 @pytest.mark.parametrize("body", ["yes", "12", "a12", "12x", "12345a", "ok thanks"])
 def test_a_text_that_is_no_reply_code_is_answered_with_how_to_reply(body):
     decision = logic.decide(text(body), people())
-    assert decision.kind == logic.NOT_A_REPLY
+    assert (decision.kind, decision.member) == (logic.NOT_A_REPLY, ANA)
     assert decision.answer == ("Not understood: answer an alert text with its code and a or r, such as 12a to "
                                "acknowledge or 12r to resolve.")
 
@@ -349,3 +350,14 @@ def test_a_status_no_reply_can_change_is_named():
     decision = logic.decide(text("12a"), people())
     assert logic.answer_for(decision, logic.Outcome("not_actionable", "suppressed"), people()) == (
         f"Not done: alert {ALERT} is suppressed, which a reply cannot change.")
+
+
+def test_an_unreadable_item_read_first_leaves_the_people_after_it():
+    read = logic.read_people([{"member": "U0CCCCCC3", "rules": "all of them"}, ANA_ITEM, BEN_ITEM])
+    assert [p.member for p in read.persons] == [ANA, BEN]
+
+
+def test_a_person_the_people_hold_no_codes_for_has_no_code():
+    # People as built from persons alone (no item's reply_codes): every code is unknown, nothing raises
+    table = logic.People(people().persons, (), {})
+    assert logic.decide(text("12a"), table).kind == logic.UNKNOWN_CODE
