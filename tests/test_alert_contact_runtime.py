@@ -99,6 +99,23 @@ def test_a_code_is_free_again_once_its_alert_is_resolved_deleted_or_raised_again
     assert logic.code_held(codes, "open", "") is None
 
 
+
+def test_the_first_code_and_a_freed_code_retaken_are_claimed_on_the_item_as_read():
+    # No map yet: the map is created holding code 1, only if the person exists and still has no map
+    entry = {"alert_id": "disk-full", "occurrence": ""}
+    assert logic.claim_code(MEMBER, None, "disk-full", "", []) == ("1", {
+        "Key": {"member": MEMBER}, "UpdateExpression": "SET reply_codes = :codes",
+        "ConditionExpression": "attribute_exists(#member) AND attribute_not_exists(reply_codes)",
+        "ExpressionAttributeNames": {"#member": "member"}, "ExpressionAttributeValues": {":codes": {"1": entry}}})
+    # Code 1 held by a resolved alert: freed and taken again, only while it still holds that alert
+    held = {"1": {"alert_id": "done", "occurrence": ""}}
+    assert logic.claim_code(MEMBER, held, "disk-full", "", ["1"]) == ("1", {
+        "Key": {"member": MEMBER}, "UpdateExpression": "SET reply_codes.#code = :entry",
+        "ConditionExpression": ("attribute_exists(#member) AND reply_codes.#code.alert_id = :alert0 "
+                                "AND reply_codes.#code.occurrence = :occurrence0"),
+        "ExpressionAttributeNames": {"#member": "member", "#code": "1"},
+        "ExpressionAttributeValues": {":entry": entry, ":alert0": "done", ":occurrence0": ""}})
+
 # -- the texts ------------------------------------------------------------------------------------------------------
 
 def test_a_short_alert_text_is_the_message_then_the_reply_instruction():
