@@ -330,6 +330,34 @@ def test_the_fifth_wrong_try_says_how_to_get_a_new_code():
                             "`/oncall contact add voice +4915112345678 mobile-call` sends a new one.")
     assert write.after["verifications"] == {}
 
+
+@pytest.mark.parametrize(("kind", "address", "method_id", "sent"), [
+    ("sms", NUMBER, "mobile", "texted a 6-digit code to it"),
+    ("voice", NUMBER, "mobile-call", "called it with a 6-digit code"),
+    ("email", "ana@example.com", "work-mail", "e-mailed a 6-digit code to it"),
+])
+def test_the_add_answer_says_how_the_code_went_and_how_to_verify(kind, address, method_id, sent):
+    write, _ = people.add(None, A, kind, address, method_id, NOW)
+    assert write.answer == (f"Added {method_id} ({kind} {address}), not verified yet: I {sent}. "
+                            f"Type `/oncall contact verify {method_id} <code>` within 10 minutes.")
+
+
+def test_verifying_one_method_leaves_the_others_as_they_were():
+    item, _ = added()
+    item, _ = added("email", "ana@example.com", "work-mail", item=item)
+    person = parse_person(item_after(people.verified(item, A, "work-mail")))
+    assert (person.method("work-mail").verified, person.method("mobile").verified) == (True, False)
+
+
+def test_a_pending_code_missing_from_the_item_or_without_an_expiry_is_no_code_to_check():
+    item, _ = added()
+    no_field = {key: value for key, value in item.items() if key != "verifications"}
+    with pytest.raises(people.PeopleRefused, match=r"^mobile has no code waiting"):
+        people.pending_of(no_field, A, "mobile", NOW)
+    pending = {key: value for key, value in item["verifications"]["mobile"].items() if key != "expires_at"}
+    with pytest.raises(people.PeopleRefused, match=r"^The code for mobile has expired"):
+        people.pending_of({**item, "verifications": {"mobile": pending}}, A, "mobile", NOW)
+
 # -- the endpoint, on moto, signed as Slack signs ------------------------------------------------------------
 
 
