@@ -345,8 +345,19 @@ def test_the_add_answer_says_how_the_code_went_and_how_to_verify(kind, address, 
 def test_verifying_one_method_leaves_the_others_as_they_were():
     item, _ = added()
     item, _ = added("email", "ana@example.com", "work-mail", item=item)
-    person = parse_person(item_after(people.verified(item, A, "work-mail")))
+    write = people.verified(item, A, "work-mail")
+    person = parse_person(item_after(write))
     assert (person.method("work-mail").verified, person.method("mobile").verified) == (True, False)
+    # mobile's code still waits; the write is conditional on the fields as they were read
+    assert list(write.after["verifications"]) == ["mobile"]
+    assert ({**write.before, "member": A}, write.member) == (item, A)
+
+
+def test_a_method_verified_with_no_verifications_field_leaves_none():
+    item = {"member": A, "contact_methods": [{"id": "mobile", "type": "sms", "address": NUMBER, "verified": False}]}
+    write = people.verified(item, A, "mobile")
+    assert write.after == {"contact_methods": [{"id": "mobile", "type": "sms", "address": NUMBER, "verified": True}],
+                           "verifications": {}}
 
 
 def test_a_pending_code_missing_from_the_item_or_without_an_expiry_is_no_code_to_check():
