@@ -116,6 +116,25 @@ def test_the_first_code_and_a_freed_code_retaken_are_claimed_on_the_item_as_read
         "ExpressionAttributeNames": {"#member": "member", "#code": "1"},
         "ExpressionAttributeValues": {":entry": entry, ":alert0": "done", ":occurrence0": ""}})
 
+
+def test_two_codes_freed_for_a_lower_free_one_are_both_removed():
+    # Codes 2 and 3 held by closed alerts, 1 free: 1 is taken, 2 and 3 removed, each only while it holds its alert
+    held = {"2": {"alert_id": "done", "occurrence": ""}, "3": {"alert_id": "gone", "occurrence": ""}}
+    code, update = logic.claim_code(MEMBER, held, "disk-full", "", ["2", "3"])
+    assert code == "1"
+    assert update["UpdateExpression"] == "SET reply_codes.#code = :entry REMOVE reply_codes.#freed0, reply_codes.#freed1"
+    assert update["ConditionExpression"] == (
+        "attribute_exists(#member) AND reply_codes.#freed0.alert_id = :alert0 AND reply_codes.#freed0.occurrence = :occurrence0 "
+        "AND reply_codes.#freed1.alert_id = :alert1 AND reply_codes.#freed1.occurrence = :occurrence1 "
+        "AND attribute_not_exists(reply_codes.#code)")
+    assert update["ExpressionAttributeNames"] == {"#member": "member", "#code": "1", "#freed0": "2", "#freed1": "3"}
+
+
+def test_a_cut_at_a_space_drops_the_space_before_the_dots():
+    # 160 septets less the ending (39) and "..." (3) leave 118: the 118th character is a space, dropped
+    text = logic.sms_text("a" * 117 + " " + "b" * 100, "1")
+    assert text == "a" * 117 + "...\nreply 1a to acknowledge, 1r to resolve"
+
 # -- the texts ------------------------------------------------------------------------------------------------------
 
 def test_a_short_alert_text_is_the_message_then_the_reply_instruction():
@@ -131,6 +150,8 @@ def test_a_long_message_is_cut_to_one_160_character_part_keeping_the_instruction
 
 
 def test_a_gsm_extension_character_counts_two_septets():
+    # GSM 03.38: an extension character is the escape septet and its own
+    assert (logic.septets("€"), logic.septets("a[]"), logic.septets("Ä")) == (2, 5, 1)
     # "€" is in GSM 03.38's extension table: two septets (escape + character)
     text = logic.sms_text("€" * 200, "1")
     assert logic.septets(text) <= 160 and logic.septets(text) >= 159

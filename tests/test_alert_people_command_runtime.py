@@ -369,6 +369,28 @@ def test_a_pending_code_missing_from_the_item_or_without_an_expiry_is_no_code_to
     with pytest.raises(people.PeopleRefused, match=r"^The code for mobile has expired"):
         people.pending_of({**item, "verifications": {"mobile": pending}}, A, "mobile", NOW)
 
+
+def test_removing_one_method_keeps_the_others_their_rules_and_their_codes():
+    item, _ = added()
+    item, _ = added("email", "ana@example.com", "work-mail", item=item)
+    item = item_after(people.rule(item_after(people.rule(item, A, "mobile", 1)), A, "work-mail", 5))
+    write = people.remove(item, A, "mobile")
+    assert write.after["contact_methods"] == [{"id": "work-mail", "type": "email", "address": "ana@example.com", "verified": False}]
+    assert write.after["rules"] == [{"after_minutes": 5, "contact": "work-mail"}]
+    assert list(write.after["verifications"]) == ["work-mail"]
+    # An item holding only the method (no rules, no codes): removed to nothing
+    bare = {"member": A, "contact_methods": [{"id": "mobile", "type": "sms", "address": NUMBER, "verified": True}]}
+    assert people.remove(bare, A, "mobile").after == {"contact_methods": [], "rules": [], "verifications": {}}
+
+
+def test_a_wrong_try_on_a_code_with_no_count_is_the_first_and_writes_over_the_fields_as_read():
+    item, _ = added()
+    pending = {k: v for k, v in item["verifications"]["mobile"].items() if k != "wrong_tries"}
+    item = {**item, "verifications": {"mobile": pending}}
+    write = people.wrong_code(item, A, "mobile")
+    assert write.answer == "That code is wrong: mobile is not verified. 4 tries left."
+    assert {**write.before, "member": A} == item
+
 # -- the endpoint, on moto, signed as Slack signs ------------------------------------------------------------
 
 
