@@ -239,6 +239,8 @@ def test_off_removes_every_rule_of_the_method_and_only_those():
         item = item_after(people.rule(item, A, method, minute))
     write = people.rule(item, A, "mobile", None)
     assert write.after["rules"] == [{"after_minutes": 5, "contact": "work-mail"}]
+    # the caller's own item, written only over the rules as they were read
+    assert (write.member, {**write.before, "member": A}) == (A, item)
     with pytest.raises(people.PeopleRefused, match="You have no rule using 'mobile'"):
         people.rule(item_after(write), A, "mobile", None)
 
