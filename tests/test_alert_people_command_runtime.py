@@ -212,6 +212,7 @@ def test_a_rule_on_an_unverified_method_is_kept_but_said_to_be_unused():
     item, _ = added()
     write = people.rule(item, A, "mobile", 2)
     assert write.after["rules"] == [{"after_minutes": 2, "contact": "mobile"}]
+    assert {**write.before, "member": A} == item  # written only over the fields as read
     assert write.answer == ("Added: mobile (sms +4915112345678) 2 minute(s) after a round notifies you. mobile is not "
                             "verified yet: it is not used until `/oncall contact verify mobile <code>`.")
 
@@ -392,6 +393,12 @@ def test_a_wrong_try_on_a_code_with_no_count_is_the_first_and_writes_over_the_fi
     write = people.wrong_code(item, A, "mobile")
     assert write.answer == "That code is wrong: mobile is not verified. 4 tries left."
     assert {**write.before, "member": A} == item
+
+
+def test_a_command_never_writes_over_an_item_whose_name_the_functions_could_not_read():
+    with pytest.raises(people.PeopleRefused) as refused:
+        people.add({"member": A, "name": "A" * 101}, A, "sms", NUMBER, "mobile", NOW)
+    assert str(refused.value) == "Not added: person U0AAAAAA1: name must be a non-empty string of at most 100 characters."
 
 # -- the endpoint, on moto, signed as Slack signs ------------------------------------------------------------
 
