@@ -265,6 +265,25 @@ def test_codes_go_by_number_not_by_text():
     assert logic.code_held(codes, "done", "") == "9"
     assert logic.occurrence_of({"raised_at": 7}) == ""
 
+
+def test_a_ucs2_text_of_exactly_70_characters_is_sent_whole():
+    # 31 Cyrillic letters and the 39-character ending: 70, one UCS-2 part ("SMS character limits")
+    assert logic.sms_text("Д" * 31, "1") == "Д" * 31 + "\nreply 1a to acknowledge, 1r to resolve"
+
+
+def test_cuts_drop_the_space_at_the_cut_and_a_question_is_a_sentence_already():
+    assert logic.voice_text("x" * 199 + " " + "y" * 50, "1").startswith("This is an alert. " + "x" * 199 + "... To acknowledge")
+    assert logic.voice_text("Is db-1 down?", "1").startswith("This is an alert. Is db-1 down? To acknowledge")
+    links = {"acknowledge": "a", "resolve": "r"}
+    subject = logic.email_content("disk-full", "z" * 99 + " " + "w" * 10, links)["Simple"]["Subject"]["Data"]
+    assert subject == "Alert disk-full: " + "z" * 99 + "..."
+
+
+@pytest.mark.parametrize("message", ["", "   "])
+def test_an_empty_message_makes_a_subject_naming_only_the_alert(message):
+    links = {"acknowledge": "a", "resolve": "r"}
+    assert logic.email_content("disk-full", message, links)["Simple"]["Subject"]["Data"] == "Alert disk-full: "
+
 # -- the rules a post arms ------------------------------------------------------------------------------------------
 
 def test_a_post_arms_each_verified_rule_at_its_minute_with_a_name_of_its_own():
