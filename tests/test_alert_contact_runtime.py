@@ -279,6 +279,11 @@ def test_cuts_drop_the_space_at_the_cut_and_a_question_is_a_sentence_already():
     assert subject == "Alert disk-full: " + "z" * 99 + "..."
 
 
+def test_a_message_starting_with_spaces_is_still_cut_to_one_part():
+    text = logic.sms_text(" " * 10 + "a" * 200, "1")
+    assert text == " " * 10 + "a" * 108 + "...\nreply 1a to acknowledge, 1r to resolve" and len(text) == 160
+
+
 @pytest.mark.parametrize("message", ["", "   "])
 def test_an_empty_message_makes_a_subject_naming_only_the_alert(message):
     links = {"acknowledge": "a", "resolve": "r"}
