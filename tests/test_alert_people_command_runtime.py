@@ -202,7 +202,10 @@ def test_the_sandbox_path_keeps_awss_destination_and_no_code_of_ours():
     pending = sandboxed.after["verifications"]["mobile-call"]
     assert pending == {"via": "aws-sandbox", "destination_id": "verifieddestinationnumber-1",
                        "expires_at": NOW + 600, "wrong_tries": 0}
-    assert "AWS called +4915112345678 with its own verification code" in sandboxed.answer
+    assert sandboxed.answer == (
+        "Added mobile-call (voice +4915112345678), not verified yet. This AWS account's End User Messaging is in its "
+        "sandbox, where only numbers verified with AWS get texts and calls, so AWS called +4915112345678 with its own "
+        "verification code. Type `/oncall contact verify mobile-call <code>` with AWS's code.")
 
 
 # -- rules and removing ------------------------------------------------------------------------------------
@@ -381,6 +384,8 @@ def test_removing_one_method_keeps_the_others_their_rules_and_their_codes():
     assert write.after["contact_methods"] == [{"id": "work-mail", "type": "email", "address": "ana@example.com", "verified": False}]
     assert write.after["rules"] == [{"after_minutes": 5, "contact": "work-mail"}]
     assert list(write.after["verifications"]) == ["work-mail"]
+    assert write.answer == "Removed mobile and its 1 rule(s)."
+    assert {**write.before, "member": A} == item
     # An item holding only the method (no rules, no codes): removed to nothing
     bare = {"member": A, "contact_methods": [{"id": "mobile", "type": "sms", "address": NUMBER, "verified": True}]}
     assert people.remove(bare, A, "mobile").after == {"contact_methods": [], "rules": [], "verifications": {}}
