@@ -405,6 +405,12 @@ def test_a_command_never_writes_over_an_item_whose_name_the_functions_could_not_
         people.add({"member": A, "name": "A" * 101}, A, "sms", NUMBER, "mobile", NOW)
     assert str(refused.value) == "Not added: person U0AAAAAA1: name must be a non-empty string of at most 100 characters."
 
+
+def test_removing_from_someone_with_no_item_says_they_have_no_such_method():
+    with pytest.raises(people.PeopleRefused) as refused:
+        people.remove(None, A, "mobile")
+    assert str(refused.value) == "You have no contact method 'mobile'. `/oncall rules` lists yours."
+
 # -- the endpoint, on moto, signed as Slack signs ------------------------------------------------------------
 
 
