@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from decimal import Decimal
 
@@ -98,6 +99,42 @@ def test_a_code_is_free_again_once_its_alert_is_resolved_deleted_or_raised_again
     assert logic.code_held(codes, "open", "") is None
 
 
+
+def test_the_first_code_and_a_freed_code_retaken_are_claimed_on_the_item_as_read():
+    # No map yet: the map is created holding code 1, only if the person exists and still has no map
+    entry = {"alert_id": "disk-full", "occurrence": ""}
+    assert logic.claim_code(MEMBER, None, "disk-full", "", []) == ("1", {
+        "Key": {"member": MEMBER}, "UpdateExpression": "SET reply_codes = :codes",
+        "ConditionExpression": "attribute_exists(#member) AND attribute_not_exists(reply_codes)",
+        "ExpressionAttributeNames": {"#member": "member"}, "ExpressionAttributeValues": {":codes": {"1": entry}}})
+    # Code 1 held by a resolved alert: freed and taken again, only while it still holds that alert
+    held = {"1": {"alert_id": "done", "occurrence": ""}}
+    assert logic.claim_code(MEMBER, held, "disk-full", "", ["1"]) == ("1", {
+        "Key": {"member": MEMBER}, "UpdateExpression": "SET reply_codes.#code = :entry",
+        "ConditionExpression": ("attribute_exists(#member) AND reply_codes.#code.alert_id = :alert0 "
+                                "AND reply_codes.#code.occurrence = :occurrence0"),
+        "ExpressionAttributeNames": {"#member": "member", "#code": "1"},
+        "ExpressionAttributeValues": {":entry": entry, ":alert0": "done", ":occurrence0": ""}})
+
+
+def test_two_codes_freed_for_a_lower_free_one_are_both_removed():
+    # Codes 2 and 3 held by closed alerts, 1 free: 1 is taken, 2 and 3 removed, each only while it holds its alert
+    held = {"2": {"alert_id": "done", "occurrence": ""}, "3": {"alert_id": "gone", "occurrence": ""}}
+    code, update = logic.claim_code(MEMBER, held, "disk-full", "", ["2", "3"])
+    assert code == "1"
+    assert update["UpdateExpression"] == "SET reply_codes.#code = :entry REMOVE reply_codes.#freed0, reply_codes.#freed1"
+    assert update["ConditionExpression"] == (
+        "attribute_exists(#member) AND reply_codes.#freed0.alert_id = :alert0 AND reply_codes.#freed0.occurrence = :occurrence0 "
+        "AND reply_codes.#freed1.alert_id = :alert1 AND reply_codes.#freed1.occurrence = :occurrence1 "
+        "AND attribute_not_exists(reply_codes.#code)")
+    assert update["ExpressionAttributeNames"] == {"#member": "member", "#code": "1", "#freed0": "2", "#freed1": "3"}
+
+
+def test_a_cut_at_a_space_drops_the_space_before_the_dots():
+    # 160 septets less the ending (39) and "..." (3) leave 118: the 118th character is a space, dropped
+    text = logic.sms_text("a" * 117 + " " + "b" * 100, "1")
+    assert text == "a" * 117 + "...\nreply 1a to acknowledge, 1r to resolve"
+
 # -- the texts ------------------------------------------------------------------------------------------------------
 
 def test_a_short_alert_text_is_the_message_then_the_reply_instruction():
@@ -113,6 +150,8 @@ def test_a_long_message_is_cut_to_one_160_character_part_keeping_the_instruction
 
 
 def test_a_gsm_extension_character_counts_two_septets():
+    # GSM 03.38: an extension character is the escape septet and its own
+    assert (logic.septets("€"), logic.septets("a[]"), logic.septets("Ä")) == (2, 5, 1)
     # "€" is in GSM 03.38's extension table: two septets (escape + character)
     text = logic.sms_text("€" * 200, "1")
     assert logic.septets(text) <= 160 and logic.septets(text) >= 159
@@ -182,6 +221,74 @@ def test_the_channel_is_told_who_how_why_and_what_still_runs():
         "They have no later rule: only the channel post reached them.")
 
 
+
+def test_a_long_message_is_read_to_200_characters_and_one_of_200_whole():
+    # About 75 spoken words fit the sandbox's 30-second voice message (User Guide, "SMS/MMS and Voice sandbox")
+    assert logic.voice_text("x" * 250, "1") == (
+        "This is an alert. " + "x" * 200 + "... To acknowledge, text back 1 a. To resolve, text back 1 r.")
+    assert logic.voice_text("y" * 200, "1") == (
+        "This is an alert. " + "y" * 200 + ". To acknowledge, text back 1 a. To resolve, text back 1 r.")
+
+
+def test_the_subject_is_the_first_line_cut_to_100_characters():
+    links = {"acknowledge": "a", "resolve": "r"}
+    assert logic.email_content("disk-full", "Disk full\non db-1", links)["Simple"]["Subject"]["Data"] == "Alert disk-full: Disk full"
+    assert logic.email_content("disk-full", "z" * 100, links)["Simple"]["Subject"]["Data"] == "Alert disk-full: " + "z" * 100
+    assert logic.email_content("disk-full", "z" * 101, links)["Simple"]["Subject"]["Data"] == "Alert disk-full: " + "z" * 100 + "..."
+    content = logic.email_content("disk-full", "Disk full", links)["Simple"]
+    assert content["Body"]["Text"]["Data"] == "Alert disk-full is active.\n\nDisk full\n\nAcknowledge: a\nResolve: r\n"
+    assert {part["Charset"] for part in (content["Subject"], content["Body"]["Text"], content["Body"]["Html"])} == {"UTF-8"}
+
+
+@pytest.mark.parametrize(("kind", "code", "reason", "expected"), [
+    # A refusal AWS may add a Reason to later: told as it came, not retried (SMS API Reference, ConflictException)
+    ("sms", "ConflictException", "SOMETHING_NEW", "AWS refused it (ConflictException SOMETHING_NEW: said so)"),
+    ("voice", "ServiceQuotaExceededException", None, "AWS refused it (ServiceQuotaExceededException: said so)"),
+    ("voice", "ServiceQuotaExceededException", "MONTHLY_SPEND_LIMIT_REACHED_FOR_VOICE",
+     "AWS refused it: the account's monthly spend limit for voice is reached"),
+    ("email", "SendingPausedException", None, "SES refused it (SendingPausedException: said so)"),
+    ("email", "ConflictException", None, None),  # an SMS refusal is no SES refusal
+])
+def test_other_refusals_are_told_as_aws_gave_them(kind, code, reason, expected):
+    assert logic.refusal_reason(kind, code, reason, "said so") == expected
+
+
+def test_the_channel_off_reason_names_the_setting_to_give():
+    assert logic.channel_off_reason("email") == "e-mail is off in this deployment (no alertEmailFrom)"
+    assert logic.channel_off_reason("voice") == "texts and calls are off in this deployment (no smsOriginationIdentity)"
+
+
+def test_codes_go_by_number_not_by_text():
+    # "10" sorts before "9" as text; the codes are numbers, the lowest first
+    codes = {"10": {"alert_id": "done", "occurrence": ""}, "9": {"alert_id": "done", "occurrence": ""}}
+    assert logic.codes_to_free(codes, {"done": {"status": "resolved"}}) == ["9", "10"]
+    assert logic.code_held(codes, "done", "") == "9"
+    assert logic.occurrence_of({"raised_at": 7}) == ""
+
+
+def test_a_ucs2_text_of_exactly_70_characters_is_sent_whole():
+    # 31 Cyrillic letters and the 39-character ending: 70, one UCS-2 part ("SMS character limits")
+    assert logic.sms_text("Д" * 31, "1") == "Д" * 31 + "\nreply 1a to acknowledge, 1r to resolve"
+
+
+def test_cuts_drop_the_space_at_the_cut_and_a_question_is_a_sentence_already():
+    assert logic.voice_text("x" * 199 + " " + "y" * 50, "1").startswith("This is an alert. " + "x" * 199 + "... To acknowledge")
+    assert logic.voice_text("Is db-1 down?", "1").startswith("This is an alert. Is db-1 down? To acknowledge")
+    links = {"acknowledge": "a", "resolve": "r"}
+    subject = logic.email_content("disk-full", "z" * 99 + " " + "w" * 10, links)["Simple"]["Subject"]["Data"]
+    assert subject == "Alert disk-full: " + "z" * 99 + "..."
+
+
+def test_a_message_starting_with_spaces_is_still_cut_to_one_part():
+    text = logic.sms_text(" " * 10 + "a" * 200, "1")
+    assert text == " " * 10 + "a" * 108 + "...\nreply 1a to acknowledge, 1r to resolve" and len(text) == 160
+
+
+@pytest.mark.parametrize("message", ["", "   "])
+def test_an_empty_message_makes_a_subject_naming_only_the_alert(message):
+    links = {"acknowledge": "a", "resolve": "r"}
+    assert logic.email_content("disk-full", message, links)["Simple"]["Subject"]["Data"] == "Alert disk-full: "
+
 # -- the rules a post arms ------------------------------------------------------------------------------------------
 
 def test_a_post_arms_each_verified_rule_at_its_minute_with_a_name_of_its_own():
@@ -210,6 +317,32 @@ def test_a_rule_at_minute_0_is_invoked_at_once():
     [armed] = arming.contact_armings(person, event, 1_800_000_000.0)
     assert armed.at is None and armed.payload["occurrence"] == "2026-11-28T10:00:00Z"
 
+
+
+def test_each_execution_member_and_method_arms_under_a_name_of_its_own():
+    # A schedule's name is what makes a retried notifier arm nothing twice, so two different contacts must
+    # never share one: another execution, another person, another method at the same minute
+    both = {**ANA, "rules": [{"after_minutes": 2, "contact": "mobile"}, {"after_minutes": 2, "contact": "mobile-call"}]}
+    event = {"alert_id": "disk-full", "round": 1, "execution_id": EXECUTION}
+    text, call = arming.contact_armings(parse_person(both), event, 1_800_000_000.0)
+    other_run = arming.contact_armings(parse_person(both), {**event, "execution_id": EXECUTION + "-2"}, 1_800_000_000.0)
+    ben = arming.contact_armings(parse_person({**both, "member": "U0BBBBBB2"}), event, 1_800_000_000.0)
+    names = [text.name, call.name, other_run[0].name, ben[0].name]
+    assert len(set(names)) == 4
+    # contact-<minute>m- and 32 hex digits of a SHA-256: 43 characters, within CreateSchedule's 64
+    assert all(re.fullmatch(r"contact-2m-[0-9a-f]{32}", name) for name in names)
+
+
+def test_the_channel_is_told_which_rules_were_not_started_or_that_none_could_be_read():
+    person = parse_person(ANA)
+    event = {"alert_id": "disk-full", "round": 1, "execution_id": EXECUTION}
+    text, call, _ = arming.contact_armings(person, event, 1_800_000_000.0)
+    assert arming.not_armed_text(MEMBER, "disk-full", [text, call], "AWS answered ThrottlingException") == (
+        "<@U0AAAAAA1>'s rules about alert disk-full could not be started (AWS answered ThrottlingException): "
+        "a text (mobile) at minute 1, a call (mobile-call) at minute 3 will not reach them.")
+    assert arming.not_armed_text(MEMBER, "disk-full", [], "the people table could not be read") == (
+        "<@U0AAAAAA1>'s rules about alert disk-full could not be started (the people table could not be read): "
+        "their texts, calls and e-mails will not reach them.")
 
 # -- Contact on moto: reply codes, SES, the channel told ------------------------------------------------------------
 

@@ -89,7 +89,8 @@ def test_minutes_outside_0_to_60_are_refused(minutes):
 
 @pytest.mark.parametrize("member", ["", "ana", "T0001ABCD"])
 def test_a_request_naming_no_member_changes_no_item(member):
-    with pytest.raises(people.PeopleRefused, match="Your Slack member ID is not in the request"):
+    with pytest.raises(people.PeopleRefused, match=r"^Your Slack member ID is not in the request: only a Slack member's "
+                                                   r"own contact methods can be changed\.$"):
         people.check_member(member)
     people.check_member(A)
 
@@ -117,6 +118,14 @@ def test_an_added_method_is_unverified_with_a_hashed_code_for_10_minutes():
 def test_codes_are_random():
     codes = {added()[1].code for _ in range(20)}
     assert len(codes) > 1  # 20 draws of 10^6 codes agreeing: chance 10^-114
+    # drawn from all 10^6 six-digit codes: 20 draws all below 001000 would have a chance of 10^-60
+    assert any(int(code) >= 1000 for code in codes)
+
+
+def test_each_code_is_hashed_under_a_salt_of_its_own_of_16_random_bytes():
+    # 128 bits, the least NIST SP 800-132 (5.1) asks of a salt
+    salts = {added()[0]["verifications"]["mobile"]["salt"] for _ in range(3)}
+    assert len(salts) == 3 and all(re.fullmatch(r"[0-9a-f]{32}", salt) for salt in salts)
 
 
 def test_the_right_code_verifies_and_the_answer_names_the_rules_that_use_it():
@@ -193,7 +202,10 @@ def test_the_sandbox_path_keeps_awss_destination_and_no_code_of_ours():
     pending = sandboxed.after["verifications"]["mobile-call"]
     assert pending == {"via": "aws-sandbox", "destination_id": "verifieddestinationnumber-1",
                        "expires_at": NOW + 600, "wrong_tries": 0}
-    assert "AWS called +4915112345678 with its own verification code" in sandboxed.answer
+    assert sandboxed.answer == (
+        "Added mobile-call (voice +4915112345678), not verified yet. This AWS account's End User Messaging is in its "
+        "sandbox, where only numbers verified with AWS get texts and calls, so AWS called +4915112345678 with its own "
+        "verification code. Type `/oncall contact verify mobile-call <code>` with AWS's code.")
 
 
 # -- rules and removing ------------------------------------------------------------------------------------
@@ -203,6 +215,7 @@ def test_a_rule_on_an_unverified_method_is_kept_but_said_to_be_unused():
     item, _ = added()
     write = people.rule(item, A, "mobile", 2)
     assert write.after["rules"] == [{"after_minutes": 2, "contact": "mobile"}]
+    assert {**write.before, "member": A} == item  # written only over the fields as read
     assert write.answer == ("Added: mobile (sms +4915112345678) 2 minute(s) after a round notifies you. mobile is not "
                             "verified yet: it is not used until `/oncall contact verify mobile <code>`.")
 
@@ -230,6 +243,8 @@ def test_off_removes_every_rule_of_the_method_and_only_those():
         item = item_after(people.rule(item, A, method, minute))
     write = people.rule(item, A, "mobile", None)
     assert write.after["rules"] == [{"after_minutes": 5, "contact": "work-mail"}]
+    # the caller's own item, written only over the rules as they were read
+    assert (write.member, {**write.before, "member": A}) == (A, item)
     with pytest.raises(people.PeopleRefused, match="You have no rule using 'mobile'"):
         people.rule(item_after(write), A, "mobile", None)
 
@@ -264,6 +279,137 @@ def test_rules_lists_methods_verified_or_not_and_rules_by_minute():
         "  3 min: mobile (sms +4915112345678) (not used until verified)",
     ])
 
+
+
+def test_the_sandbox_path_for_a_text_says_aws_texted_and_that_an_earlier_code_is_void():
+    write, _ = people.add(None, A, "sms", NUMBER, "mobile", NOW)
+    sandboxed = people.through_sandbox(write, "mobile", "verifieddestinationnumber-2", True)
+    assert sandboxed.answer == (
+        "Added mobile (sms +4915112345678), not verified yet. This AWS account's End User Messaging is in its "
+        "sandbox, where only numbers verified with AWS get texts and calls, so AWS texted its own verification "
+        "code to +4915112345678 (the number was registered with AWS before: an earlier code is void). "
+        "Type `/oncall contact verify mobile <code>` with AWS's code.")
+    assert "salt" not in sandboxed.after["verifications"]["mobile"]
+
+
+def test_verify_of_a_verified_method_or_one_with_no_code_waiting_says_so():
+    item, _ = added()
+    verified = item_after(people.verified(item, A, "mobile"))
+    with pytest.raises(people.PeopleRefused, match=r"^mobile is verified already\.$"):
+        people.pending_of(verified, A, "mobile", NOW)
+    with pytest.raises(people.PeopleRefused, match=r"^You have no contact method 'desk'\. `/oncall rules` lists yours\.$"):
+        people.pending_of(None, A, "desk", NOW)
+    no_code = {**item, "verifications": {}}
+    with pytest.raises(people.PeopleRefused) as refused:
+        people.pending_of(no_code, A, "mobile", NOW)
+    assert str(refused.value) == ("mobile has no code waiting: `/oncall contact add sms +4915112345678 mobile` sends one.")
+
+
+def test_removing_a_method_no_rule_uses_says_only_that_it_was_removed():
+    item, _ = added("email", "ana@example.com", "work-mail")
+    assert people.remove(item, A, "work-mail").answer == "Removed work-mail."
+
+
+def test_the_answers_for_a_slack_rule_and_a_rule_on_a_verified_method():
+    assert people.rule(None, A, "slack", 0).answer == (
+        "Added: slack at minute 0 (the channel post, which every round makes for everyone it notifies).")
+    item, _ = added()
+    item = item_after(people.verified(item, A, "mobile"))
+    assert people.rule(item, A, "mobile", 4).answer == "Added: mobile (sms +4915112345678) 4 minute(s) after a round notifies you."
+    assert people.rule(item_after(people.rule(item, A, "mobile", 4)), A, "mobile", None).answer == "Removed your rules using mobile."
+
+
+def test_rules_of_someone_with_no_item_and_an_item_that_cannot_be_read():
+    assert people.rules(None, A) == "You have no contact methods or rules: a round notifies you in the channel only. " + people.USAGE
+    with pytest.raises(people.PeopleRefused) as refused:
+        people.rules({"member": A, "rules": "all"}, A)
+    assert str(refused.value) == ("Your people item cannot be read (person U0AAAAAA1: rules must be a list); ask an "
+                                  "administrator to fix it with `python -m tools.people put`.")
+
+
+def test_the_fifth_wrong_try_says_how_to_get_a_new_code():
+    item, _ = added("voice", NUMBER, "mobile-call")
+    for _ in range(4):
+        item = item_after(people.wrong_code(item, A, "mobile-call"))
+    write = people.wrong_code(item, A, "mobile-call")
+    assert write.answer == ("That code is wrong, and that was the 5th wrong try: the code is void. "
+                            "`/oncall contact add voice +4915112345678 mobile-call` sends a new one.")
+    assert write.after["verifications"] == {}
+
+
+@pytest.mark.parametrize(("kind", "address", "method_id", "sent"), [
+    ("sms", NUMBER, "mobile", "texted a 6-digit code to it"),
+    ("voice", NUMBER, "mobile-call", "called it with a 6-digit code"),
+    ("email", "ana@example.com", "work-mail", "e-mailed a 6-digit code to it"),
+])
+def test_the_add_answer_says_how_the_code_went_and_how_to_verify(kind, address, method_id, sent):
+    write, _ = people.add(None, A, kind, address, method_id, NOW)
+    assert write.answer == (f"Added {method_id} ({kind} {address}), not verified yet: I {sent}. "
+                            f"Type `/oncall contact verify {method_id} <code>` within 10 minutes.")
+
+
+def test_verifying_one_method_leaves_the_others_as_they_were():
+    item, _ = added()
+    item, _ = added("email", "ana@example.com", "work-mail", item=item)
+    write = people.verified(item, A, "work-mail")
+    person = parse_person(item_after(write))
+    assert (person.method("work-mail").verified, person.method("mobile").verified) == (True, False)
+    # mobile's code still waits; the write is conditional on the fields as they were read
+    assert list(write.after["verifications"]) == ["mobile"]
+    assert ({**write.before, "member": A}, write.member) == (item, A)
+
+
+def test_a_method_verified_with_no_verifications_field_leaves_none():
+    item = {"member": A, "contact_methods": [{"id": "mobile", "type": "sms", "address": NUMBER, "verified": False}]}
+    write = people.verified(item, A, "mobile")
+    assert write.after == {"contact_methods": [{"id": "mobile", "type": "sms", "address": NUMBER, "verified": True}],
+                           "verifications": {}}
+
+
+def test_a_pending_code_missing_from_the_item_or_without_an_expiry_is_no_code_to_check():
+    item, _ = added()
+    no_field = {key: value for key, value in item.items() if key != "verifications"}
+    with pytest.raises(people.PeopleRefused, match=r"^mobile has no code waiting"):
+        people.pending_of(no_field, A, "mobile", NOW)
+    pending = {key: value for key, value in item["verifications"]["mobile"].items() if key != "expires_at"}
+    with pytest.raises(people.PeopleRefused, match=r"^The code for mobile has expired"):
+        people.pending_of({**item, "verifications": {"mobile": pending}}, A, "mobile", NOW)
+
+
+def test_removing_one_method_keeps_the_others_their_rules_and_their_codes():
+    item, _ = added()
+    item, _ = added("email", "ana@example.com", "work-mail", item=item)
+    item = item_after(people.rule(item_after(people.rule(item, A, "mobile", 1)), A, "work-mail", 5))
+    write = people.remove(item, A, "mobile")
+    assert write.after["contact_methods"] == [{"id": "work-mail", "type": "email", "address": "ana@example.com", "verified": False}]
+    assert write.after["rules"] == [{"after_minutes": 5, "contact": "work-mail"}]
+    assert list(write.after["verifications"]) == ["work-mail"]
+    assert write.answer == "Removed mobile and its 1 rule(s)."
+    assert {**write.before, "member": A} == item
+    # An item holding only the method (no rules, no codes): removed to nothing
+    bare = {"member": A, "contact_methods": [{"id": "mobile", "type": "sms", "address": NUMBER, "verified": True}]}
+    assert people.remove(bare, A, "mobile").after == {"contact_methods": [], "rules": [], "verifications": {}}
+
+
+def test_a_wrong_try_on_a_code_with_no_count_is_the_first_and_writes_over_the_fields_as_read():
+    item, _ = added()
+    pending = {k: v for k, v in item["verifications"]["mobile"].items() if k != "wrong_tries"}
+    item = {**item, "verifications": {"mobile": pending}}
+    write = people.wrong_code(item, A, "mobile")
+    assert write.answer == "That code is wrong: mobile is not verified. 4 tries left."
+    assert {**write.before, "member": A} == item
+
+
+def test_a_command_never_writes_over_an_item_whose_name_the_functions_could_not_read():
+    with pytest.raises(people.PeopleRefused) as refused:
+        people.add({"member": A, "name": "A" * 101}, A, "sms", NUMBER, "mobile", NOW)
+    assert str(refused.value) == "Not added: person U0AAAAAA1: name must be a non-empty string of at most 100 characters."
+
+
+def test_removing_from_someone_with_no_item_says_they_have_no_such_method():
+    with pytest.raises(people.PeopleRefused) as refused:
+        people.remove(None, A, "mobile")
+    assert str(refused.value) == "You have no contact method 'mobile'. `/oncall rules` lists yours."
 
 # -- the endpoint, on moto, signed as Slack signs ------------------------------------------------------------
 

@@ -140,7 +140,8 @@ def test_a_reply_from_a_voice_method_number_acts_too():
 
 def test_an_unknown_code_is_refused_and_the_sender_told_which_code():
     decision = logic.decide(text("7a"), people())
-    assert decision.kind == logic.UNKNOWN_CODE and decision.alert_id is None
+    assert (decision.kind, decision.member, decision.action, decision.code, decision.alert_id) == (
+        logic.UNKNOWN_CODE, ANA, "acknowledge", "7", None)
     assert decision.answer == "Not done: 7 is not the code of an open alert texted to you. Nothing was changed."
 
 
@@ -159,7 +160,7 @@ def test_a_malformed_code_entry_is_an_unknown_code_not_an_act(entry):
 @pytest.mark.parametrize("body", ["yes", "12", "a12", "12x", "12345a", "ok thanks"])
 def test_a_text_that_is_no_reply_code_is_answered_with_how_to_reply(body):
     decision = logic.decide(text(body), people())
-    assert decision.kind == logic.NOT_A_REPLY
+    assert (decision.kind, decision.member) == (logic.NOT_A_REPLY, ANA)
     assert decision.answer == ("Not understood: answer an alert text with its code and a or r, such as 12a to "
                                "acknowledge or 12r to resolve.")
 
@@ -304,3 +305,59 @@ def test_resolving_an_acknowledged_alert_acts(alert_table):
 
 def test_a_reply_about_a_deleted_alert_says_it_no_longer_exists(alert_table):
     assert reply(alert_table, "12a", None) == f"Not done: alert {ALERT} no longer exists."
+
+
+# -- the remaining edges (each a change `make mutate` showed no test noticed) ------------------------------
+
+@pytest.mark.parametrize("message, said", [
+    ("not json", "the message is not JSON"),
+    ("[1, 2]", "the message is not a JSON object"),
+    (json.dumps({"originationNumber": 7}), "originationNumber must be a non-empty string"),
+])
+def test_a_bad_payload_says_exactly_what_is_wrong(message, said):
+    with pytest.raises(logic.BadPayload) as bad:
+        logic.read_inbound(message)
+    assert str(bad.value) == said
+
+
+def test_a_keyword_that_is_no_string_and_an_empty_previous_id_are_read_as_none_given():
+    message = json.dumps({"originationNumber": ANA_NUMBER, "destinationNumber": APP_NUMBER, "messageKeyword": 5,
+                          "messageBody": "12a", "inboundMessageId": "m-1", "previousPublishedMessageId": ""})
+    inbound = logic.read_inbound(message)
+    assert (inbound.keyword, inbound.previous_published_message_id) == ("", None)
+    assert logic.decide(inbound, people()).kind == logic.ACT
+
+
+def test_reply_codes_that_are_no_map_hold_no_code():
+    item = {**ANA_ITEM, "reply_codes": ["12"]}
+    assert people(item).reply_codes == {ANA: {}}
+    assert logic.decide(text("12a"), people(item)).kind == logic.UNKNOWN_CODE
+
+
+def test_the_answer_names_someone_without_a_name_by_their_account_and_leaves_out_an_unknown_time():
+    decision = logic.decide(text("12a"), people())
+    unnamed = {**BEN_ITEM, "name": None}
+    unnamed.pop("name")
+    by_ben = logic.Outcome("already", "acknowledged", BEN, None)
+    assert logic.answer_for(decision, by_ben, people(ANA_ITEM, unnamed)) == (
+        f"Not done: alert {ALERT} was already acknowledged by {BEN}.")
+    by_nobody = logic.Outcome("already", "resolved", None, "2026-11-28T03:02:00Z")
+    assert logic.answer_for(decision, by_nobody, people()) == (
+        f"Not done: alert {ALERT} was already resolved by someone at 2026-11-28T03:02:00Z.")
+
+
+def test_a_status_no_reply_can_change_is_named():
+    decision = logic.decide(text("12a"), people())
+    assert logic.answer_for(decision, logic.Outcome("not_actionable", "suppressed"), people()) == (
+        f"Not done: alert {ALERT} is suppressed, which a reply cannot change.")
+
+
+def test_an_unreadable_item_read_first_leaves_the_people_after_it():
+    read = logic.read_people([{"member": "U0CCCCCC3", "rules": "all of them"}, ANA_ITEM, BEN_ITEM])
+    assert [p.member for p in read.persons] == [ANA, BEN]
+
+
+def test_a_person_the_people_hold_no_codes_for_has_no_code():
+    # People as built from persons alone (no item's reply_codes): every code is unknown, nothing raises
+    table = logic.People(people().persons, (), {})
+    assert logic.decide(text("12a"), table).kind == logic.UNKNOWN_CODE

@@ -15,9 +15,11 @@ from __future__ import annotations
 import os
 from decimal import Decimal
 
+import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from moto import mock_aws
 
 from patterns_common.people import (
     ContactMethod,
@@ -26,7 +28,9 @@ from patterns_common.people import (
     free_code,
     parse_person,
     parse_reply,
+    person_update,
     reply_instruction,
+    summary,
 )
 
 # The issue's example, as a person writes it.
@@ -314,3 +318,159 @@ def test_each_rule_on_a_verified_method_is_paged_and_no_other(item):
     verified = {m["id"] for m in item.get("contact_methods", []) if m["verified"]}
     expected = sorted((r["after_minutes"], r["contact"]) for r in item.get("rules", []) if r["contact"] in verified)
     assert sorted((minute, method.id) for minute, method in person.pages()) == expected
+
+
+# -- what a refusal says, and the rules' remaining edges (each a change `make mutate` showed no test noticed) --
+
+@pytest.mark.parametrize("field", ["contact_methods", "rules"])
+def test_methods_or_rules_that_are_no_list_are_refused_naming_the_field(field):
+    error = refused({"member": "U0AAAAAA1", field: {"mobile": "+4915112345678"}})
+    assert str(error) == f"person U0AAAAAA1: {field} must be a list"
+
+
+def test_a_rule_that_is_no_object_is_refused_naming_its_index():
+    error = refused({**ANA, "rules": [{"after_minutes": 1, "contact": "mobile"}, "mobile at 2"]})
+    assert str(error) == "person U0AAAAAA1: rules[1] must be an object"
+
+
+def test_an_unknown_rule_field_is_refused_listing_the_fields_a_rule_has():
+    error = refused({**ANA, "rules": [{"after_minutes": 1, "contact": "mobile", "repeat": 2}]})
+    assert str(error) == "person U0AAAAAA1: rules[0].repeat is not a field (fields: after_minutes, contact)"
+
+
+def test_minutes_out_of_range_are_refused_quoting_what_was_written():
+    error = refused({**ANA, "rules": [{"after_minutes": 61, "contact": "mobile"}]})
+    assert str(error) == "person U0AAAAAA1: rules[0].after_minutes must be a whole number of minutes from 0 to 60, got 61"
+
+
+def test_a_rule_naming_no_method_lists_the_ids_there_are_or_says_none_are_defined():
+    error = refused({**ANA, "rules": [{"after_minutes": 2, "contact": "pager"}]})
+    assert error.problem == "must be 'slack' or a contact method's id (mobile, mobile-call, work-mail), got 'pager'"
+    error = refused({"member": "U0AAAAAA1", "rules": [{"after_minutes": 2, "contact": "pager"}]})
+    assert error.problem == "must be 'slack' or a contact method's id (none defined), got 'pager'"
+
+
+def test_the_same_rule_twice_is_refused_naming_the_second():
+    # One method at one minute is one contact: written twice it would page twice
+    error = refused({**ANA, "rules": [{"after_minutes": 1, "contact": "mobile"}, {"after_minutes": 1, "contact": "mobile"}]})
+    assert str(error) == "person U0AAAAAA1: rules[1] repeats 'mobile' at minute 1"
+
+
+def test_two_rules_at_one_minute_both_page_in_the_order_written():
+    # A text and a call both at minute 2: both armed, the text first as written (the methods themselves
+    # have no order, so pages are ordered by minute alone)
+    item = {**ANA, "rules": [{"after_minutes": 2, "contact": "mobile"}, {"after_minutes": 2, "contact": "mobile-call"}]}
+    assert parse_person(item).pages() == [(2, MOBILE), (2, CALL)]
+
+
+def test_the_last_code_9999_is_given_when_every_other_is_held():
+    assert free_code({str(number): {} for number in range(1, 9999)}) == "9999"
+
+
+def test_with_every_code_held_the_error_says_so():
+    with pytest.raises(ValueError, match=r"^every reply code 1-9999 is held$"):
+        free_code({str(number): {} for number in range(1, 10000)})
+
+
+def test_the_summary_of_a_person_with_nothing_says_none_twice():
+    assert summary(parse_person({"member": "U0BBBBBB2", "name": "Ben"})) == [
+        "U0BBBBBB2 (Ben)", "Contact methods: none", "Rules: none (only the channel post)"]
+
+
+def test_an_update_of_fields_all_absent_only_removes_them_and_keeps_the_apps_fields():
+    # A person's file with no name and no rules: those fields leave the item, the reply codes stay
+    # (DynamoDB UpdateExpression: "REMOVE action1, action2"; API Reference, UpdateItem)
+    update = person_update("U0AAAAAA1", {}, ("name", "rules"))
+    assert update == {"Key": {"member": "U0AAAAAA1"}, "UpdateExpression": "REMOVE #f0, #f1",
+                      "ExpressionAttributeNames": {"#f0": "name", "#f1": "rules"}}
+    with mock_aws():
+        table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
+            TableName="people", KeySchema=[{"AttributeName": "member", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "member", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        table.put_item(Item={"member": "U0AAAAAA1", "name": "Ana", "rules": [], "reply_codes": {"1": "x"}})
+        table.update_item(**update)
+        assert table.get_item(Key={"member": "U0AAAAAA1"})["Item"] == {"member": "U0AAAAAA1", "reply_codes": {"1": "x"}}
+
+
+def test_an_update_over_fields_as_read_is_conditional_on_each_of_them():
+    # Read with rules and no name: written only while the rules are those and there is still no name
+    update = person_update("U0AAAAAA1", {"rules": []}, ("name", "rules"), before={"rules": [{"after_minutes": 0, "contact": "slack"}]})
+    assert update["UpdateExpression"] == "SET #f1 = :a1 REMOVE #f0"
+    assert update["ConditionExpression"] == "attribute_not_exists(#f0) AND #f1 = :b1"
+    assert update["ExpressionAttributeValues"] == {":a1": [], ":b1": [{"after_minutes": 0, "contact": "slack"}]}
+
+
+@pytest.mark.parametrize("name", ["", "   ", "A" * 101, 7])
+def test_a_name_is_a_non_empty_string_of_at_most_100_characters(name):
+    error = refused({**ANA, "name": name}, written=True)
+    assert str(error) == "person U0AAAAAA1: name must be a non-empty string of at most 100 characters"
+
+
+def test_a_name_of_100_characters_is_taken():
+    assert parse_person({**ANA, "name": "A" * 100}).name == "A" * 100
+
+
+def test_an_item_or_member_that_cannot_name_anyone_is_shown_as_a_question_mark():
+    assert str(refused(["U0AAAAAA1"])) == "person ?: item must be an object"  # type: ignore[arg-type]
+    assert str(refused({**ANA, "member": 7})) == "person ?: member must be a Slack member ID such as U0AAAAAA1, got 7"
+    assert str(refused({**ANA, "member": "ana"})) == "person ana: member must be a Slack member ID such as U0AAAAAA1, got 'ana'"
+
+
+def test_a_field_refused_in_a_file_says_whether_the_app_keeps_it_or_what_the_fields_are():
+    assert str(refused({**ANA, "reply_codes": {}}, written=True)) == "person U0AAAAAA1: reply_codes is kept by the app; leave it out"
+    assert str(refused({**ANA, "phone": "+4915112345678"})) == (
+        "person U0AAAAAA1: phone is not a field (fields: member, name, contact_methods, rules)")
+
+
+def test_at_most_ten_contact_methods():
+    ten = [{"id": f"phone-{n}", "type": "sms", "address": f"+49151123456{n:02d}"} for n in range(10)]
+    assert len(parse_person({"member": "U0AAAAAA1", "contact_methods": ten}).contact_methods) == 10
+    eleven = ten + [{"id": "phone-10", "type": "sms", "address": "+4915112345610"}]
+    assert str(refused({"member": "U0AAAAAA1", "contact_methods": eleven})) == (
+        "person U0AAAAAA1: contact_methods must have at most 10 methods, got 11")
+
+
+def test_a_method_that_is_no_object_or_has_an_unknown_field_is_refused_naming_it():
+    assert str(refused({"member": "U0AAAAAA1", "contact_methods": ["+4915112345678"]})) == (
+        "person U0AAAAAA1: contact_methods[0] must be an object")
+    methods = [{**ANA["contact_methods"][0], "label": "mine"}]
+    assert str(refused({"member": "U0AAAAAA1", "contact_methods": methods})) == (
+        "person U0AAAAAA1: contact_methods[0].label is not a field (fields: id, type, address, verified)")
+
+
+@pytest.mark.parametrize("method_id", [7, None, "Mobile", "-mobile", "m" * 33])
+def test_a_method_id_is_1_to_32_lower_case_letters_digits_or_dashes(method_id):
+    methods = [{"id": method_id, "type": "sms", "address": "+4915112345678"}]
+    error = refused({"member": "U0AAAAAA1", "contact_methods": methods})
+    assert str(error) == ("person U0AAAAAA1: contact_methods[0].id must be 1-32 lower-case letters, digits or dashes, "
+                          f"not 'slack', got {method_id!r}")
+
+
+def test_an_id_used_twice_and_an_unknown_type_are_refused_saying_which():
+    methods = [ANA["contact_methods"][0], {**ANA["contact_methods"][1], "id": "mobile"}]
+    assert refused({"member": "U0AAAAAA1", "contact_methods": methods}).problem == "'mobile' is used twice"
+    pager = [{"id": "pager", "type": "pager", "address": "+4915112345678"}]
+    assert str(refused({"member": "U0AAAAAA1", "contact_methods": pager})) == (
+        "person U0AAAAAA1: contact_methods[0].type must be one of sms, voice, email, got 'pager'")
+
+
+def test_verified_is_true_or_false_and_an_address_refusal_quotes_the_address():
+    methods = [{**ANA["contact_methods"][0], "verified": "yes"}]
+    assert str(refused({"member": "U0AAAAAA1", "contact_methods": methods})) == (
+        "person U0AAAAAA1: contact_methods[0].verified must be true or false, got 'yes'")
+    mail = [{"id": "work-mail", "type": "email", "address": "ana.example.com"}]
+    assert refused({"member": "U0AAAAAA1", "contact_methods": mail}).problem == (
+        "must be an e-mail address such as ana@example.com, got 'ana.example.com'")
+    phone = [{"id": "mobile", "type": "sms", "address": "015112345678"}]
+    assert refused({"member": "U0AAAAAA1", "contact_methods": phone}).problem == (
+        "must be a phone number in E.164 form such as +4915112345678, got '015112345678'")
+
+
+def test_an_email_address_of_254_characters_is_taken_and_255_refused():
+    # 254 characters is the longest address a mail path carries (RFC 5321, 4.5.3.1.3: a path of 256 octets
+    # including its angle brackets)
+    longest = "a" * 242 + "@example.com"
+    mail = [{"id": "work-mail", "type": "email", "address": longest}]
+    assert parse_person({"member": "U0AAAAAA1", "contact_methods": mail}).contact_methods[0].address == longest
+    mail = [{"id": "work-mail", "type": "email", "address": "a" + longest}]
+    assert refused({"member": "U0AAAAAA1", "contact_methods": mail}).field == "contact_methods[0].address"

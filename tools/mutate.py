@@ -46,6 +46,11 @@ LOGIC_MODULES = {
     "alert_oncall_declared_logic": Path("lambdas/alert_oncall_declared/alert_oncall_declared_logic.py"),
     "alert_dispatcher_logic": Path("lambdas/alert_dispatcher/alert_dispatcher_logic.py"),
     "slack_pace": LAYER / "patterns_common/slack_pace.py",
+    "people": LAYER / "patterns_common/people.py",
+    "alert_contact_logic": Path("lambdas/alert_contact/alert_contact_logic.py"),
+    "alert_sms_replies_logic": Path("lambdas/alert_sms_replies/alert_sms_replies_logic.py"),
+    "people_command": Path("lambdas/alert_actions/people_command.py"),
+    "contact_arming": Path("lambdas/alert_notifier/contact_arming.py"),
 }
 # The fast tests a developer runs on every change; the emulator tests would take minutes per mutant.
 FAST_TESTS = "tests/test_*_runtime.py"
