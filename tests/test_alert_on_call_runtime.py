@@ -327,8 +327,9 @@ def test_handoffs_are_armed_named_and_recorded_in_utc_whatever_the_machines_zone
         _name("primary", "20261105T0800Z"), "at(2026-11-05T08:00:00)",
         {"schedule_id": "primary", "handoff_at": "2026-11-05T08:00:00+00:00"})
     assert friday.expression == "at(2026-11-06T08:00:00)"
+    # a notice deferred to its slot at 08:00:02.5 UTC is woken 1 to 2 s before it, at the whole second 08:00:01
     later = handoff.deferral("primary", THU_08H, THU_08H.timestamp() + 2.5)
-    assert (later.name, later.expression) == (_name("primary", "20261105T0800Z") + "-p080003", "at(2026-11-05T08:00:03)")
+    assert (later.name, later.expression) == (_name("primary", "20261105T0800Z") + "-p080001", "at(2026-11-05T08:00:01)")
     # the posted record is keyed on the UTC instant, whichever zone the instant was given in
     in_berlin = datetime.fromisoformat("2026-11-05T09:00:00+01:00")
     assert handoff.record_key("primary", in_berlin) == {"id": "handoff-notice#primary#2026-11-05T08:00:00+00:00"}
