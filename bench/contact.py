@@ -14,7 +14,7 @@ import uuid
 from bench.channels import CONTACT_ATTEMPT_TRANSITIONS
 from bench.measure import observe
 from emulator.session import Deployment
-from emulator.sms import PHONE_NUMBER
+from emulator.sms import PHONE_NUMBER, verify_destination
 
 # The person's rules: a text at minute 1, a call at minute 2 (docs/reaching-people.md's form).
 RULES = [{"after_minutes": 0, "contact": "slack"}, {"after_minutes": 1, "contact": "mobile"},
@@ -32,7 +32,7 @@ def contact_attempt_cost(deployment: Deployment) -> dict:
     alerts = deployment.output("AlertNotificationStack", "AlertTableName")
     people = deployment.output("AlertNotificationStack", "PeopleTableName")
     dynamodb, sms = deployment.client("dynamodb"), deployment.aws.sms
-    _verify_in_sandbox(deployment, NUMBER)
+    verify_destination(deployment.aws, NUMBER)
     suffix = uuid.uuid4().hex[:6].upper()
     without, with_rules = f"UBENCHNO{suffix}", f"UBENCHYES{suffix}"
     dynamodb.put_item(TableName=people, Item={
@@ -75,15 +75,6 @@ def contact_attempt_cost(deployment: Deployment) -> dict:
             f"and made {kinds or 'nothing'} (expected a text and a call)")
     return {"transitions": transitions, "attempts": ATTEMPTS, "made": kinds,
             "added_per_attempt": added / ATTEMPTS}
-
-
-def _verify_in_sandbox(deployment: Deployment, number: str) -> None:
-    """End User Messaging SMS User Guide, "Adding a verified destination phone number": add, code texted, typed back."""
-    phone = deployment.client("pinpoint-sms-voice-v2")
-    number_id = phone.create_verified_destination_number(DestinationPhoneNumber=number)["VerifiedDestinationNumberId"]
-    phone.send_destination_number_verification_code(VerifiedDestinationNumberId=number_id, VerificationChannel="TEXT")
-    code = [e["body"] for e in deployment.aws.sms.phone_log if e["to"] == number][-1].rsplit(" ", 1)[1]
-    phone.verify_destination_number(VerifiedDestinationNumberId=number_id, VerificationCode=code)
 
 
 def cost_lines(figures: dict) -> list[str]:

@@ -13,6 +13,7 @@ from emulator import samples
 from emulator.deploy import ROOT
 from emulator.follow import ExecutionResult, follow
 from emulator.session import Deployment, deployed
+from emulator.sms import verify_destination
 
 Scenario = Callable[[Deployment, TextIO], None]
 
@@ -52,11 +53,7 @@ def phone_scenario(deployment: Deployment, out: TextIO) -> None:
     person = samples.read_json(person_file)
     number = person["contact_methods"][0]["address"]
     # As a deployer in End User Messaging's sandbox: the number is a verified destination first.
-    phone = deployment.client("pinpoint-sms-voice-v2")
-    number_id = phone.create_verified_destination_number(DestinationPhoneNumber=number)["VerifiedDestinationNumberId"]
-    phone.send_destination_number_verification_code(VerifiedDestinationNumberId=number_id, VerificationChannel="TEXT")
-    code = sms.phone_log[-1]["body"].rsplit(" ", 1)[1]
-    phone.verify_destination_number(VerifiedDestinationNumberId=number_id, VerificationCode=code)
+    code = verify_destination(deployment.aws, number)
     print(f"\n    Verified {number} in the SMS sandbox with the code AWS texted it ({code})", file=out)
     people_table = deployment.output("AlertNotificationStack", "PeopleTableName")
     # As an administrator writes a person: the checked writer, run against the emulator's endpoint.

@@ -169,6 +169,9 @@ class LocalAws:
         self.email_sandbox = True
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._session = boto3.session.Session()
+        self._clients: dict[tuple[str, str], Any] = {}
+        self._clients_lock = threading.Lock()
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> "LocalAws":
@@ -300,6 +303,8 @@ class LocalAws:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+        with self._clients_lock:
+            self._clients.clear()
         if hasattr(self, "router"):
             self.router.stop()
         if hasattr(self, "scheduler"):
@@ -408,15 +413,28 @@ class LocalAws:
         }
 
     def client(self, service: str) -> Any:
-        return boto3.client(
-            service,
-            endpoint_url=self.endpoint_url,
-            region_name=REGION,
-            aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-            aws_session_token=CREDENTIALS["AWS_SESSION_TOKEN"],
-            config=Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=900),
-        )
+        """This endpoint's client for ``service``, made once and shared by every caller and thread.
+
+        A botocore client is thread-safe once made (boto3's guide, "Multithreading or multiprocessing
+        with clients"), and making one costs more than most calls: the alarm storm's test spent a fifth
+        of its busy time making the clients it used once. Made on a session of the emulator's own,
+        under a lock, since a session is not thread-safe.
+        """
+        key = (service, self.endpoint_url)
+        with self._clients_lock:
+            if key not in self._clients:
+                self._clients[key] = self._session.client(
+                    service,
+                    endpoint_url=self.endpoint_url,
+                    region_name=REGION,
+                    aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                    aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+                    aws_session_token=CREDENTIALS["AWS_SESSION_TOKEN"],
+                    # as many connections as the tests' and tools' thread pools run calls at once
+                    config=Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=900,
+                                  max_pool_connections=50),
+                )
+            return self._clients[key]
 
     def stack_outputs(self) -> dict[str, dict[str, str]]:
         cfn = self.client("cloudformation")

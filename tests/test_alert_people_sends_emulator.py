@@ -19,9 +19,9 @@ import pytest
 
 from emulator.server import ACCOUNT_ID, LocalAws
 from emulator.ses.patches import mail_log
-from emulator.sms import PHONE_NUMBER
+from emulator.sms import PHONE_NUMBER, verify_destination
 from tests.lambda_loader import load_lambda_module
-from tests.test_emulator_sms import texts_to, verify
+from tests.test_emulator_sms import texts_to
 
 pytestmark = pytest.mark.emulator
 
@@ -75,7 +75,7 @@ def test_adding_a_number_again_in_the_sandbox_has_aws_send_a_new_code_that_repla
 
 def test_a_number_verified_with_aws_gets_the_apps_own_code_by_text(aws):
     number = "+14255550102"
-    verify(aws, number)
+    verify_destination(aws, number)
     assert ask(aws, f"contact add sms {number}").endswith(
         "I texted a 6-digit code to it. Type `/oncall contact verify mobile <code>` within 10 minutes.")
     body = texts_to(aws, number)[-1]
@@ -86,7 +86,7 @@ def test_a_number_verified_with_aws_gets_the_apps_own_code_by_text(aws):
 
 def test_an_opted_out_number_is_refused_with_awss_reason_and_nothing_is_stored(aws):
     number = "+14255550103"
-    verify(aws, number)
+    verify_destination(aws, number)
     aws.client("pinpoint-sms-voice-v2").put_opted_out_number(OptOutListName="Default", OptedOutNumber=number)
     answer = ask(aws, f"contact add sms {number}")
     assert answer.startswith(f"Not added: AWS refused the text to {number}: ConflictException DESTINATION_PHONE_NUMBER_OPTED_OUT: ")
@@ -95,7 +95,7 @@ def test_an_opted_out_number_is_refused_with_awss_reason_and_nothing_is_stored(a
 
 def test_the_spend_limit_reached_is_refused_with_awss_reason_and_nothing_is_stored(aws):
     number = "+14255550104"
-    verify(aws, number)
+    verify_destination(aws, number)
     aws.sms.sms_part_usd = 1.01  # one text costs more than the sandbox's $1.00 a month
     answer = ask(aws, f"contact add sms {number}")
     assert answer.startswith(

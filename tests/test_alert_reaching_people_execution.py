@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 
 from emulator.server import ACCOUNT_ID, REGION
 from emulator.ses.patches import mail_log
-from emulator.sms import PHONE_NUMBER
+from emulator.sms import PHONE_NUMBER, verify_destination
 from tests.emulator_helpers import unique, wait_for
 from tests.test_alert_actions_execution import confirm, http
 from tests.test_alert_notification_execution import MACHINE, STACK, AlertTable, pass_the_slots_taken
@@ -92,21 +92,11 @@ def rules_fire(deployment) -> Iterator[None]:
     deployment.aws.scheduler.fire_on_clock(set())
 
 
-def verify_in_sandbox(deployment, number: str) -> None:
-    """As a deployer in the sandbox: add the number, have the code texted to it, type it back
-    (End User Messaging SMS User Guide, "Adding a verified destination phone number")."""
-    sms = deployment.client("pinpoint-sms-voice-v2")
-    number_id = sms.create_verified_destination_number(DestinationPhoneNumber=number)["VerifiedDestinationNumberId"]
-    sms.send_destination_number_verification_code(VerifiedDestinationNumberId=number_id, VerificationChannel="TEXT")
-    code = [e["body"] for e in deployment.aws.sms.phone_log if e["to"] == number][-1].rsplit(" ", 1)[1]
-    sms.verify_destination_number(VerifiedDestinationNumberId=number_id, VerificationCode=code)
-
-
 @pytest.fixture(scope="module")
 def phone(deployment) -> str:
     """One number verified for this file's pages: the sandbox holds at most 10 for the whole account."""
     number = _number()
-    verify_in_sandbox(deployment, number)
+    verify_destination(deployment.aws, number)
     return number
 
 
@@ -306,7 +296,7 @@ def test_an_opted_out_number_is_told_and_the_next_rule_runs(deployment, slack, a
     # Given: a verified number on the account's opt-out list (PutOptedOutNumber; User Guide, "Opt-out
     # lists"; SendTextMessage: ConflictException DESTINATION_PHONE_NUMBER_OPTED_OUT)
     number = _number()
-    verify_in_sandbox(deployment, number)
+    verify_destination(deployment.aws, number)
     deployment.client("pinpoint-sms-voice-v2").put_opted_out_number(OptOutListName="Default", OptedOutNumber=number)
     _refused_then_next_rule_runs(deployment, slack, alerts, people, number, OPTED_OUT)
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import pytest
 from boto3.dynamodb.types import TypeSerializer
 
-from emulator.sms import PHONE_NUMBER
+from emulator.sms import PHONE_NUMBER, verify_destination
 from tests.emulator_helpers import wait_for
 from tests.test_alert_actions_execution import STACK, Alerts, followups
-from tests.test_emulator_sms import _get, _post, verify
+from tests.test_emulator_sms import _get, _post
 
 # 555-01xx numbers are reserved for fiction; these are used by no other test.
 ANA_NUMBER, STRANGER_NUMBER, CARL_NUMBER = "+14255550131", "+14255550132", "+14255550133"
@@ -68,8 +68,8 @@ def people(deployment):
 @pytest.fixture(scope="module")
 def phones(deployment):
     """Ana's phone and a stranger's, verified in the sandbox so the function's answers reach them."""
-    verify(deployment.aws, ANA_NUMBER)
-    verify(deployment.aws, STRANGER_NUMBER)
+    verify_destination(deployment.aws, ANA_NUMBER)
+    verify_destination(deployment.aws, STRANGER_NUMBER)
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from emulator.server import LocalAws
-from emulator.sms import PHONE_NUMBER, PHONE_NUMBER_ID
+from emulator.sms import PHONE_NUMBER, PHONE_NUMBER_ID, verify_destination
 
 # These tests start emulators of their own, whose patches to moto are process-wide: they run with the
 # tests on the deployment (conftest.py), not beside the handler tests on moto.
@@ -57,16 +57,6 @@ def aws():
     """A fresh emulator per test: a new account, with nothing verified and nothing spent."""
     with LocalAws(enforce_iam=False) as running:
         yield running
-
-
-def verify(aws, number: str) -> str:
-    """Verify ``number`` as a person does: add it, have the code texted, type the code back."""
-    sms = aws.client("pinpoint-sms-voice-v2")
-    number_id = sms.create_verified_destination_number(DestinationPhoneNumber=number)["VerifiedDestinationNumberId"]
-    sms.send_destination_number_verification_code(VerifiedDestinationNumberId=number_id, VerificationChannel="TEXT")
-    code = texts_to(aws, number)[-1].rsplit(" ", 1)[1]
-    sms.verify_destination_number(VerifiedDestinationNumberId=number_id, VerificationCode=code)
-    return number_id
 
 
 def texts_to(aws, number: str) -> list[str]:
@@ -190,7 +180,7 @@ def test_the_sandbox_holds_at_most_10_verified_destination_numbers(aws):
 def test_a_number_on_the_opt_out_list_is_not_texted_or_called(aws):
     sms = aws.client("pinpoint-sms-voice-v2")
     # Given: Ana verified, then put on the account's Default opt-out list
-    verify(aws, ANA)
+    verify_destination(aws, ANA)
     put = sms.put_opted_out_number(OptOutListName="Default", OptedOutNumber=ANA)
     assert (put["OptedOutNumber"], put["EndUserOptedOut"]) == (ANA, False)
     # When: she is texted and called
@@ -205,7 +195,7 @@ def test_a_number_on_the_opt_out_list_is_not_texted_or_called(aws):
 def test_a_reply_stop_opts_its_sender_out(aws):
     sms = aws.client("pinpoint-sms-voice-v2")
     # Given: Ana verified and texted
-    verify(aws, ANA)
+    verify_destination(aws, ANA)
     text(aws, ANA)
     # When: she replies STOP
     aws.sms.receive(ANA, "STOP")
@@ -222,7 +212,7 @@ def test_a_text_that_would_pass_the_monthly_spend_limit_of_1_dollar_is_refused(a
     # Given: the new account's limit, and (for round sums) texts at $0.25 a message part
     assert sms.describe_spend_limits()["SpendLimits"] == [
         {"Name": "TEXT_MESSAGE_MONTHLY_SPEND_LIMIT", "EnforcedLimit": 1, "MaxLimit": 1, "Overridden": False}]
-    verify(aws, ANA)  # the verification code is not charged: AWS waives the first one
+    verify_destination(aws, ANA)  # the verification code is not charged: AWS waives the first one
     aws.sms.sms_part_usd = 0.25
     # When: three one-part texts are sent ($0.75)
     for n in range(3):
@@ -247,7 +237,7 @@ def test_a_text_that_would_pass_the_monthly_spend_limit_of_1_dollar_is_refused(a
 
 def test_the_voice_sandbox_calls_one_recipient_at_most_5_times_in_24_hours(aws):
     # Given: Ana verified, called five times an hour apart
-    verify(aws, ANA)
+    verify_destination(aws, ANA)
     next_utc_day(aws)
     for _ in range(5):
         call(aws, ANA)
@@ -264,7 +254,7 @@ def test_the_voice_sandbox_calls_one_recipient_at_most_5_times_in_24_hours(aws):
 def test_the_voice_sandbox_makes_at_most_5_calls_a_minute_and_20_a_day(aws):
     numbers = [f"+4915112345{n:03d}" for n in range(5)]
     for number in numbers:
-        verify(aws, number)
+        verify_destination(aws, number)
     next_utc_day(aws)
     # When: five calls are made within a minute
     for number in numbers:
@@ -297,7 +287,7 @@ def test_a_reply_is_published_to_the_two_way_topic_in_the_documented_payload(aws
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"})
     sms.update_phone_number(PhoneNumberId=PHONE_NUMBER_ID, TwoWayEnabled=True, TwoWayChannelArn=topic)
     # Given: Ana was texted an alert
-    verify(aws, ANA)
+    verify_destination(aws, ANA)
     alert_id = text(aws, ANA, "Disk full on db-1: reply 12a to acknowledge, 12r to resolve")["MessageId"]
     # When: she replies
     reply = aws.sms.receive(ANA, "12a")
@@ -392,7 +382,7 @@ def test_the_console_api_lists_texts_calls_and_mail_and_sends_a_reply(aws, conso
     topic = aws.client("sns").create_topic(Name="sms-replies")["TopicArn"]
     aws.client("pinpoint-sms-voice-v2").update_phone_number(PhoneNumberId=PHONE_NUMBER_ID, TwoWayEnabled=True,
                                                             TwoWayChannelArn=topic)
-    verify(aws, ANA)
+    verify_destination(aws, ANA)
     text(aws, ANA, "Disk full on db-1: reply 12a to acknowledge, 12r to resolve")
     call(aws, ANA)
     # When: a person replies from Ana's phone through the console
@@ -429,8 +419,8 @@ def test_the_phone_page_shows_texts_and_calls_per_phone_and_its_reply_box_texts_
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"})
     aws.client("pinpoint-sms-voice-v2").update_phone_number(PhoneNumberId=PHONE_NUMBER_ID, TwoWayEnabled=True,
                                                             TwoWayChannelArn=topic)
-    verify(aws, ANA)
-    verify(aws, BEN)
+    verify_destination(aws, ANA)
+    verify_destination(aws, BEN)
     text(aws, ANA, "Disk full on db-1: reply 12a to acknowledge, 12r to resolve")
     call(aws, ANA)
     # When: the Phone page is open
@@ -483,7 +473,7 @@ def test_a_role_texts_only_from_a_phone_number_its_policy_allows():
             {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
         iam.put_role_policy(RoleName="pager", PolicyName="text", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
             {"Effect": "Allow", "Action": "sms-voice:SendTextMessage", "Resource": number_arn}]}))
-        verify(aws, ANA)
+        verify_destination(aws, ANA)
         keys = aws.iam.credentials(role, "pager")
         sms = boto3.client("pinpoint-sms-voice-v2", endpoint_url=aws.endpoint_url, region_name="us-east-1",
                            aws_access_key_id=keys["AWS_ACCESS_KEY_ID"], aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],

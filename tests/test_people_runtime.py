@@ -12,12 +12,11 @@ E.164 (ITU-T Recommendation E.164): a plus, then at most 15 digits, the country 
 
 from __future__ import annotations
 
-import os
 from decimal import Decimal
 
 import boto3
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from moto import mock_aws
 
@@ -32,6 +31,7 @@ from patterns_common.people import (
     reply_instruction,
     summary,
 )
+from tests.property_profiles import PROPERTY
 
 # The example, as a person writes it.
 ANA = {"member": "U0AAAAAA1", "name": "Ana",
@@ -240,16 +240,7 @@ def test_with_every_code_held_none_is_free():
         free_code({str(number): {} for number in range(1, 10000)})
 
 
-# -- properties over generated items (Hypothesis) -----------------------------------------------------
-
-# As tests/test_oncall_properties_runtime.py: `make mutate` sets ONCALL_PROPERTY_PROFILE=mutate for fewer
-# examples, the same ones every run; `make test` keeps the full count. Not registered as profiles: the
-# on-call properties own the names.
-PROPERTY = (
-    settings(max_examples=30, derandomize=True, database=None, deadline=None)
-    if os.environ.get("ONCALL_PROPERTY_PROFILE") == "mutate"
-    else settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-)
+# -- properties over generated items (Hypothesis; how many: tests/property_profiles.py) ---------------
 
 junk = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.decimals() | st.text(max_size=12),

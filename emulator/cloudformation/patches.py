@@ -368,3 +368,35 @@ def install_retained_on_removal() -> None:
             original_delete_resource(self, parsed_resource, resource_json)
 
     ResourceMap._delete_resource = _delete_resource
+
+
+def install_json_templates_read_as_json() -> None:
+    """A template written in JSON (what `cdk deploy` sends) is read with the JSON parser.
+
+    moto reads every template, at each change set and stack update (several times per deployment),
+    with PyYAML's pure-Python loader first and JSON only when YAML fails: for the app's templates that
+    was a twentieth of a test shard's busy time. Speed, not behaviour, for the templates CDK writes
+    (YAML 1.1 would read a JSON number such as ``1e3`` as a string, JSON reads it right); a YAML
+    template (anything ``json.loads`` refuses) takes moto's own path, as before.
+    """
+    import json
+
+    from moto.cloudformation.models import ChangeSet, Stack
+
+    original_parse = Stack.parse_template
+    original_change_set_parse = ChangeSet._parse_template
+
+    def parse_template(template: str) -> dict[str, Any]:
+        try:
+            return json.loads(template)
+        except ValueError:
+            return original_parse(template)
+
+    def change_set_parse(self: Any) -> None:
+        try:
+            self.template_dict = json.loads(self.template)
+        except ValueError:
+            original_change_set_parse(self)
+
+    Stack.parse_template = staticmethod(parse_template)
+    ChangeSet._parse_template = change_set_parse

@@ -121,5 +121,7 @@ def install_all(
     stepfunctions.install_parse_once_per_definition()
     stepfunctions.install_jsonpath_parse_once()
     dispatch.install_service_found_once_per_host()
+    dispatch.install_backend_found_without_the_lock()
+    cloudformation.install_json_templates_read_as_json()
     serialize.install_absent_members_skipped()
     serialize.install_timestamps_converted_once()

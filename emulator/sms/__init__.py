@@ -31,6 +31,7 @@ day are UTC calendar ones). IAM is checked as for moto's services (``emulator/ia
 the ARN of the phone number it is sent from.
 """
 
+from emulator.sms.deployer import verify_destination
 from emulator.sms.service import PHONE_NUMBER, PHONE_NUMBER_ID, SMS_PART_USD, TARGET_PREFIX, SmsVoice
 
-__all__ = ["PHONE_NUMBER", "PHONE_NUMBER_ID", "SMS_PART_USD", "TARGET_PREFIX", "SmsVoice"]
+__all__ = ["PHONE_NUMBER", "PHONE_NUMBER_ID", "SMS_PART_USD", "TARGET_PREFIX", "SmsVoice", "verify_destination"]
