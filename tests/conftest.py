@@ -33,34 +33,14 @@ import time  # noqa: E402
 from collections import Counter  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
-import botocore.loaders  # noqa: E402
 import pytest  # noqa: E402
+from moto.core.config import default_user_config  # noqa: E402
 
-
-def _service_models_read_once_per_process() -> None:
-    """botocore's service models read from disk and parsed once per test process, not once per session.
-
-    moto's ``mock_aws`` gives every test a new boto3 session (its ``core.reset_boto3_session``), and a
-    new session reads and parses again the JSON model of each service it makes a client for (DynamoDB's
-    alone is 400 KB, parsed into OrderedDicts in Python): a quarter of the fast tests' time. Sharing the
-    parsed files is safe: botocore's own cache shares them among a session's clients, and the one change
-    it makes to a loaded model (merging the SDK's extras into it) writes the same values every time.
-    """
-    original = botocore.loaders.JSONFileLoader.load_file
-    parsed: dict[str, object] = {}
-
-    def load_file(self: botocore.loaders.JSONFileLoader, file_path: str) -> object:
-        if file_path not in parsed:
-            found = original(self, file_path)
-            if found is None:
-                return None
-            parsed[file_path] = found
-        return parsed[file_path]
-
-    botocore.loaders.JSONFileLoader.load_file = load_file
-
-
-_service_models_read_once_per_process()
+# One boto3 default session for the whole test process, as an application has, not a new one per
+# test (moto's mock_aws default, ``core.reset_boto3_session``): each new session read and parsed again
+# the JSON model of every service it made a client for, a quarter of the fast tests' time. The
+# session's credentials and region are this file's environment above, the same for every test.
+default_user_config["core"]["reset_boto3_session"] = False
 
 # Fixtures shared across test files: the browser tests' (``browser``, ``console``), the emulator tests'
 # (``aws``, ``role_arn``) and the handlers' recorded trace and logs (``recorded``).
