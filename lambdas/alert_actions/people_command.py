@@ -128,7 +128,7 @@ def fields_of(item: Mapping[str, Any] | None) -> dict[str, Any]:
 def rules(item: Mapping[str, Any] | None, member: str) -> str:
     if item is None:
         return "You have no contact methods or rules: a round notifies you in the channel only. " + USAGE
-    return "\n".join(summary(_person(item, member)))
+    return "\n".join(summary(_person(item)))
 
 
 def add(item: Mapping[str, Any] | None, member: str, kind: str, address: str, method_id: str, now: float) -> tuple[Write, Delivery]:
@@ -175,7 +175,7 @@ def through_sandbox(write: Write, method_id: str, destination_id: str, registere
 
 def pending_of(item: Mapping[str, Any] | None, member: str, method_id: str, now: float) -> dict[str, Any]:
     """The pending verification ``/oncall contact verify`` checks a code against, or why there is none."""
-    person = _person(item, member) if item is not None else None
+    person = _person(item) if item is not None else None
     method = person.method(method_id) if person is not None else None
     if method is None:
         raise PeopleRefused(f"You have no contact method {method_id!r}. `/oncall rules` lists yours.")
@@ -229,7 +229,7 @@ def wrong_code(item: Mapping[str, Any], member: str, method_id: str) -> Write:
 
 
 def remove(item: Mapping[str, Any] | None, member: str, method_id: str) -> Write:
-    person = _person(item, member) if item is not None else None
+    person = _person(item) if item is not None else None
     if person is None or person.method(method_id) is None:
         raise PeopleRefused(f"You have no contact method {method_id!r}. `/oncall rules` lists yours.")
     before = fields_of(item)
@@ -265,7 +265,7 @@ def rule(item: Mapping[str, Any] | None, member: str, method_id: str, minutes: i
     return Write(member, before, after, answer)
 
 
-def _person(item: Mapping[str, Any], member: str) -> Person:
+def _person(item: Mapping[str, Any]) -> Person:
     try:
         return parse_person(item)
     except InvalidPerson as invalid:
