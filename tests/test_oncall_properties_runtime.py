@@ -167,8 +167,8 @@ def test_a_parsed_schedule_answers_any_instant_without_raising(item, at):
         assert found == []
         return
     # The shifts run from the first instant asked to the last, one after another, merged where nobody changes
-    assert found[0].start == within(at) and found[-1].end == within(end)
-    assert all(earlier.end == later.start for earlier, later in zip(found, found[1:]))
+    assert _utc(found[0].start) == _utc(within(at)) and _utc(found[-1].end) == _utc(within(end))
+    assert all(_utc(earlier.end) == _utc(later.start) for earlier, later in zip(found, found[1:]))
     assert all(earlier.member != later.member for earlier, later in zip(found, found[1:]))
 
 
@@ -176,14 +176,19 @@ def test_a_parsed_schedule_answers_any_instant_without_raising(item, at):
 @given(valid_schedules(), valid_instants)
 def test_the_final_schedule_is_consecutive_shifts_each_naming_who_is_on_call(schedule, at):
     found = schedule.shifts(at, at + timedelta(days=14))
-    assert found[0].start == at and found[-1].end == at + timedelta(days=14)
+    assert _utc(found[0].start) == at and _utc(found[-1].end) == at + timedelta(days=14)
     for shift in found:
-        assert all(earlier.end == later.start for earlier, later in zip(found, found[1:]))
+        assert all(_utc(earlier.end) == _utc(later.start) for earlier, later in zip(found, found[1:]))
         assert schedule.on_call(shift.start) == shift.member
-        # (the instant before the end in UTC: a shift's ends are in the schedule's zone, where subtracting
-        # is wall-clock arithmetic, and the wall clock just before a handoff at the end of a skipped
-        # hour does not exist, as on Lord Howe's 30-minute spring change)
-        assert schedule.on_call(shift.end.astimezone(UTC) - timedelta(microseconds=1)) == shift.member
+        assert schedule.on_call(_utc(shift.end) - timedelta(microseconds=1)) == shift.member
+
+
+def _utc(moment: datetime) -> datetime:
+    """``moment`` in UTC, to compare and subtract: a shift's ends are in the schedule's zone, where Python
+    compares and subtracts wall-clock times (one before a handoff at the end of a skipped hour does not
+    exist, as on Lord Howe's 30-minute spring change), and an ambiguous autumn hour never equals an
+    instant of another zone (PEP 495), though it names the same instant."""
+    return moment.astimezone(UTC)
 
 
 @PROPERTY

@@ -292,6 +292,25 @@ def test_a_restriction_to_24_00_on_one_day_ends_at_the_next_midnight():
     assert weekend.on_call(utc("2026-11-07T23:00")) is None
 
 
+def test_a_restriction_ending_in_the_repeated_autumn_hour_ends_at_both_of_its_passes():
+    # Europe/London on 2026-10-25: 01:00-02:00 happens twice, first BST (UTC+1), then GMT. A window to
+    # 01:30 wall clock (Restriction.covers) is left at 00:30Z and entered again at 01:00Z for the second
+    # pass, to 01:30Z. Found by the explore profile (Hypothesis): the shifts listed the second pass
+    # until the next hourly handoff at 02:00Z, which on_call, and so the page, did not.
+    night = schedule("Europe/London", {"members": [A], "start": "2026-01-01T00:00", "shift": "PT1H",
+                                       "restrictions": [{"days": ["SUN"], "start": "00:00", "end": "01:30"}]})
+    found = night.shifts(utc("2026-10-24T22:00"), utc("2026-10-25T03:00"))
+    # (compared in UTC: an ambiguous local time never equals an instant of another zone, PEP 495)
+    assert [(s.member, s.start.astimezone(timezone.utc), s.end.astimezone(timezone.utc)) for s in found] == [
+        (None, utc("2026-10-24T22:00"), utc("2026-10-24T23:00")),
+        (A, utc("2026-10-24T23:00"), utc("2026-10-25T00:30")),
+        (None, utc("2026-10-25T00:30"), utc("2026-10-25T01:00")),
+        (A, utc("2026-10-25T01:00"), utc("2026-10-25T01:30")),
+        (None, utc("2026-10-25T01:30"), utc("2026-10-25T03:00")),
+    ]
+    assert night.on_call(utc("2026-10-25T01:29:59")) == A and night.on_call(utc("2026-10-25T01:30")) is None
+
+
 @pytest.mark.parametrize(("start", "end"), [("24:00", "06:00"), ("09:00", "24:01"), ("09:00", "25:00")])
 def test_a_restriction_starts_before_24_00_and_ends_by_it(start, end):
     field = "start" if start == "24:00" else "end"

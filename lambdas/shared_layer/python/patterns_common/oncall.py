@@ -238,8 +238,11 @@ class Schedule:
                 for offset in range(days):
                     day = first_day + timedelta(days=offset)
                     midnight = datetime.combine(day, time())
-                    yield self.instant(midnight + restriction.start)
-                    yield self.instant(midnight + restriction.end)
+                    # A restriction follows the wall clock (Restriction.covers), which passes a time of a
+                    # repeated autumn hour twice: each pass is an edge.
+                    for fold in (0, 1):
+                        yield self.instant((midnight + restriction.start).replace(fold=fold))
+                        yield self.instant((midnight + restriction.end).replace(fold=fold))
 
 
 def within(at: datetime) -> datetime:
