@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 from emulator.clock import SimClock
 from emulator.cloudwatch import alarms as logic
@@ -149,35 +149,38 @@ class CloudWatch:
             backend = _backend(self.account_id, self.region)
             self._store.index(id(backend), backend.metric_data)
             now = self.clock.now()
-            for model in list(backend.alarms.values()):
-                if self._no_boundary_passed(model, now):
-                    continue
-                alarm = logic.Alarm.of(model)
-                if not alarm.evaluable:
-                    continue
+            for model, alarm in self._alarms_with_a_boundary_passed(backend, now):
                 self._evaluate_alarm(model, alarm, now)
 
-    def _no_boundary_passed(self, model: Any, until: float) -> bool:
-        """Whether no period boundary of the alarm ``model`` has passed since its last evaluation, up to
-        ``until`` (lock held): then ``_boundaries`` would find none. Known from its period and last look, where reading
-        its whole configuration (``Alarm.of``) for each alarm at each look (20 a second, and before each
-        jump of the clock) took a quarter of a shard's busy time once a few hundred alarms existed."""
-        period = int(model.period or 0)
-        if period <= 0:
-            return True  # not evaluable either
-        last = self._evaluated.get(id(model))
-        if last is None:  # as _boundaries: first evaluated at the end of the period it was created in
+    def _alarms_with_a_boundary_passed(self, backend: Any, until: float) -> Iterator[tuple[Any, logic.Alarm]]:
+        """Each evaluable alarm with a period boundary passed since its last evaluation, up to ``until``
+        (lock held), with its configuration. Whether one has passed is known from the alarm's period and
+        last look alone: reading every alarm's whole configuration (``Alarm.of``) at each look, 20 a
+        second and before each jump of the clock, took a quarter of a shard's busy time once a few
+        hundred alarms existed."""
+        for model in list(backend.alarms.values()):
+            period = int(model.period or 0)
+            if period <= 0:
+                continue  # not evaluable
             updated = model.configuration_updated_timestamp
-            last = logic.period_start(logic.as_epoch(updated) if updated is not None else 0.0, period)
-        return logic.period_start(until, period) <= last
+            updated_epoch = logic.as_epoch(updated) if updated is not None else 0.0
+            if logic.period_start(until, period) <= self._last_look(model, period, updated_epoch):
+                continue
+            alarm = logic.Alarm.of(model)
+            if alarm.evaluable:
+                yield model, alarm
+
+    def _last_look(self, model: Any, period: int, configuration_updated: float) -> int:
+        """The boundary the alarm was last evaluated at; before that, the start of the period it was
+        created (or updated) in, at whose end it is first evaluated."""
+        return self._evaluated.get(id(model), logic.period_start(configuration_updated, period))
 
     def _boundaries(self, model: Any, alarm: logic.Alarm, until: float) -> tuple[dict, list[int]]:
         """The alarm's datapoints by period, and the boundaries after its last evaluation up to
         ``until`` at which its state can change (lock held)."""
         period, n = alarm.period, alarm.evaluation_periods
         latest = logic.period_start(until, period)
-        # First evaluated at the end of the period it was created (or updated) in.
-        last = self._evaluated.get(id(model), logic.period_start(alarm.configuration_updated, period))
+        last = self._last_look(model, period, alarm.configuration_updated)
         if latest <= last:
             return {}, []
         # Only boundaries where the window holds data, or has just lost it, can change the state;
@@ -205,12 +208,7 @@ class CloudWatch:
             backend = _backend(self.account_id, self.region)
             self._store.index(id(backend), backend.metric_data)
             changes = []
-            for model in list(backend.alarms.values()):
-                if self._no_boundary_passed(model, until):
-                    continue
-                alarm = logic.Alarm.of(model)
-                if not alarm.evaluable:
-                    continue
+            for model, alarm in self._alarms_with_a_boundary_passed(backend, until):
                 periods, boundaries = self._boundaries(model, alarm, until)
                 state = logic.State.of(model)
                 changes += [at for at in boundaries if logic.evaluate(alarm, periods, at, state) is not None][:1]

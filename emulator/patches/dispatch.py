@@ -64,4 +64,3 @@ def install_backend_found_without_the_lock() -> None:
 
     BackendDict.__getitem__ = __getitem__
     BackendDict.reset = classmethod(reset)
-
