@@ -29,6 +29,11 @@ SHARDS = 2
 SHARED_ASSEMBLIES = "TESTS_SHARED_ASSEMBLIES"
 
 
+# The shards' syntheses skip aws-cdk-lib's built-in CloudFormation validation: about 4 s of CPU each
+# (its rules engine is compiled anew in every synthesizing process), a dozen times a run for the
+# deployments, redeploys and hot-swaps, each repeating what test_app_infrastructure checks once on the
+# context they deploy with. `make demo` and a real `cdk deploy` validate as always.
+NO_TEMPLATE_VALIDATION = ("CDK_VALIDATION", "false")
 SLOWEST = 10
 DURATIONS = Path(__file__).with_name("shard_durations.json")
 RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"  # tests/conftest.py writes each shard's seconds there
@@ -55,16 +60,18 @@ def main(extra: list[str]) -> int:
 
 def _run_parts(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
-    parts = {
-        **{f"emulator shard {i + 1}/{SHARDS}": ["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"] for i in range(SHARDS)},
-        "every other test": ["-m", "not deployment"],
+    shard_env = {**os.environ, NO_TEMPLATE_VALIDATION[0]: NO_TEMPLATE_VALIDATION[1]}
+    parts = {  # name -> (arguments, environment; None: this process's)
+        **{f"emulator shard {i + 1}/{SHARDS}": (["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"], shard_env)
+           for i in range(SHARDS)},
+        "every other test": (["-m", "not deployment"], None),
     }
-    [(first, first_args), *others] = parts.items()
+    [(first, (first_args, first_env)), *others] = parts.items()
     outputs = {name: tempfile.TemporaryFile(mode="w+") for name, _ in others}
-    running = {name: subprocess.Popen([*command, *args], stdout=outputs[name], stderr=subprocess.STDOUT)
-               for name, args in others}
+    running = {name: subprocess.Popen([*command, *args], stdout=outputs[name], stderr=subprocess.STDOUT, env=env)
+               for name, (args, env) in others}
     print(f"== {first} (the other reports follow it)", flush=True)
-    statuses = {first: subprocess.call([*command, *first_args])}
+    statuses = {first: subprocess.call([*command, *first_args], env=first_env)}
     for name, process in running.items():
         statuses[name] = process.wait()
         outputs[name].seek(0)

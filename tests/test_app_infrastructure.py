@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from stacks.config import AppConfig
 from tests.app_config import CONTEXT, app_config
+from tests.parallel import NO_TEMPLATE_VALIDATION
 
 STACKS = ("AlertNotificationStack", "JobPollerStack", "MapRetryStack", "MonitoringStack")
 
@@ -307,6 +309,23 @@ def _synthesize(outdir: Path, *, region: str = "us-east-1", **context: str) -> d
     add_stacks(app, AppConfig.from_context(app.node.try_get_context), env=Environment(account="123456789012", region=region))
     assembly = app.synth()
     return {stack.stack_name: stack.template for stack in assembly.stacks}
+
+
+def test_the_app_as_the_emulator_deploys_it_passes_cdks_builtin_template_validation(tmp_path):
+    """The shards of `make test` deploy with CDK's built-in CloudFormation validation off (tests/parallel.py:
+    it would repeat this check at every synthesis); it is made here, on the same context.
+
+    aws-cdk-lib validates every synthesized template against its default rules unless CDK_VALIDATION
+    is "false", and cdk.json's ``@aws-cdk/core:validateAgainstDefaultRules`` makes a finding fail the
+    synthesis instead of warning (https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.CloudFormationValidatePluginProps.html).
+    """
+    from emulator.session import APP_CONTEXT
+
+    assert os.environ.get(NO_TEMPLATE_VALIDATION[0]) != NO_TEMPLATE_VALIDATION[1], "validation is off in this process"
+    assert CONTEXT["@aws-cdk/core:validateAgainstDefaultRules"] is True
+    _synthesize(tmp_path, **APP_CONTEXT)  # raises on a finding
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert [(r["pluginName"], r["conclusion"]) for r in report["pluginReports"] if r["conclusion"] != "success"] == []
 
 
 @pytest.fixture(scope="module")
