@@ -29,10 +29,11 @@ SHARDS = 2
 SHARED_ASSEMBLIES = "TESTS_SHARED_ASSEMBLIES"
 
 
-# The shards' syntheses skip aws-cdk-lib's built-in CloudFormation validation: about 4 s of CPU each
-# (its rules engine is compiled anew in every synthesizing process), a dozen times a run for the
-# deployments, redeploys and hot-swaps, each repeating what test_app_infrastructure checks once on the
-# context they deploy with. `make demo` and a real `cdk deploy` validate as always.
+# The shards' syntheses skip aws-cdk-lib's built-in CloudFormation validation: 6 to 9 s of CPU each
+# (its WebAssembly rules engine is compiled anew in every synthesizing process; a full synth of the app
+# took 14 s of CPU with it, 5 without), a dozen times a run for the deployments, redeploys and hot-swaps,
+# each repeating what test_app_infrastructure checks once on the context they deploy with. `make demo`
+# and a real `cdk deploy` validate as always.
 NO_TEMPLATE_VALIDATION = ("CDK_VALIDATION", "false")
 SLOWEST = 10
 DURATIONS = Path(__file__).with_name("shard_durations.json")
