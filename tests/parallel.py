@@ -34,7 +34,7 @@ SHARED_ASSEMBLIES = "TESTS_SHARED_ASSEMBLIES"
 # took 14 s of CPU with it, 5 without), a dozen times a run for the deployments, redeploys and hot-swaps,
 # each repeating what test_app_infrastructure checks once on the context they deploy with. `make demo`
 # and a real `cdk deploy` validate as always.
-NO_TEMPLATE_VALIDATION = ("CDK_VALIDATION", "false")
+SHARD_ENVIRONMENT = {"CDK_VALIDATION": "false"}
 SLOWEST = 10
 DURATIONS = Path(__file__).with_name("shard_durations.json")
 RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"  # tests/conftest.py writes each shard's seconds there
@@ -61,7 +61,7 @@ def main(extra: list[str]) -> int:
 
 def _run_parts(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
-    shard_env = {**os.environ, NO_TEMPLATE_VALIDATION[0]: NO_TEMPLATE_VALIDATION[1]}
+    shard_env = {**os.environ, **SHARD_ENVIRONMENT}
     parts = {  # name -> (arguments, environment; None: this process's)
         **{f"emulator shard {i + 1}/{SHARDS}": (["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"], shard_env)
            for i in range(SHARDS)},

@@ -12,7 +12,7 @@ import pytest
 
 from stacks.config import AppConfig
 from tests.app_config import CONTEXT, app_config
-from tests.parallel import NO_TEMPLATE_VALIDATION
+from tests.parallel import SHARD_ENVIRONMENT
 
 STACKS = ("AlertNotificationStack", "JobPollerStack", "MapRetryStack", "MonitoringStack")
 
@@ -321,7 +321,7 @@ def test_the_app_as_the_emulator_deploys_it_passes_cdks_builtin_template_validat
     """
     from emulator.session import APP_CONTEXT
 
-    assert os.environ.get(NO_TEMPLATE_VALIDATION[0]) != NO_TEMPLATE_VALIDATION[1], "validation is off in this process"
+    assert os.environ.get("CDK_VALIDATION") != SHARD_ENVIRONMENT["CDK_VALIDATION"], "validation is off in this process"
     assert CONTEXT["@aws-cdk/core:validateAgainstDefaultRules"] is True
     _synthesize(tmp_path, **APP_CONTEXT)  # raises on a finding
     report = json.loads((tmp_path / "validation-report.json").read_text())
