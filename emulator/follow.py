@@ -12,6 +12,9 @@ from emulator import pricing
 from emulator.stepfunctions.history import FAILURE_TYPES, History, details, plain_cause, without_stack_traces
 
 
+MAX_POLL_SECONDS = 0.5
+
+
 @dataclass
 class ExecutionResult:
     execution_arn: str
@@ -224,9 +227,15 @@ def follow(
     timeout_seconds: float = 600,
     started_wall: float | None = None,
 ) -> ExecutionResult:
-    """Poll ``execution_arn`` until it ends, printing each new history event as a timeline line."""
+    """Poll ``execution_arn`` until it ends, printing each new history event as a timeline line.
+
+    Polls ``poll_seconds`` apart at first, then a twentieth of the time followed so far, at most
+    ``MAX_POLL_SECONDS``: an execution's end is seen within 5% of its wall time, and a long one is not
+    read back to back (each poll is a request the emulator serves while the execution runs).
+    """
     sfn = aws.client("stepfunctions")
-    started_wall = started_wall or time.monotonic()
+    followed_since = time.monotonic()
+    started_wall = started_wall or followed_since
     invocations_before = len(aws.runtime.invocations)
     printer = Timeline()
     timeline: list[str] = []
@@ -240,7 +249,7 @@ def follow(
             break
         if time.monotonic() - started_wall > timeout_seconds:
             raise TimeoutError(f"{execution_arn} still RUNNING after {timeout_seconds} s of wall time")
-        time.sleep(poll_seconds)
+        time.sleep(min(MAX_POLL_SECONDS, max(poll_seconds, (time.monotonic() - followed_since) / 20)))
     events = read_history(sfn, execution_arn)
     for line in printer.lines(events, description["startDate"], final=True):
         timeline.append(line)

@@ -122,6 +122,8 @@ def install_all(
     stepfunctions.install_jsonpath_parse_once()
     dispatch.install_service_found_once_per_host()
     dispatch.install_backend_found_without_the_lock()
+    dispatch.install_actions_listed_once_per_class()
+    dispatch.install_request_lines_made_only_when_logged()
     cloudformation.install_json_templates_read_as_json()
     serialize.install_absent_members_skipped()
     serialize.install_timestamps_converted_once()

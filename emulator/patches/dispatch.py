@@ -64,3 +64,45 @@ def install_backend_found_without_the_lock() -> None:
 
     BackendDict.__getitem__ = __getitem__
     BackendDict.reset = classmethod(reset)
+
+
+def install_actions_listed_once_per_class() -> None:
+    """The actions a service's response class implements are listed once per class, not at every request.
+
+    moto looks for the requested action among the methods of the handling class by
+    ``inspect.getmembers``, which walks and sorts every attribute of the class and its bases for each
+    request: a tenth of the emulator's time serving a DynamoDB GetItem. A class's methods are what
+    moto and ``install_all``'s patches made them before the first request, and nothing adds one
+    while the emulator serves, so the list made at a class's first request holds.
+    """
+    from moto.core import responses
+
+    original = responses.method_names_from_class
+    listed: dict[type, frozenset[str]] = {}
+
+    def method_names_from_class(clazz: type) -> frozenset[str]:
+        if clazz not in listed:
+            listed[clazz] = frozenset(original(clazz))
+        return listed[clazz]
+
+    responses.method_names_from_class = method_names_from_class
+
+
+def install_request_lines_made_only_when_logged() -> None:
+    """werkzeug's server makes a log line for each request (its path decoded, the date formatted, the
+    status coloured) before its logger decides whether to show it: 4% of serving a GetItem. The
+    emulator keeps werkzeug's logger at ERROR (emulator/session.py), where the line is never shown;
+    a logger that would show a request line at INFO still gets it, made as before.
+    """
+    import logging
+
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    original = MotoRequestHandler.log_request
+    logger = logging.getLogger("werkzeug")
+
+    def log_request(self: Any, code: int | str = "-", size: int | str = "-") -> None:
+        if logger.isEnabledFor(logging.INFO):
+            original(self, code, size)
+
+    MotoRequestHandler.log_request = log_request
