@@ -169,7 +169,11 @@ def watch(
 
 
 def stop_watch(watcher: subprocess.Popen, grace_seconds: float = 10) -> None:
-    """Stop a `cdk watch` and what it runs (a deployment in flight gets ``grace_seconds``), then reap it."""
+    """Stop a `cdk watch` and what it runs (a deployment in flight gets ``grace_seconds``), then reap it.
+
+    Returns once its process group is gone: what the watch ran (a synthesis, say) can outlive the
+    watch itself by a moment, and on a loaded machine did, still in the group after the watch was reaped.
+    """
     try:
         os.killpg(watcher.pid, signal.SIGTERM)
         watcher.wait(timeout=grace_seconds)
@@ -178,6 +182,14 @@ def stop_watch(watcher: subprocess.Popen, grace_seconds: float = 10) -> None:
         watcher.wait()
     except ProcessLookupError:  # it had ended already
         watcher.wait()
+    for signal_number in (0, signal.SIGKILL):  # 0 only asks whether any is left; then, after the grace, kill
+        deadline = time.monotonic() + grace_seconds
+        try:
+            while time.monotonic() < deadline:
+                os.killpg(watcher.pid, signal_number)
+                time.sleep(0.05)
+        except ProcessLookupError:  # none is left in the group
+            return
 
 
 def deploy_assembly(aws: LocalAws, assembly: Path) -> dict[str, dict[str, str]]:
