@@ -120,10 +120,17 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
         yield deployment
 
 
+SHARD_OPTIONS = ("--emulator-shard", "--other-shard")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--emulator-shard", default=None, metavar="I/N",
         help="run only shard I of N of the tests on the deployment, whole files each (tests/parallel.py)",
+    )
+    parser.addoption(
+        "--other-shard", default=None, metavar="I/N",
+        help="run only shard I of N of the tests not on the deployment, whole files each (tests/parallel.py)",
     )
 
 
@@ -137,23 +144,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in emulator_items:
         item.add_marker(pytest.mark.emulator)
         item.add_marker(pytest.mark.deployment)
-    shard = config.getoption("--emulator-shard")
-    if shard:
-        index, count = map(int, shard.split("/"))
-        kept = set(_files_of_shard(emulator_items, index, count))
-        config.hook.pytest_deselected(items=[item for item in emulator_items if item.path not in kept])
-        emulator_items = [item for item in emulator_items if item.path in kept]
     rest = [item for item in items if item not in own and "deployment" not in getattr(item, "fixturenames", ())]
-    items[:] = rest + own + emulator_items
+    emulator_items = _shard(config, "--emulator-shard", emulator_items)
+    kept = set(_shard(config, "--other-shard", rest + own))
+    items[:] = [item for item in rest if item in kept] + [item for item in own if item in kept] + emulator_items
 
 
-def _files_of_shard(items: list[pytest.Item], index: int, count: int) -> list[Path]:
+def _shard(config: pytest.Config, option: str, items: list[pytest.Item]) -> list[pytest.Item]:
+    """The ``items`` of the shard ``option`` names (all of them without it); the rest deselected."""
+    shard = config.getoption(option)
+    if not shard:
+        return items
+    index, count = map(int, shard.split("/"))
+    kept = set(_files_of_shard(items, index, count, option))
+    config.hook.pytest_deselected(items=[item for item in items if item.path not in kept])
+    return [item for item in items if item.path in kept]
+
+
+def _files_of_shard(items: list[pytest.Item], index: int, count: int, option: str) -> list[Path]:
     """Whole test files, dealt so that each shard gets about as many seconds (longest file first).
 
-    A file's seconds are those it took in a real run, recorded in SHARD_DURATIONS; a file not recorded
-    yet counts the recorded seconds a test on average.
+    A file's seconds are those its tests of this kind (``option``) took in a real run, recorded in
+    SHARD_DURATIONS; a file not recorded yet counts the recorded seconds a test on average.
     """
-    recorded = json.loads(SHARD_DURATIONS.read_text()) if SHARD_DURATIONS.exists() else {}
+    recorded = json.loads(SHARD_DURATIONS.read_text()).get(option, {}) if SHARD_DURATIONS.exists() else {}
     per_test = Counter(str(item.path.relative_to(ROOT)) for item in items)
     known = [name for name in per_test if name in recorded]
     average = sum(recorded[name] for name in known) / sum(per_test[name] for name in known) if known else 1.0
@@ -167,8 +181,8 @@ def _files_of_shard(items: list[pytest.Item], index: int, count: int) -> list[Pa
     return shards[index]
 
 
-# Seconds each emulator test file took, from a real run of both shards (`python -m tests.parallel
-# --record-durations` rewrites it); the shards are dealt on them.
+# Seconds each test file took, by kind of shard (its option), from a real run of every shard (`python
+# -m tests.parallel --record-durations` rewrites it); the shards are dealt on them.
 SHARD_DURATIONS = Path(__file__).with_name("shard_durations.json")
 # Set by tests/parallel.py --record-durations: the directory each shard writes its files' seconds to.
 RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"
@@ -184,5 +198,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     target = os.environ.get(RECORD_DURATIONS)
-    if target and _file_seconds and session.config.getoption("--emulator-shard"):
-        Path(target, f"shard-{os.getpid()}.json").write_text(json.dumps(_file_seconds))
+    kind = next((option for option in SHARD_OPTIONS if session.config.getoption(option)), None)
+    if target and _file_seconds and kind:
+        Path(target, f"shard-{os.getpid()}.json").write_text(json.dumps({"option": kind, "seconds": _file_seconds}))

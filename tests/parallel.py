@@ -1,16 +1,16 @@
-"""`make test`: the suite as three pytest processes sharing the machine's two cores.
+"""`make test`: the suite as four pytest processes sharing the machine's two cores.
 
 Two processes run the tests on the app deployed into the emulator (the ``deployment`` marker, which
 tests/conftest.py gives them), each on a deployment of its own and half of those test files
-(``--emulator-shard``): they spend much of their time waiting on simulated time and Lambda workers, so
-two of them fill the cores. The third runs everything else (logic, handlers on moto, templates, the
-emulator's own fidelity tests, and last those starting emulators of their own), which never
-shared a process happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends, which
-is why conftest.py orders deployment tests last. The first shard streams to the terminal; the other
-reports follow it. Extra arguments go to every process, e.g. ``python -m tests.parallel -x``. Each part
-ends with its ten slowest tests. The shards are dealt on the seconds each file took in a real run
-(tests/shard_durations.json); ``python -m tests.parallel --record-durations`` runs the suite and
-rewrites that file from what the shards measured (run it on an otherwise idle machine).
+(``--emulator-shard``): they spend much of their time waiting on simulated time and Lambda workers.
+Two more, at the lowest priority, split everything else (``--other-shard``: logic, handlers on moto,
+templates, the emulator's own fidelity tests, and last those starting emulators of their own), which
+never shared a process happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends,
+which is why conftest.py orders deployment tests last. The first shard streams to the terminal; the
+other reports follow it. Extra arguments go to every process, e.g. ``python -m tests.parallel -x``.
+Each part ends with its ten slowest tests. The shards of each kind are dealt on the seconds each file
+took in a real run (tests/shard_durations.json); ``python -m tests.parallel --record-durations`` runs
+the suite and rewrites that file from what the shards measured (run it on an otherwise idle machine).
 """
 
 from __future__ import annotations
@@ -35,6 +35,12 @@ SHARED_ASSEMBLIES = "TESTS_SHARED_ASSEMBLIES"
 # each repeating what test_app_infrastructure checks once on the context they deploy with. `make demo`
 # and a real `cdk deploy` validate as always.
 SHARD_ENVIRONMENT = {"CDK_VALIDATION": "false"}
+# The shards are the run's longest chain; the other tests, on the other hand, only have to end before
+# them. Run at the lowest priority, they take what the shards leave idle (a shard waits on simulated
+# time and Lambda workers for much of its run) instead of slowing them; as two processes, they fill
+# both cores once the shards are done. One run: the shards alone ended at 5:23 and 5:52 with the other
+# tests beside them at niceness 19 in one process, which then ran on to 6:29 on one core.
+OTHER_NICENESS = 19
 SLOWEST = 10
 DURATIONS = Path(__file__).with_name("shard_durations.json")
 RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"  # tests/conftest.py writes each shard's seconds there
@@ -51,26 +57,31 @@ def main(extra: list[str]) -> int:
             os.environ[RECORD_DURATIONS] = measured
         status = _run_parts([*extra, f"--durations={SLOWEST}"])
         if record and status == 0:
-            seconds: Counter[str] = Counter()
+            seconds: dict[str, Counter[str]] = {}
             for shard in Path(measured).glob("shard-*.json"):
-                seconds.update(json.loads(shard.read_text()))
-            DURATIONS.write_text(json.dumps({name: round(s, 1) for name, s in sorted(seconds.items())}, indent=1) + "\n")
-            print(f"== {DURATIONS.name}: the seconds of {len(seconds)} files, for the next runs' shards")
+                recorded = json.loads(shard.read_text())
+                seconds.setdefault(recorded["option"], Counter()).update(recorded["seconds"])
+            DURATIONS.write_text(json.dumps(
+                {option: {name: round(s, 1) for name, s in sorted(files.items())} for option, files in sorted(seconds.items())},
+                indent=1) + "\n")
+            print(f"== {DURATIONS.name}: the seconds of {sum(map(len, seconds.values()))} files' tests, for the next runs' shards")
         return status
 
 
 def _run_parts(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
     shard_env = {**os.environ, **SHARD_ENVIRONMENT}
-    parts = {  # name -> (arguments, environment; None: this process's)
-        **{f"emulator shard {i + 1}/{SHARDS}": (["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"], shard_env)
+    parts = {  # name -> (arguments, environment; None: this process's, niceness)
+        **{f"emulator shard {i + 1}/{SHARDS}": (["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"], shard_env, 0)
            for i in range(SHARDS)},
-        "every other test": (["-m", "not deployment"], None),
+        **{f"every other test, {i + 1}/{SHARDS}": (["-m", "not deployment", f"--other-shard={i}/{SHARDS}"], None, OTHER_NICENESS)
+           for i in range(SHARDS)},
     }
-    [(first, (first_args, first_env)), *others] = parts.items()
+    [(first, (first_args, first_env, _)), *others] = parts.items()
     outputs = {name: tempfile.TemporaryFile(mode="w+") for name, _ in others}
-    running = {name: subprocess.Popen([*command, *args], stdout=outputs[name], stderr=subprocess.STDOUT, env=env)
-               for name, (args, env) in others}
+    running = {name: subprocess.Popen([*command, *args], stdout=outputs[name], stderr=subprocess.STDOUT, env=env,
+                                      preexec_fn=lambda niceness=niceness: os.nice(niceness))
+               for name, (args, env, niceness) in others}
     print(f"== {first} (the other reports follow it)", flush=True)
     statuses = {first: subprocess.call([*command, *first_args], env=first_env)}
     for name, process in running.items():
