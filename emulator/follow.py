@@ -11,7 +11,6 @@ from typing import Any, Callable, TextIO
 from emulator import pricing
 from emulator.stepfunctions.history import FAILURE_TYPES, History, details, plain_cause, without_stack_traces
 
-
 MAX_POLL_SECONDS = 0.5
 
 

@@ -36,6 +36,8 @@ from dataclasses import dataclass  # noqa: E402
 import pytest  # noqa: E402
 from moto.core.config import default_user_config  # noqa: E402
 
+from tests.parallel import DURATIONS, RECORD_DURATIONS, SHARED_ASSEMBLIES  # noqa: E402
+
 # One boto3 default session for the whole test process, as an application has, not a new one per
 # test (moto's mock_aws default, ``core.reset_boto3_session``): each new session read and parsed again
 # the JSON model of every service it made a client for, a quarter of the fast tests' time. The
@@ -107,7 +109,6 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
     moto's ``mock_aws``, used by the handler tests, resets moto's backends whenever it starts.
     """
     from emulator.session import deployed
-    from tests.parallel import SHARED_ASSEMBLIES
 
     # The example app (a team's app using the constructs, examples/) is deployed beside it, at the same time.
     # tests/parallel.py's shards deploy the apps the first of them synthesizes.
@@ -137,8 +138,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Tests marked emulator that start emulators of their own (no deployment): the emulator's patches are
     # process-wide, so they run after every other test of the process, before its deployment starts. In
-    # `make test` they end the process without a deployment (tests/parallel.py), whose other tests end
-    # well before the shards do, so the shards' seconds all go to the deployment's tests.
+    # `make test` they end a process of the other tests (tests/parallel.py), which has no deployment, so
+    # the emulator shards' seconds all go to the deployment's tests.
     own = [item for item in items if item.get_closest_marker("emulator") and "deployment" not in getattr(item, "fixturenames", ())]
     emulator_items = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
     for item in emulator_items:
@@ -165,9 +166,9 @@ def _files_of_shard(items: list[pytest.Item], index: int, count: int, option: st
     """Whole test files, dealt so that each shard gets about as many seconds (longest file first).
 
     A file's seconds are those its tests of this kind (``option``) took in a real run, recorded in
-    SHARD_DURATIONS; a file not recorded yet counts the recorded seconds a test on average.
+    DURATIONS; a file not recorded yet counts the recorded seconds a test on average.
     """
-    recorded = json.loads(SHARD_DURATIONS.read_text()).get(option, {}) if SHARD_DURATIONS.exists() else {}
+    recorded = json.loads(DURATIONS.read_text()).get(option, {}) if DURATIONS.exists() else {}
     per_test = Counter(str(item.path.relative_to(ROOT)) for item in items)
     known = [name for name in per_test if name in recorded]
     average = sum(recorded[name] for name in known) / sum(per_test[name] for name in known) if known else 1.0
@@ -181,11 +182,6 @@ def _files_of_shard(items: list[pytest.Item], index: int, count: int, option: st
     return shards[index]
 
 
-# Seconds each test file took, by kind of shard (its option), from a real run of every shard (`python
-# -m tests.parallel --record-durations` rewrites it); the shards are dealt on them.
-SHARD_DURATIONS = Path(__file__).with_name("shard_durations.json")
-# Set by tests/parallel.py --record-durations: the directory each shard writes its files' seconds to.
-RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"
 _deployment_setup: dict[str, float] = {}  # the test during whose set-up the deployment was made -> its seconds
 _file_seconds: Counter[str] = Counter()
 

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Any, NamedTuple
 
 SHARDS = 2
 # The environment variable naming the directory where the shards share the apps' cloud assemblies
@@ -38,12 +39,15 @@ SHARD_ENVIRONMENT = {"CDK_VALIDATION": "false"}
 # The shards are the run's longest chain; the other tests, on the other hand, only have to end before
 # them. Run at the lowest priority, they take what the shards leave idle (a shard waits on simulated
 # time and Lambda workers for much of its run) instead of slowing them; as two processes, they fill
-# both cores once the shards are done. One run: the shards alone ended at 5:23 and 5:52 with the other
-# tests beside them at niceness 19 in one process, which then ran on to 6:29 on one core.
+# both cores once the shards are done. Runs this way spent 0.60 to 0.62 s of wall time per second of
+# CPU, against 0.68 with the other tests in one process at niceness 0 (7:25 for 656 s of CPU).
 OTHER_NICENESS = 19
 SLOWEST = 10
+# Seconds each test file took, by kind of shard (its option), from a real run of every shard
+# (--record-durations rewrites it); tests/conftest.py deals the shards on them.
 DURATIONS = Path(__file__).with_name("shard_durations.json")
-RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"  # tests/conftest.py writes each shard's seconds there
+# Set by --record-durations: the directory where tests/conftest.py has each shard write its files' seconds.
+RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"
 
 
 def main(extra: list[str]) -> int:
@@ -68,22 +72,30 @@ def main(extra: list[str]) -> int:
         return status
 
 
+class Part(NamedTuple):
+    arguments: list[str]
+    environment: dict[str, str]
+    niceness: int
+
+
 def _run_parts(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
-    shard_env = {**os.environ, **SHARD_ENVIRONMENT}
-    parts = {  # name -> (arguments, environment; None: this process's, niceness)
-        **{f"emulator shard {i + 1}/{SHARDS}": (["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"], shard_env, 0)
-           for i in range(SHARDS)},
-        **{f"every other test, {i + 1}/{SHARDS}": (["-m", "not deployment", f"--other-shard={i}/{SHARDS}"], None, OTHER_NICENESS)
-           for i in range(SHARDS)},
+    parts = {
+        **{f"emulator shard {i + 1}/{SHARDS}": Part(["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"],
+                                                   {**os.environ, **SHARD_ENVIRONMENT}, 0) for i in range(SHARDS)},
+        **{f"every other test, {i + 1}/{SHARDS}": Part(["-m", "not deployment", f"--other-shard={i}/{SHARDS}"],
+                                                      dict(os.environ), OTHER_NICENESS) for i in range(SHARDS)},
     }
-    [(first, (first_args, first_env, _)), *others] = parts.items()
+
+    def start(part: Part, output: Any) -> subprocess.Popen:
+        return subprocess.Popen([*command, *part.arguments], stdout=output, stderr=subprocess.STDOUT if output else None,
+                                env=part.environment, preexec_fn=lambda: os.nice(part.niceness))
+
+    [(first, first_part), *others] = parts.items()
     outputs = {name: tempfile.TemporaryFile(mode="w+") for name, _ in others}
-    running = {name: subprocess.Popen([*command, *args], stdout=outputs[name], stderr=subprocess.STDOUT, env=env,
-                                      preexec_fn=lambda niceness=niceness: os.nice(niceness))
-               for name, (args, env, niceness) in others}
+    running = {name: start(part, outputs[name]) for name, part in others}
     print(f"== {first} (the other reports follow it)", flush=True)
-    statuses = {first: subprocess.call([*command, *first_args], env=first_env)}
+    statuses = {first: start(first_part, None).wait()}
     for name, process in running.items():
         statuses[name] = process.wait()
         outputs[name].seek(0)
