@@ -28,6 +28,7 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
 
+import functools  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
 from collections import Counter  # noqa: E402
@@ -135,6 +136,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # A shard imports only its own test files. Importing (and assertion-rewriting) all of them cost each
+    # of make test's four processes 13 s of CPU; its own files cost it 2 to 7 s.
+    shards = [option for option in SHARD_OPTIONS if config.getoption(option)]
+    if shards and collection_path.parent == ROOT / "tests" and collection_path.name.startswith("test_"):
+        name = str(collection_path.relative_to(ROOT))
+        return not any(name in _files_of_shard(config, option) for option in shards) or None
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Tests marked emulator that start emulators of their own (no deployment): the emulator's patches are
     # process-wide, so they run after every other test of the process, before its deployment starts. In
@@ -146,40 +157,73 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.emulator)
         item.add_marker(pytest.mark.deployment)
     rest = [item for item in items if item not in own and "deployment" not in getattr(item, "fixturenames", ())]
+    if any(config.getoption(option) for option in SHARD_OPTIONS):
+        check_recorded(_recorded(), {"--emulator-shard": emulator_items, "--other-shard": rest + own})
     emulator_items = _shard(config, "--emulator-shard", emulator_items)
     kept = set(_shard(config, "--other-shard", rest + own))
     items[:] = [item for item in rest if item in kept] + [item for item in own if item in kept] + emulator_items
 
 
+def check_recorded(recorded: dict[str, dict[str, float]], kinds: dict[str, list[pytest.Item]]) -> None:
+    """Refuse a run in which a file ``recorded`` (as in DURATIONS) for one kind of shard only has tests
+    of the other kind (``kinds``: items by shard option): no shard of that kind would import it."""
+    every_recorded = {name for files in recorded.values() for name in files}
+    moved = sorted(
+        f"{name} ({option})" for option, items in kinds.items() for name in {str(item.path.relative_to(ROOT)) for item in items}
+        if name in every_recorded and name not in recorded.get(option, {})
+    )
+    if moved:
+        raise pytest.UsageError(
+            f"{DURATIONS.name} does not record these files for the shards that would run some of their tests now: "
+            f"{', '.join(moved)}; record the durations again: python -m tests.parallel --record-durations"
+        )
+
+
+def _recorded() -> dict[str, dict[str, float]]:
+    return json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+
+
 def _shard(config: pytest.Config, option: str, items: list[pytest.Item]) -> list[pytest.Item]:
     """The ``items`` of the shard ``option`` names (all of them without it); the rest deselected."""
-    shard = config.getoption(option)
-    if not shard:
+    if not config.getoption(option):
         return items
-    index, count = map(int, shard.split("/"))
-    kept = set(_files_of_shard(items, index, count, option))
-    config.hook.pytest_deselected(items=[item for item in items if item.path not in kept])
-    return [item for item in items if item.path in kept]
+    kept = _files_of_shard(config, option)
+    config.hook.pytest_deselected(items=[item for item in items if str(item.path.relative_to(ROOT)) not in kept])
+    return [item for item in items if str(item.path.relative_to(ROOT)) in kept]
 
 
-def _files_of_shard(items: list[pytest.Item], index: int, count: int, option: str) -> list[Path]:
-    """Whole test files, dealt so that each shard gets about as many seconds (longest file first).
+def _files_of_shard(config: pytest.Config, option: str) -> set[str]:
+    """The test files of the shard ``option`` names, as DURATIONS and the files on disk deal them."""
+    index, count = map(int, config.getoption(option).split("/"))
+    return _dealt(option, count)[index]
 
-    A file's seconds are those its tests of this kind (``option``) took in a real run, recorded in
-    DURATIONS; a file not recorded yet counts the recorded seconds a test on average.
+
+@functools.cache
+def _dealt(option: str, count: int) -> list[set[str]]:
+    on_disk = {str(path.relative_to(ROOT)) for path in (ROOT / "tests").glob("test_*.py")}
+    return deal(_recorded(), on_disk, option, count)
+
+
+def deal(recorded: dict[str, dict[str, float]], on_disk: set[str], option: str, count: int) -> list[set[str]]:
+    """The test files ``on_disk`` of ``count`` shards of the kind ``option``: whole files, dealt so that
+    each shard gets about as many seconds, longest first; a shard works its own out before importing any.
+
+    A file's seconds are those its tests of this kind took in a real run (``recorded``, by option, as in
+    DURATIONS). The files recorded for no kind yet follow, at the seconds of a recorded file on average;
+    a file recorded for the other kind only has no tests of this one.
     """
-    recorded = json.loads(DURATIONS.read_text()).get(option, {}) if DURATIONS.exists() else {}
-    per_test = Counter(str(item.path.relative_to(ROOT)) for item in items)
-    known = [name for name in per_test if name in recorded]
-    average = sum(recorded[name] for name in known) / sum(per_test[name] for name in known) if known else 1.0
-    seconds = {name: recorded.get(name, average * tests) for name, tests in per_test.items()}
-    shards: list[list[Path]] = [[] for _ in range(count)]
+    known = {name: seconds for name, seconds in recorded.get(option, {}).items() if name in on_disk}
+    average = sum(known.values()) / len(known) if known else 1.0
+    every_recorded = {name for files in recorded.values() for name in files}
+    new = {name: average for name in on_disk - every_recorded}
+    shards: list[set[str]] = [set() for _ in range(count)]
     loads = [0.0] * count
-    for name in sorted(seconds, key=lambda name: (-seconds[name], name)):
-        lightest = loads.index(min(loads))
-        shards[lightest].append(ROOT / name)
-        loads[lightest] += seconds[name]
-    return shards[index]
+    for files in (known, new):
+        for name in sorted(files, key=lambda name: (-files[name], name)):
+            lightest = loads.index(min(loads))
+            shards[lightest].add(name)
+            loads[lightest] += files[name]
+    return shards
 
 
 _deployment_setup: dict[str, float] = {}  # the test during whose set-up the deployment was made -> its seconds
