@@ -45,6 +45,33 @@ from tests.parallel import DURATIONS, RECORD_DURATIONS, SHARED_ASSEMBLIES  # noq
 # session's credentials and region are this file's environment above, the same for every test.
 default_user_config["core"]["reset_boto3_session"] = False
 
+
+def _endpoints_read_once() -> None:
+    """Every botocore session of the test process shares one reading of the endpoints file.
+
+    Sessions still come and go: Powertools' providers make one each, and so does a handler reloaded
+    for a test. Each read and parsed the 1 MB endpoints file again to resolve its first client's
+    URL, a fifth of the other tests' CPU. The resolver only reads that data. Service models are
+    not shared: a session's S3 client edits its model in place.
+    """
+    from botocore.loaders import Loader
+
+    read: dict[tuple[str, ...], object] = {}
+    load_data_with_path = Loader.load_data_with_path
+
+    def load_data_with_path_once(self: Loader, name: str) -> object:
+        if name != "endpoints":
+            return load_data_with_path(self, name)
+        key = tuple(self.search_paths)
+        if key not in read:
+            read[key] = load_data_with_path(self, name)
+        return read[key]
+
+    Loader.load_data_with_path = load_data_with_path_once
+
+
+_endpoints_read_once()
+
 # Fixtures shared across test files: the browser tests' (``browser``, ``console``), the emulator tests'
 # (``aws``, ``role_arn``) and the handlers' recorded trace and logs (``recorded``).
 pytest_plugins = ("tests.browser", "tests.emulator_helpers", "tests.trace_record")
