@@ -51,7 +51,8 @@ def _endpoints_read_once() -> None:
 
     Sessions still come and go: Powertools' providers make one each, and so does a handler reloaded
     for a test. Each read and parsed the 1 MB endpoints file again to resolve its first client's
-    URL, a fifth of the other tests' CPU. The resolver only reads that data. Service models are
+    URL: a fifth of a process of the other tests in py-spy, 13 of its 89 s of CPU. The resolver only
+    reads that data. Service models are
     not shared: a session's S3 client edits its model in place.
     """
     from botocore.loaders import Loader
@@ -194,10 +195,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def check_recorded(recorded: dict[str, dict[str, float]], kinds: dict[str, list[pytest.Item]]) -> None:
     """Refuse a run in which a file ``recorded`` (as in DURATIONS) for one kind of shard only has tests
     of the other kind (``kinds``: items by shard option): no shard of that kind would import it."""
-    every_recorded = {name for files in recorded.values() for name in files}
+    anywhere = _recorded_anywhere(recorded)
     moved = sorted(
-        f"{name} ({option})" for option, items in kinds.items() for name in {str(item.path.relative_to(ROOT)) for item in items}
-        if name in every_recorded and name not in recorded.get(option, {})
+        f"{name} ({option})" for option, items in kinds.items() for name in {_file_of(item) for item in items}
+        if name in anywhere and name not in recorded.get(option, {})
     )
     if moved:
         raise pytest.UsageError(
@@ -206,8 +207,17 @@ def check_recorded(recorded: dict[str, dict[str, float]], kinds: dict[str, list[
         )
 
 
+@functools.cache
 def _recorded() -> dict[str, dict[str, float]]:
     return json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+
+
+def _recorded_anywhere(recorded: dict[str, dict[str, float]]) -> set[str]:
+    return {name for files in recorded.values() for name in files}
+
+
+def _file_of(item: pytest.Item) -> str:
+    return str(item.path.relative_to(ROOT))
 
 
 def _shard(config: pytest.Config, option: str, items: list[pytest.Item]) -> list[pytest.Item]:
@@ -215,8 +225,8 @@ def _shard(config: pytest.Config, option: str, items: list[pytest.Item]) -> list
     if not config.getoption(option):
         return items
     kept = _files_of_shard(config, option)
-    config.hook.pytest_deselected(items=[item for item in items if str(item.path.relative_to(ROOT)) not in kept])
-    return [item for item in items if str(item.path.relative_to(ROOT)) in kept]
+    config.hook.pytest_deselected(items=[item for item in items if _file_of(item) not in kept])
+    return [item for item in items if _file_of(item) in kept]
 
 
 def _files_of_shard(config: pytest.Config, option: str) -> set[str]:
@@ -241,8 +251,7 @@ def deal(recorded: dict[str, dict[str, float]], on_disk: set[str], option: str, 
     """
     known = {name: seconds for name, seconds in recorded.get(option, {}).items() if name in on_disk}
     average = sum(known.values()) / len(known) if known else 1.0
-    every_recorded = {name for files in recorded.values() for name in files}
-    new = {name: average for name in on_disk - every_recorded}
+    new = {name: average for name in on_disk - _recorded_anywhere(recorded)}
     shards: list[set[str]] = [set() for _ in range(count)]
     loads = [0.0] * count
     for files in (known, new):
