@@ -12,12 +12,14 @@ the whole table runs in a few seconds of wall time on the emulator the app is de
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import botocore.parsers
 import pytest
 from botocore.exceptions import ClientError
 
@@ -834,6 +836,37 @@ def test_get_execution_history_pages_with_max_results_and_reverses_order(executi
     rest = sfn.get_execution_history(executionArn=outcome.execution_arn, reverseOrder=True, maxResults=2,
                                      nextToken=newest_first["nextToken"])
     assert [e["id"] for e in rest["events"]] == [2, 1] and "nextToken" not in rest
+
+
+def test_every_history_reads_as_motos_own_serializer_writes_it(executions, sfn):
+    # The emulator writes GetExecutionHistory's body itself, for speed (history_event_serializer in
+    # emulator/stepfunctions/patches.py). What the client reads must be what moto's shape-driven
+    # response serializer would have written for the same events, over every documented example:
+    # Map, Parallel, Retry, Catch, failures, tasks, waits and JSONata among them.
+    from moto.core.serialize import XFormedAttributePicker, get_serializer_class
+    from moto.core.utils import get_service_model
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    from emulator.server import ACCOUNT_ID, REGION
+
+    moto_serializer = get_serializer_class("stepfunctions", "json")(
+        operation_model=get_service_model("stepfunctions").operation_model("GetExecutionHistory"), pretty_print=False,
+        value_picker=XFormedAttributePicker())
+    operation = sfn.meta.service_model.operation_model("GetExecutionHistory")
+    parser = botocore.parsers.create_parser("json")
+    backend = stepfunctions_parser_backends[ACCOUNT_ID][REGION]
+    compared = set()
+    for case_id in executions.started:
+        outcome = executions.outcome(case_id)
+        read = sfn.get_execution_history(executionArn=outcome.execution_arn, maxResults=1000)
+        env = backend.describe_execution(outcome.execution_arn).exec_worker.env
+        body = moto_serializer.serialize({"events": copy.deepcopy(env.event_manager._history_event_list)})["body"]
+        written = parser.parse({"body": body.encode(), "headers": {}, "status_code": 200}, operation.output_shape)
+        assert "nextToken" not in read and read["events"] == written["events"], case_id
+        compared.update(type for event in read["events"] for type in [event["type"]])
+    # (the examples reach the kinds of event that carry details of their own)
+    assert {"MapStateStarted", "ParallelStateStarted", "TaskFailed", "TaskScheduled", "TaskSucceeded", "WaitStateEntered",
+            "ExecutionFailed", "PassStateExited"} <= compared, compared
 
 
 def test_definition_text_is_read_as_json_with_its_escapes(sfn, role_arn):

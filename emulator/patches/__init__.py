@@ -120,6 +120,7 @@ def install_all(
     # Speed.
     stepfunctions.install_parse_once_per_definition()
     stepfunctions.install_jsonpath_parse_once()
+    dynamodb.install_condition_expressions_parsed_once()
     dispatch.install_service_found_once_per_host()
     dispatch.install_backend_found_without_the_lock()
     dispatch.install_actions_listed_once_per_class()
