@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import deque
 
@@ -25,8 +26,10 @@ LAMBDA_SERVICE_ERRORS = {
 }
 
 
+@functools.cache
 def synthesize(config: AppConfig) -> Template:
-    """Only this stack, in a fresh app, with cdk-nag: synth() raises on any unacknowledged finding."""
+    """Only this stack, in a fresh app, with cdk-nag: synth() raises on any unacknowledged finding.
+    Once per config in a process (a Template is only read): four files check the default one."""
     app = App()
     stack = AlertNotificationStack(app, "AlertNotificationStack", config=config)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
