@@ -1037,6 +1037,35 @@ def test_of_concurrent_conditional_writes_to_one_item_exactly_one_succeeds(aws):
     dynamodb.delete_table(TableName=table)
 
 
+def test_a_condition_repeated_with_other_values_or_names_is_checked_with_them(aws):
+    # DynamoDB: a condition is evaluated with the ExpressionAttributeNames and Values of its own request
+    # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html).
+    # The emulator parses a condition once per text, names and values: the same text with other values
+    # or names must not reuse another request's.
+    table = unique("conditions")
+    dynamodb = aws.client("dynamodb")
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.put_item(TableName=table, Item={"id": {"S": "x"}, "low": {"N": "5"}, "high": {"N": "50"}})
+
+    def put_if_below(limit: int, attribute: str) -> bool:
+        try:
+            dynamodb.put_item(TableName=table, Item={"id": {"S": "x"}, "low": {"N": "5"}, "high": {"N": "50"}},
+                              ConditionExpression="#a < :limit", ExpressionAttributeNames={"#a": attribute},
+                              ExpressionAttributeValues={":limit": {"N": str(limit)}})
+            return True
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            return False
+
+    assert [put_if_below(limit, "low") for limit in (3, 9, 3, 9)] == [False, True, False, True]
+    assert [put_if_below(9, attribute) for attribute in ("high", "low", "high")] == [False, True, False]
+    dynamodb.delete_table(TableName=table)
+
+
 def test_a_clients_exception_classes_first_taken_on_racing_threads_can_differ():
     # Why the test above takes the refusal's class before its threads (issue 41's failure under load):
     # botocore builds a client's exception classes on first use (BaseClient.exceptions, and the

@@ -89,7 +89,11 @@ def install_condition_expressions_parsed_once() -> None:
         return original(expr, json.loads(names), json.loads(values))
 
     def get_filter_expression(expr: str | None, names: dict | None, values: dict | None) -> Any:
-        return parsed(expr, json.dumps(names, sort_keys=True), json.dumps(values, sort_keys=True))
+        try:
+            key = json.dumps(names, sort_keys=True), json.dumps(values, sort_keys=True)
+        except TypeError:  # a value JSON cannot hold (not one a request parses to): moto's way
+            return original(expr, names, values)
+        return parsed(expr, *key)
 
     for module_name in ("moto.dynamodb.comparisons", "moto.dynamodb.models", "moto.dynamodb.models.table"):
         module = importlib.import_module(module_name)
