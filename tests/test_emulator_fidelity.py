@@ -15,6 +15,7 @@ import uuid
 import zipfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -988,20 +989,22 @@ def test_a_definition_parsed_once_still_gives_every_execution_components_of_its_
             AmazonStateLanguageParser.parse('{"StartAt": }')
 
 
+def _keyed_by_id_table(aws, prefix: str) -> tuple[str, Any]:
+    """A new on-demand table keyed by the string ``id``: its name, and the DynamoDB client."""
+    table, dynamodb = unique(prefix), aws.client("dynamodb")
+    dynamodb.create_table(TableName=table, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                          AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                          BillingMode="PAY_PER_REQUEST")
+    return table, dynamodb
+
+
 def test_of_concurrent_conditional_writes_to_one_item_exactly_one_succeeds(aws):
     # DynamoDB: a conditional write succeeds only if its condition holds when it is applied
     # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html),
     # so of many "only if still active" updates racing on one item, one wins and the rest fail.
     from concurrent.futures import ThreadPoolExecutor
 
-    table = unique("race")
-    dynamodb = aws.client("dynamodb")
-    dynamodb.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table, dynamodb = _keyed_by_id_table(aws, "race")
     dynamodb.put_item(TableName=table, Item={"id": {"S": "x"}, "status": {"S": "active"}})
     # Taken once, before the threads: botocore makes a client's exception classes on first use
     # (BaseClient.exceptions) without a lock, so two threads racing there got two classes, and a refusal
@@ -1042,14 +1045,7 @@ def test_a_condition_repeated_with_other_values_or_names_is_checked_with_them(aw
     # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html).
     # The emulator parses a condition once per text, names and values: the same text with other values
     # or names must not reuse another request's.
-    table = unique("conditions")
-    dynamodb = aws.client("dynamodb")
-    dynamodb.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table, dynamodb = _keyed_by_id_table(aws, "conditions")
     dynamodb.put_item(TableName=table, Item={"id": {"S": "x"}, "low": {"N": "5"}, "high": {"N": "50"}})
 
     def put_if_below(limit: int, attribute: str) -> bool:
