@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import sys
@@ -144,11 +143,11 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
     # The example app (a team's app using the constructs, examples/) is deployed beside it, at the same time.
     # tests/parallel.py's shards deploy the apps the first of them synthesizes.
     shared = os.environ.get(SHARED_ASSEMBLIES)
-    started = _cpu_seconds()
+    started = time.monotonic()
     with deployed(tmp_path_factory.mktemp("local-aws"), also=[ROOT / "examples"],
                   assemblies=Path(shared) if shared else None) as deployment:
         # The deployment is the session's, not the cost of the file whose test happened to need it first.
-        _deployment_setup[os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]] = _cpu_seconds() - started
+        _deployment_setup[os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]] = time.monotonic() - started
         # Speed: the deployment's objects (moto's state, the engine's parse trees) live as long as the
         # session; out of the collector, its full collections no longer walk them every time.
         gc.collect()
@@ -251,8 +250,8 @@ def deal(recorded: dict[str, dict[str, float]], on_disk: set[str], option: str, 
     """The test files ``on_disk`` of ``count`` shards of the kind ``option``: whole files, dealt so that
     each shard gets about as many seconds, longest first; a shard works its own out before importing any.
 
-    A file's seconds are the CPU seconds its tests of this kind used in a real run (``recorded``, by
-    option, as in DURATIONS). The files recorded for no kind yet follow, at the seconds of a recorded file on average;
+    A file's seconds are those its tests of this kind took in a real run (``recorded``, by option, as in
+    DURATIONS). The files recorded for no kind yet follow, at the seconds of a recorded file on average;
     a file recorded for the other kind only has no tests of this one.
     """
     known = {name: seconds for name, seconds in recorded.get(option, {}).items() if name in on_disk}
@@ -268,46 +267,14 @@ def deal(recorded: dict[str, dict[str, float]], on_disk: set[str], option: str, 
     return shards
 
 
-_deployment_setup: dict[str, float] = {}  # the test during whose set-up the deployment was made -> its CPU seconds
+_deployment_setup: dict[str, float] = {}  # the test during whose set-up the deployment was made -> its seconds
 _file_seconds: Counter[str] = Counter()
 
 
-def _cpu_seconds() -> float:
-    """CPU seconds used so far by this process and every process under it, those that ended included
-    (the jsii node, Lambda instances, the CLIs and scanners a test runs): where /proc is, else this
-    process's own and its waited-for children's."""
-    if not os.environ.get(RECORD_DURATIONS):
-        return 0.0
-    try:
-        parents, used = {}, {}
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            with contextlib.suppress(OSError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                parents[int(pid)], used[int(pid)] = int(fields[1]), sum(map(int, fields[11:15]))
-    except OSError:
-        return sum(os.times()[:4])
-    tree, ticks, frontier = set(), 0, [os.getpid()]
-    while frontier:
-        pid = frontier.pop()
-        tree.add(pid)
-        ticks += used.get(pid, 0)
-        frontier += [child for child, parent in parents.items() if parent == pid and child not in tree]
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
-    """With RECORD_DURATIONS set, add the CPU seconds the test used, set-up and teardown included, to its
-    file's: the run is CPU-bound (both cores busy throughout), so that is what the shards share, where a
-    file's wall time also counts the seconds it waited on the other processes."""
-    if not os.environ.get(RECORD_DURATIONS):
-        return (yield)
-    started = _cpu_seconds()
-    try:
-        return (yield)
-    finally:
-        deployment = _deployment_setup.pop(item.nodeid, 0.0)
-        _file_seconds[_file_of(item)] += max(_cpu_seconds() - started - deployment, 0.0)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get(RECORD_DURATIONS) and report.when in ("setup", "call"):
+        deployment = _deployment_setup.pop(report.nodeid, 0.0) if report.when == "setup" else 0.0
+        _file_seconds[report.nodeid.split("::")[0]] += max(report.duration - deployment, 0.0)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -8,10 +8,9 @@ templates, the emulator's own fidelity tests, and last those starting emulators 
 never shared a process happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends,
 which is why conftest.py orders deployment tests last. The first shard streams to the terminal; the
 other reports follow it. Extra arguments go to every process, e.g. ``python -m tests.parallel -x``.
-Each part ends with its ten slowest tests. The shards of each kind are dealt on the CPU seconds each
-file's tests used in a real run, their processes included (tests/shard_durations.json): the run keeps
-both cores busy throughout, so CPU is what the shards share. ``python -m tests.parallel
---record-durations`` runs the suite and rewrites that file from what the shards measured.
+Each part ends with its ten slowest tests. The shards of each kind are dealt on the seconds each file
+took in a real run (tests/shard_durations.json); ``python -m tests.parallel --record-durations`` runs
+the suite and rewrites that file from what the shards measured (run it on an otherwise idle machine).
 """
 
 from __future__ import annotations
@@ -44,10 +43,10 @@ SHARD_ENVIRONMENT = {"CDK_VALIDATION": "false"}
 # CPU, against 0.68 with the other tests in one process at niceness 0 (7:25 for 656 s of CPU).
 OTHER_NICENESS = 19
 SLOWEST = 10
-# CPU seconds each test file's tests used, by kind of shard (its option), from a real run of every shard
+# Seconds each test file took, by kind of shard (its option), from a real run of every shard
 # (--record-durations rewrites it); tests/conftest.py deals the shards on them.
 DURATIONS = Path(__file__).with_name("shard_durations.json")
-# Set by --record-durations: the directory where tests/conftest.py has each shard write its files' CPU seconds.
+# Set by --record-durations: the directory where tests/conftest.py has each shard write its files' seconds.
 RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"
 
 
@@ -69,7 +68,7 @@ def main(extra: list[str]) -> int:
             DURATIONS.write_text(json.dumps(
                 {option: {name: round(s, 1) for name, s in sorted(files.items())} for option, files in sorted(seconds.items())},
                 indent=1) + "\n")
-            print(f"== {DURATIONS.name}: the CPU seconds of {sum(map(len, seconds.values()))} files' tests, for the next runs' shards")
+            print(f"== {DURATIONS.name}: the seconds of {sum(map(len, seconds.values()))} files' tests, for the next runs' shards")
         return status
 
 
