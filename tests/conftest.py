@@ -53,8 +53,7 @@ def _endpoints_read_once() -> None:
     Sessions still come and go: Powertools' providers make one each, and so does a handler reloaded
     for a test. Each read and parsed the 1 MB endpoints file again to resolve its first client's
     URL: a fifth of a process of the other tests in py-spy, 13 of its 89 s of CPU. The resolver only
-    reads that data. Service models are
-    not shared: a session's S3 client edits its model in place.
+    reads that data. Service models are not shared: a session's S3 client edits its model in place.
     """
     from botocore.loaders import Loader
 

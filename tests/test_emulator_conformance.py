@@ -863,7 +863,7 @@ def test_every_history_reads_as_motos_own_serializer_writes_it(executions, sfn):
         body = moto_serializer.serialize({"events": copy.deepcopy(env.event_manager._history_event_list)})["body"]
         written = parser.parse({"body": body.encode(), "headers": {}, "status_code": 200}, operation.output_shape)
         assert "nextToken" not in read and read["events"] == written["events"], case_id
-        compared.update(type for event in read["events"] for type in [event["type"]])
+        compared.update(event["type"] for event in read["events"])
     # (the examples reach the kinds of event that carry details of their own)
     assert {"MapStateStarted", "ParallelStateStarted", "TaskFailed", "TaskScheduled", "TaskSucceeded", "WaitStateEntered",
             "ExecutionFailed", "PassStateExited"} <= compared, compared

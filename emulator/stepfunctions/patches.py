@@ -393,8 +393,8 @@ def history_event_serializer() -> Callable[[dict], dict]:
     response serializer makes at every answer, worked out once (moto's took 11 ms a page: most of
     the cost of reading a history). As moto writes it: a member the shape does not name, or that is
     None, is left out; the timestamp is epoch seconds to the millisecond; the rest is as it is."""
-    import botocore.session
     from moto.core.serialize import TimestampSerializer
+    from moto.core.utils import get_service_model
 
     unix = TimestampSerializer.TIMESTAMP_FORMAT_UNIX
     timestamps = TimestampSerializer(unix)
@@ -413,7 +413,8 @@ def history_event_serializer() -> Callable[[dict], dict]:
             return lambda value: timestamps._convert_timestamp_to_str(value, unix)
         return None  # a string, number or boolean
 
-    output = botocore.session.get_session().get_service_model("stepfunctions").operation_model("GetExecutionHistory").output_shape
+    # The model moto's serializer walks, loaded once per process (a new botocore session would parse it again).
+    output = get_service_model("stepfunctions").operation_model("GetExecutionHistory").output_shape
     serializer = compiled(output.members["events"].member)
     assert serializer is not None
     return serializer
