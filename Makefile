@@ -65,7 +65,7 @@ browser:
 		exit 1; \
 	fi
 
-# Three pytest processes on the two cores: two shards of the tests on the emulator's deployment, and the rest (tests/parallel.py).
+# Three parts on the two cores: two shards of the tests on the emulator's deployment, and the rest on two workers (tests/parallel.py).
 # The browser first: a missing one stops make at once, before the installs.
 test: browser setup
 	$(PYTHON) -m tests.parallel

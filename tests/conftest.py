@@ -154,51 +154,57 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
         yield deployment
 
 
-SHARD_OPTIONS = ("--emulator-shard", "--other-shard")
+EMULATOR_SHARD, OTHER_TESTS = "--emulator-shard", "--other-tests"
+KINDS = (EMULATOR_SHARD, OTHER_TESTS)  # the options naming a kind of `make test` process, as DURATIONS keys them
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--emulator-shard", default=None, metavar="I/N",
+        EMULATOR_SHARD, default=None, metavar="I/N",
         help="run only shard I of N of the tests on the deployment, whole files each (tests/parallel.py)",
     )
     parser.addoption(
-        "--other-shard", default=None, metavar="I/N",
-        help="run only shard I of N of the tests not on the deployment, whole files each (tests/parallel.py)",
+        OTHER_TESTS, action="store_true",
+        help="run the tests not on the deployment, whole files longest first, for pytest-xdist's workers to "
+             "take as they free up (--dist loadfile --no-loadscope-reorder; tests/parallel.py)",
     )
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    # A shard imports only its own test files. Importing (and assertion-rewriting) all of them cost each
-    # of make test's four processes 13 s of CPU; its own files cost it 2 to 7 s.
-    shards = [option for option in SHARD_OPTIONS if config.getoption(option)]
-    if shards and collection_path.is_relative_to(ROOT / "tests") and collection_path.match("test_*.py"):
+    # A process imports only the test files it may run. Importing (and assertion-rewriting) all of them
+    # cost each of make test's processes 13 s of CPU; an emulator shard's own files cost it about 4 s.
+    if collection_path.is_relative_to(ROOT / "tests") and collection_path.match("test_*.py"):
         name = str(collection_path.relative_to(ROOT))
-        return not any(name in _files_of_shard(config, option) for option in shards) or None
+        if config.getoption(EMULATOR_SHARD):
+            return name not in _files_of_shard(config) or None
+        if config.getoption(OTHER_TESTS):
+            return name in _recorded_only_for(EMULATOR_SHARD) or None
     return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Tests marked emulator that start emulators of their own (no deployment): the emulator's patches are
     # process-wide, so they run after every other test of the process, before its deployment starts. In
-    # `make test` they end a process of the other tests (tests/parallel.py), which has no deployment, so
-    # the emulator shards' seconds all go to the deployment's tests.
+    # `make test` they end the other tests (tests/parallel.py), which have no deployment, so the
+    # emulator shards' seconds all go to the deployment's tests.
     own = [item for item in items if item.get_closest_marker("emulator") and "deployment" not in getattr(item, "fixturenames", ())]
     emulator_items = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
     for item in emulator_items:
         item.add_marker(pytest.mark.emulator)
         item.add_marker(pytest.mark.deployment)
     rest = [item for item in items if item not in own and "deployment" not in getattr(item, "fixturenames", ())]
-    if any(config.getoption(option) for option in SHARD_OPTIONS):
-        check_recorded(_recorded(), {"--emulator-shard": emulator_items, "--other-shard": rest + own})
-    emulator_items = _shard(config, "--emulator-shard", emulator_items)
-    kept = set(_shard(config, "--other-shard", rest + own))
-    items[:] = [item for item in rest if item in kept] + [item for item in own if item in kept] + emulator_items
+    if any(config.getoption(option) for option in KINDS):
+        check_recorded(_recorded(), {EMULATOR_SHARD: emulator_items, OTHER_TESTS: rest + own})
+    if config.getoption(OTHER_TESTS):
+        # Longest first: xdist hands each worker the next file as it frees up, so the two end together.
+        rest, own = longest_first(_recorded(), rest, OTHER_TESTS), longest_first(_recorded(), own, OTHER_TESTS)
+    emulator_items = _shard(config, emulator_items)
+    items[:] = rest + own + emulator_items
 
 
 def check_recorded(recorded: dict[str, dict[str, float]], kinds: dict[str, list[pytest.Item]]) -> None:
-    """Refuse a run in which a file ``recorded`` (as in DURATIONS) for one kind of shard only has tests
-    of the other kind (``kinds``: items by shard option): no shard of that kind would import it."""
+    """Refuse a run in which a file ``recorded`` (as in DURATIONS) for one kind of process only has tests
+    of the other kind (``kinds``: items by option): no process of that kind would import it."""
     anywhere = _recorded_anywhere(recorded)
     moved = sorted(
         f"{name} ({option})" for option, items in kinds.items() for name in {_file_of(item) for item in items}
@@ -206,7 +212,7 @@ def check_recorded(recorded: dict[str, dict[str, float]], kinds: dict[str, list[
     )
     if moved:
         raise pytest.UsageError(
-            f"{DURATIONS.name} does not record these files for the shards that would run some of their tests now: "
+            f"{DURATIONS.name} does not record these files for the processes that would run some of their tests now: "
             f"{', '.join(moved)}; record the durations again: python -m tests.parallel --record-durations"
         )
 
@@ -220,29 +226,43 @@ def _recorded_anywhere(recorded: dict[str, dict[str, float]]) -> set[str]:
     return {name for files in recorded.values() for name in files}
 
 
+@functools.cache
+def _recorded_only_for(option: str) -> set[str]:
+    recorded = _recorded()
+    return set(recorded.get(option, {})) - {name for other, files in recorded.items() if other != option for name in files}
+
+
 def _file_of(item: pytest.Item) -> str:
     return str(item.path.relative_to(ROOT))
 
 
-def _shard(config: pytest.Config, option: str, items: list[pytest.Item]) -> list[pytest.Item]:
-    """The ``items`` of the shard ``option`` names (all of them without it); the rest deselected."""
-    if not config.getoption(option):
+def longest_first(recorded: dict[str, dict[str, float]], items: list[pytest.Item], option: str) -> list[pytest.Item]:
+    """``items`` whole files at a time, the file whose tests of the kind ``option`` took longest in a real
+    run first; a file recorded for no kind yet counts the average of those recorded. Stable otherwise."""
+    seconds = recorded.get(option, {})
+    average = sum(seconds.values()) / len(seconds) if seconds else 1.0
+    return sorted(items, key=lambda item: -seconds.get(_file_of(item), average))
+
+
+def _shard(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
+    """The ``items`` of the emulator shard the option names (all of them without it); the rest deselected."""
+    if not config.getoption(EMULATOR_SHARD):
         return items
-    kept = _files_of_shard(config, option)
+    kept = _files_of_shard(config)
     config.hook.pytest_deselected(items=[item for item in items if _file_of(item) not in kept])
     return [item for item in items if _file_of(item) in kept]
 
 
-def _files_of_shard(config: pytest.Config, option: str) -> set[str]:
-    """The test files of the shard ``option`` names, as DURATIONS and the files on disk deal them."""
-    index, count = map(int, config.getoption(option).split("/"))
-    return _dealt(option, count)[index]
+def _files_of_shard(config: pytest.Config) -> set[str]:
+    """The test files of the emulator shard the option names, as DURATIONS and the files on disk deal them."""
+    index, count = map(int, config.getoption(EMULATOR_SHARD).split("/"))
+    return _dealt(count)[index]
 
 
 @functools.cache
-def _dealt(option: str, count: int) -> list[set[str]]:
+def _dealt(count: int) -> list[set[str]]:
     on_disk = {str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")}
-    return deal(_recorded(), on_disk, option, count)
+    return deal(_recorded(), on_disk, EMULATOR_SHARD, count)
 
 
 def deal(recorded: dict[str, dict[str, float]], on_disk: set[str], option: str, count: int) -> list[set[str]]:
@@ -271,13 +291,14 @@ _file_seconds: Counter[str] = Counter()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if os.environ.get(RECORD_DURATIONS) and report.when in ("setup", "call"):
+    # Under xdist the controller hears every worker's reports: it alone records them.
+    if os.environ.get(RECORD_DURATIONS) and report.when in ("setup", "call") and not os.environ.get("PYTEST_XDIST_WORKER"):
         deployment = _deployment_setup.pop(report.nodeid, 0.0) if report.when == "setup" else 0.0
         _file_seconds[report.nodeid.split("::")[0]] += max(report.duration - deployment, 0.0)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     target = os.environ.get(RECORD_DURATIONS)
-    kind = next((option for option in SHARD_OPTIONS if session.config.getoption(option)), None)
+    kind = next((option for option in KINDS if session.config.getoption(option)), None)
     if target and _file_seconds and kind:
         Path(target, f"shard-{os.getpid()}.json").write_text(json.dumps({"option": kind, "seconds": _file_seconds}))

@@ -1,16 +1,17 @@
-"""`make test`: the suite as four pytest processes sharing the machine's two cores.
+"""`make test`: the suite as three parts sharing the machine's two cores.
 
 Two processes run the tests on the app deployed into the emulator (the ``deployment`` marker, which
 tests/conftest.py gives them), each on a deployment of its own and half of those test files
-(``--emulator-shard``): they spend much of their time waiting on simulated time and Lambda workers.
-Two more, at the lowest priority, split everything else (``--other-shard``: logic, handlers on moto,
-templates, the emulator's own fidelity tests, and last those starting emulators of their own), which
-never shared a process happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends,
-which is why conftest.py orders deployment tests last. The first shard streams to the terminal; the
-other reports follow it. Extra arguments go to every process, e.g. ``python -m tests.parallel -x``.
-Each part ends with its ten slowest tests. The shards of each kind are dealt on the seconds each file
-took in a real run (tests/shard_durations.json); ``python -m tests.parallel --record-durations`` runs
-the suite and rewrites that file from what the shards measured (run it on an otherwise idle machine).
+(``--emulator-shard``, dealt on the seconds each file took in a real run): they spend much of their
+time waiting on simulated time and Lambda workers. The third part, at the lowest priority, runs
+everything else (``--other-tests``: logic, handlers on moto, templates, the emulator's own fidelity
+tests, and last those starting emulators of their own) on two pytest-xdist workers, which take the
+next file, longest first by the same record, whenever they free up; those tests never shared a process
+happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends, which is why conftest.py
+orders deployment tests last. The first shard streams to the terminal; the other reports follow it.
+Extra arguments go to every part, e.g. ``python -m tests.parallel -x``. Each part ends with its ten
+slowest tests. The record is tests/shard_durations.json; ``python -m tests.parallel --record-durations``
+runs the suite and rewrites it from what the parts measured (run it on an otherwise idle machine).
 """
 
 from __future__ import annotations
@@ -38,15 +39,20 @@ SHARED_ASSEMBLIES = "TESTS_SHARED_ASSEMBLIES"
 SHARD_ENVIRONMENT = {"CDK_VALIDATION": "false"}
 # The shards are the run's longest chain; the other tests, on the other hand, only have to end before
 # them. Run at the lowest priority, they take what the shards leave idle (a shard waits on simulated
-# time and Lambda workers for much of its run) instead of slowing them; as two processes, they fill
+# time and Lambda workers for much of its run) instead of slowing them; as two workers, they fill
 # both cores once the shards are done. Runs this way spent 0.60 to 0.62 s of wall time per second of
 # CPU, against 0.68 with the other tests in one process at niceness 0 (7:25 for 656 s of CPU).
 OTHER_NICENESS = 19
+# Dealt in advance, as the emulator shards are, the other tests' two halves ended 38 s apart in two
+# runs (their recorded seconds are wall seconds at the lowest priority, which vary from run to run),
+# one core idle meanwhile. Handed out as workers free up, whole files in the order conftest.py gives
+# them (longest first, those starting emulators of their own last), they end within about a file.
+OTHER_WORKERS = ["-n", str(SHARDS), "--dist", "loadfile", "--no-loadscope-reorder"]
 SLOWEST = 10
-# Seconds each test file took, by kind of shard (its option), from a real run of every shard
-# (--record-durations rewrites it); tests/conftest.py deals the shards on them.
+# Seconds each test file took, by kind of part (its option), from a real run of every part
+# (--record-durations rewrites it); tests/conftest.py deals the emulator shards and orders the other tests on them.
 DURATIONS = Path(__file__).with_name("shard_durations.json")
-# Set by --record-durations: the directory where tests/conftest.py has each shard write its files' seconds.
+# Set by --record-durations: the directory where tests/conftest.py has each part write its files' seconds.
 RECORD_DURATIONS = "TESTS_RECORD_DURATIONS"
 
 
@@ -83,8 +89,7 @@ def _run_parts(extra: list[str]) -> int:
     parts = {
         **{f"emulator shard {i + 1}/{SHARDS}": Part(["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"],
                                                    {**os.environ, **SHARD_ENVIRONMENT}, 0) for i in range(SHARDS)},
-        **{f"every other test, {i + 1}/{SHARDS}": Part(["-m", "not deployment", f"--other-shard={i}/{SHARDS}"],
-                                                      dict(os.environ), OTHER_NICENESS) for i in range(SHARDS)},
+        "every other test": Part(["-m", "not deployment", "--other-tests", *OTHER_WORKERS], dict(os.environ), OTHER_NICENESS),
     }
 
     def start(part: Part, output: Any) -> subprocess.Popen:

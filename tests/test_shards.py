@@ -1,6 +1,7 @@
-"""`make test`'s shards (tests/conftest.py, tests/parallel.py): each process imports only the test files
-dealt to it, so the deal must give every file to exactly one shard of each kind that has tests of it,
-and a run must refuse a record that would leave a file to no shard."""
+"""`make test`'s parts (tests/conftest.py, tests/parallel.py): each emulator shard imports only the test
+files dealt to it, so the deal must give every file to exactly one shard of each kind that has tests of
+it, and a run must refuse a record that would leave a file to no process; the other tests' workers take
+whole files, longest first."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT, check_recorded, deal
-
-EMULATOR, OTHER = "--emulator-shard", "--other-shard"
+from tests.conftest import EMULATOR_SHARD as EMULATOR
+from tests.conftest import OTHER_TESTS as OTHER
+from tests.conftest import ROOT, check_recorded, deal, longest_first
 
 
 def test_files_are_dealt_longest_first_onto_the_lightest_shard_and_new_files_follow_at_the_average():
@@ -60,3 +61,13 @@ def test_a_run_refuses_a_record_that_leaves_a_file_with_tests_of_a_kind_to_no_sh
     # A file recorded for the other tests only that now has a test on the deployment is refused, named
     with pytest.raises(pytest.UsageError, match=r"tests/test_b\.py \(--emulator-shard\).*--record-durations"):
         check_recorded(recorded, {EMULATOR: _items("tests/test_b.py"), OTHER: _items("tests/test_b.py")})
+
+
+def test_the_other_tests_go_whole_files_longest_first_and_an_unrecorded_file_at_the_average():
+    # Given: x (4 s) and c (1 s) recorded for the other tests, a file no run has recorded (2.5 s, the
+    # average), and c's seconds as an emulator shard's, which do not count here
+    recorded = {EMULATOR: {"tests/test_c.py": 9.0}, OTHER: {"tests/test_x.py": 4.0, "tests/test_c.py": 1.0}}
+    items = _items("tests/test_c.py", "tests/test_c.py", "tests/test_new.py", "tests/test_x.py", "tests/test_x.py")
+    # Then: x's tests, the new file's, then c's; each file's tests in their collected order
+    ordered = longest_first(recorded, items, OTHER)
+    assert [id(item) for item in ordered] == [id(items[i]) for i in (3, 4, 2, 0, 1)]
