@@ -178,12 +178,10 @@ class LocalAws:
         from moto.core import DEFAULT_ACCOUNT_ID
         from moto.core.config import default_user_config
         from moto.core.models import botocore_stubber
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
         from werkzeug.serving import make_server
+
+        from emulator.keep_alive import KeepAliveRequestHandler
 
         if botocore_stubber.enabled:
             raise RuntimeError("moto's mock_aws is active in this process; LocalAws needs real HTTP clients")
@@ -228,7 +226,7 @@ class LocalAws:
                 self.router.traced_start(environ["HTTP_X_AMZN_TRACE_ID"], b"".join(body))
             return body
 
-        self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+        self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=KeepAliveRequestHandler)
         port = self._server.server_address[1]
         self.endpoint_url = f"http://127.0.0.1:{port}"
         self.cloudcontrol = CloudControl(self.client, REGION, self.clock.now)
