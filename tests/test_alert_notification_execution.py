@@ -691,12 +691,14 @@ def test_the_dispatch_does_not_page_an_alert_whose_alarm_is_ok(deployment, slack
     dispatcher = _stack_resource(deployment, "AWS::Lambda::Function", "DispatchAlerts")
     cloudwatch = deployment.client("cloudwatch")
     alarm = unique("orders-db-cpu-high")
-    cloudwatch.put_metric_alarm(
-        AlarmName=alarm, Namespace="AWS/RDS", MetricName="CPUUtilization", Statistic="Average", Period=60,
-        EvaluationPeriods=3, Threshold=90, ComparisonOperator="GreaterThanThreshold",
-    )
-    cloudwatch.set_alarm_state(AlarmName=alarm, StateValue="OK", StateReason="the database is fine")
+    # The clock held from the start: idle, it would jump to the alarm's next evaluation, which finds no
+    # data and puts it in INSUFFICIENT_DATA before the dispatch reads it
     with deployment.aws.clock.busy():
+        cloudwatch.put_metric_alarm(
+            AlarmName=alarm, Namespace="AWS/RDS", MetricName="CPUUtilization", Statistic="Average", Period=60,
+            EvaluationPeriods=3, Threshold=90, ComparisonOperator="GreaterThanThreshold",
+        )
+        cloudwatch.set_alarm_state(AlarmName=alarm, StateValue="OK", StateReason="the database is fine")
         _stop_running_alert_executions(deployment)
         linked = alerts.put(alert_id=unique("linked"), alarm_name=alarm, user_accounts=["foo@example.com"],
                             notification_count=1)
