@@ -405,6 +405,20 @@ def test_a_slow_host_does_not_make_simulated_time_run_ahead(aws, role_arn, probe
 
 
 # -- Step Functions: fidelity fixes -----------------------------------------------------------
+def test_a_definition_refused_mid_parse_leaves_the_next_definitions_alone(aws, role_arn):
+    # Given: a JSONata state with Parameters, a JSONPath field JSONata states do not have
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/transforming-data.html), refused at creation
+    from botocore.exceptions import ClientError
+
+    with pytest.raises(ClientError):
+        _machine(aws, role_arn, {"QueryLanguage": "JSONata", "StartAt": "Echo",
+                                 "States": {"Echo": {"Type": "Pass", "Parameters": {"x.$": "$"}, "End": True}}})
+    # Then: the same state in a JSONPath machine is still accepted, and runs
+    arn = _machine(aws, role_arn, {"StartAt": "Echo", "States": {"Echo": {"Type": "Pass", "Parameters": {"x.$": "$.n"}, "End": True}}})
+    result = run(aws, arn, {"n": 1})
+    assert result.status == "SUCCEEDED" and result.output == {"x": 1}
+
+
 def test_concurrent_lambda_tasks_in_a_map_each_succeed(aws, role_arn, probe_arn):
     # AWS: a Map's iterations call Lambda independently. moto built a boto3 client per call from
     # one shared session, and concurrent iterations failed at random with States.Runtime.

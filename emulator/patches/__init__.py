@@ -57,6 +57,7 @@ def install_all(
     stepfunctions.install_definition_string_escapes()
     stepfunctions.install_jsonpath_bracket_keys()
     stepfunctions.install_execution_logging()
+    stepfunctions.install_query_language_scopes_per_parse()
     states.install_inner_error_names()
     states.install_task_result_limit()
     states.install_states_all_exceptions()

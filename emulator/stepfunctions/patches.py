@@ -492,6 +492,26 @@ def install_jsonpath_bracket_keys() -> None:
         setattr(importlib.import_module(module_name), "extract_json", extract_json)
 
 
+def install_query_language_scopes_per_parse() -> None:
+    """Each parse of a definition keeps its own stack of query-language scopes.
+
+    moto's ``Preprocessor`` keeps that stack in a list on the class, shared by every parse in the
+    process: a definition refused mid-parse (a ``Parameters`` field in a JSONata state, say) leaves its
+    scopes on it, and every definition parsed after it in the process is refused too, as declaring a
+    field of the wrong query language; two definitions parsed at once (a CreateStateMachine beside an
+    execution's start) push and pop on each other's scopes.
+    """
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    original = Preprocessor.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self._query_language_per_scope = []
+
+    Preprocessor.__init__ = __init__
+
+
 def install_parse_once_per_definition() -> None:
     """Speed, not behaviour: a definition's text is parsed once, not at every StartExecution.
 
