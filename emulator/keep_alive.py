@@ -67,9 +67,11 @@ class KeepAliveRequestHandler(MotoRequestHandler):
         status, _, reason = answer["status"].partition(" ")
         code = int(status)
         self.send_response(code, reason)
-        bodiless = code in _BODILESS or code < 200 or self.command == "HEAD"
+        bodiless = code in _BODILESS or self.command == "HEAD"
+        # The answer's own framing replaces the application's; a bodiless one keeps its stated length.
+        replaced = {"connection", "transfer-encoding"} if bodiless else {"connection", "transfer-encoding", "content-length"}
         for key, value in answer["headers"]:
-            if key.lower() not in ("connection", "transfer-encoding") and not (key.lower() == "content-length" and not bodiless):
+            if key.lower() not in replaced:
                 self.send_header(key, value)
         data = b"".join(written)
         if not bodiless:

@@ -240,8 +240,13 @@ def longest_first(recorded: dict[str, dict[str, float]], items: list[pytest.Item
     """``items`` whole files at a time, the file whose tests of the kind ``option`` took longest in a real
     run first; a file recorded for no kind yet counts the average of those recorded. Stable otherwise."""
     seconds = recorded.get(option, {})
-    average = sum(seconds.values()) / len(seconds) if seconds else 1.0
+    average = _average(seconds)
     return sorted(items, key=lambda item: -seconds.get(_file_of(item), average))
+
+
+def _average(seconds: dict[str, float]) -> float:
+    """The seconds a file no run has recorded yet counts: the average of those recorded (1 without any)."""
+    return sum(seconds.values()) / len(seconds) if seconds else 1.0
 
 
 def _shard(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
@@ -274,8 +279,7 @@ def deal(recorded: dict[str, dict[str, float]], on_disk: set[str], option: str, 
     a file recorded for the other kind only has no tests of this one.
     """
     known = {name: seconds for name, seconds in recorded.get(option, {}).items() if name in on_disk}
-    average = sum(known.values()) / len(known) if known else 1.0
-    new = {name: average for name in on_disk - _recorded_anywhere(recorded)}
+    new = {name: _average(known) for name in on_disk - _recorded_anywhere(recorded)}
     shards: list[set[str]] = [set() for _ in range(count)]
     loads = [0.0] * count
     for files in (known, new):
