@@ -183,23 +183,23 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Tests marked emulator that start emulators of their own (no deployment): the emulator's patches are
-    # process-wide, so they run after every other test of the process, before its deployment starts. In
-    # `make test` they end the other tests (tests/parallel.py), which have no deployment, so the
-    # emulator shards' seconds all go to the deployment's tests.
+    # The tests on the emulator: those on the deployment, and those marked emulator that start emulators
+    # of their own. In `make test` the emulator shards run them, at normal priority: they wait in wall
+    # time on the emulator's threads and Lambda instances, which the other tests' lowest priority could
+    # starve for longer than any wait allows (a 30 s wait for two cold starts failed that way). The
+    # emulator's patches are process-wide, so a process runs them after every other test, and those
+    # with emulators of their own before its deployment starts.
     own = [item for item in items if item.get_closest_marker("emulator") and "deployment" not in getattr(item, "fixturenames", ())]
-    emulator_items = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
-    for item in emulator_items:
+    on_deployment = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
+    for item in on_deployment:
         item.add_marker(pytest.mark.emulator)
-        item.add_marker(pytest.mark.deployment)
-    rest = [item for item in items if item not in own and "deployment" not in getattr(item, "fixturenames", ())]
+    rest = [item for item in items if item not in own and item not in on_deployment]
     if any(config.getoption(option) for option in KINDS):
-        check_recorded(_recorded(), {EMULATOR_SHARD: emulator_items, OTHER_TESTS: rest + own})
+        check_recorded(_recorded(), {EMULATOR_SHARD: own + on_deployment, OTHER_TESTS: rest})
     if config.getoption(OTHER_TESTS):
         # Longest first: xdist hands each worker the next file as it frees up, so the two end together.
-        rest, own = longest_first(_recorded(), rest, OTHER_TESTS), longest_first(_recorded(), own, OTHER_TESTS)
-    emulator_items = _shard(config, emulator_items)
-    items[:] = rest + own + emulator_items
+        rest = longest_first(_recorded(), rest, OTHER_TESTS)
+    items[:] = rest + _shard(config, own + on_deployment)
 
 
 def check_recorded(recorded: dict[str, dict[str, float]], kinds: dict[str, list[pytest.Item]]) -> None:

@@ -1,17 +1,18 @@
 """`make test`: the suite as three parts sharing the machine's two cores.
 
-Two processes run the tests on the app deployed into the emulator (the ``deployment`` marker, which
-tests/conftest.py gives them), each on a deployment of its own and half of those test files
+Two processes run the tests on the emulator (the ``emulator`` marker, which tests/conftest.py gives
+the tests on the deployment), each on a deployment of its own and half of those test files
 (``--emulator-shard``, dealt on the seconds each file took in a real run): they spend much of their
-time waiting on simulated time and Lambda workers. The third part, at the lowest priority, runs
-everything else (``--other-tests``: logic, handlers on moto, templates, the emulator's own fidelity
-tests, and last those starting emulators of their own) on two pytest-xdist workers, which take the
-next file, longest first by the same record, whenever they free up; those tests never shared a process
-happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends, which is why conftest.py
-orders deployment tests last. The first shard streams to the terminal; the other reports follow it.
-Extra arguments go to every part, e.g. ``python -m tests.parallel -x``. Each part ends with its ten
-slowest tests. The record is tests/shard_durations.json; ``python -m tests.parallel --record-durations``
-runs the suite and rewrites it from what the parts measured (run it on an otherwise idle machine).
+time waiting on simulated time and Lambda workers, and wait in wall time too, so they run at normal
+priority. The third part, at the lowest priority, runs everything else (``--other-tests``: logic,
+handlers on moto, templates, the emulator's own fidelity tests) on two pytest-xdist workers, which
+take the next file, longest first by the same record, whenever they free up; those tests never shared
+a process happily with a deployment anyway: moto's ``mock_aws`` resets moto's backends, which is why
+conftest.py orders the emulator's tests last. The first shard streams to the terminal; the other
+reports follow it. Extra arguments go to every part, e.g. ``python -m tests.parallel -x``. Each part
+ends with its ten slowest tests. The record is tests/shard_durations.json; ``python -m tests.parallel
+--record-durations`` runs the suite and rewrites it from what the parts measured (run it on an
+otherwise idle machine).
 """
 
 from __future__ import annotations
@@ -41,12 +42,14 @@ SHARD_ENVIRONMENT = {"CDK_VALIDATION": "false"}
 # them. Run at the lowest priority, they take what the shards leave idle (a shard waits on simulated
 # time and Lambda workers for much of its run) instead of slowing them; as two workers, they fill
 # both cores once the shards are done. Runs this way spent 0.60 to 0.62 s of wall time per second of
-# CPU, against 0.68 with the other tests in one process at niceness 0 (7:25 for 656 s of CPU).
+# CPU, against 0.68 with the other tests in one process at niceness 0 (7:25 for 656 s of CPU). A test
+# at this priority gets about 1.5% of a core while the shards keep both busy, so none of them waits on
+# an emulator in wall time: those starting emulators of their own run in the shards.
 OTHER_NICENESS = 19
 # Dealt in advance, as the emulator shards are, the other tests' two halves ended 38 s apart in two
 # runs (their recorded seconds are wall seconds at the lowest priority, which vary from run to run),
 # one core idle meanwhile. Handed out as workers free up, whole files in the order conftest.py gives
-# them (longest first, those starting emulators of their own last), they end within about a file.
+# them (longest first), they end within about a file.
 OTHER_WORKERS = ["-n", str(SHARDS), "--dist", "loadfile", "--no-loadscope-reorder"]
 SLOWEST = 10
 # Seconds each test file took, by kind of part (its option), from a real run of every part
@@ -87,9 +90,9 @@ class Part(NamedTuple):
 def _run_parts(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
     parts = {
-        **{f"emulator shard {i + 1}/{SHARDS}": Part(["-m", "deployment", f"--emulator-shard={i}/{SHARDS}"],
+        **{f"emulator shard {i + 1}/{SHARDS}": Part(["-m", "emulator", f"--emulator-shard={i}/{SHARDS}"],
                                                    {**os.environ, **SHARD_ENVIRONMENT}, 0) for i in range(SHARDS)},
-        "every other test": Part(["-m", "not deployment", "--other-tests", *OTHER_WORKERS], dict(os.environ), OTHER_NICENESS),
+        "every other test": Part(["-m", "not emulator", "--other-tests", *OTHER_WORKERS], dict(os.environ), OTHER_NICENESS),
     }
 
     def start(part: Part, output: Any) -> subprocess.Popen:
