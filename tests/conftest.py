@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The wall-time bound of a test's wait on another process or thread: it catches a hang, not slowness.
+# `make test` runs the tests beside the emulator shards at the lowest priority, where a subprocess can
+# get about 1.5% of a core for a while (tests/parallel.py), so the bound is far above any normal wait.
+HANG_SECONDS = 300
 for path in (ROOT, ROOT / "lambdas" / "shared_layer" / "python"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))

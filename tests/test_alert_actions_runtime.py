@@ -42,6 +42,7 @@ from patterns_common.alert_status import (
 )
 from patterns_common.slack_pace import reserve_slot_on
 from patterns_common.slack_post import post_followup_in_turn
+from tests.conftest import HANG_SECONDS
 from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import FakeLambdaContext
 
@@ -999,7 +1000,7 @@ def test_a_slack_click_is_answered_before_anything_is_posted_and_then_its_messag
         {"type": "section", "text": {"type": "mrkdwn", "text": f"alert *{ALERT}* is active"}},
         {"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Acknowledge"},
                                           "url": links.action_url(BASE_URL, tok)}]}]}
-    urllib.request.urlopen(urllib.request.Request(slack.url, data=json.dumps(notification).encode()), timeout=5).close()
+    urllib.request.urlopen(urllib.request.Request(slack.url, data=json.dumps(notification).encode()), timeout=HANG_SECONDS).close()
     payload = {**block_actions(links.action_url(BASE_URL, tok)), "message": notification}
     # When: the endpoint answers the click
     answer = endpoint.lambda_handler(slack_request(payload), FakeLambdaContext())

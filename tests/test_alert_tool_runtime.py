@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities import parameters
 from boto3.dynamodb.types import TypeSerializer
 from moto import mock_aws
 
-from tests.conftest import ROOT
+from tests.conftest import HANG_SECONDS, ROOT
 from tests.lambda_loader import load_lambda_module
 from tests.test_alert_notification_runtime import ACTIONS_URL, FakeLambdaContext
 
@@ -268,7 +268,7 @@ def test_no_credential_is_one_line_not_a_traceback(tmp_path):
             "AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
     # When
     result = subprocess.run([sys.executable, "-m", "tools.alert", "put", str(ORDERS), "--table", "alerts"],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     # Then
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == "Not written: NoCredentialsError: Unable to locate credentials\n"

@@ -16,6 +16,7 @@ import pytest
 
 from emulator.clock import SimClock
 from emulator.events import _following
+from tests.conftest import HANG_SECONDS
 from tests.emulator_helpers import wait_for
 
 HOUR = 3600
@@ -64,7 +65,7 @@ def test_an_advance_fires_timers_wake_ups_and_their_consequences_in_time_order_e
     clock.add_timer(Hourly(clock, start + HOUR, 1800, log))
     sleeping = threading.Thread(target=lambda: (clock.sleep(5000), log.append(("woke", clock.now()))), daemon=True)
     sleeping.start()
-    wait_for(lambda: clock.pending_wakeups() == [start + 5000], "the sleeper to wait")
+    wait_for(lambda: clock.pending_wakeups() == [start + 5000], "the sleeper to wait", timeout=HANG_SECONDS)
     # When: advanced three hours
     clock.advance(3 * HOUR)
     # Then: each event at its own time, in order: firings at 1 h, 2 h, 3 h; their consequences half

@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 
 from emulator.follow import run
 from emulator.stepfunctions.mocks import MockConfig, MockConfigError
+from tests.conftest import HANG_SECONDS
 from tests.emulator_helpers import permissive_role, unique
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +122,7 @@ def test_serve_refuses_a_mock_file_that_is_not_json_before_deploying(tmp_path):
     bad = tmp_path / "MockConfigFile.json"
     bad.write_text('{"StateMachines": {}, ')
     completed = subprocess.run(
-        [sys.executable, "-m", "emulator", "serve"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "emulator", "serve"], cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS,
         env={**os.environ, "SFN_MOCK_CONFIG": str(bad)},
     )
     assert completed.returncode == 2

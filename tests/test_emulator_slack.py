@@ -24,6 +24,7 @@ import pytest
 
 from emulator.session import SLACK_APP_MANIFEST, slack_app_manifest
 from emulator.slack import ManifestRefused, SlackStandIn
+from tests.conftest import HANG_SECONDS
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # the documented example's shape: an app's signing secret
 
@@ -111,7 +112,7 @@ def app() -> Iterator[App]:
 def post(url: str, body: Any) -> tuple[int, dict[str, str], str]:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=HANG_SECONDS) as response:
             return response.status, dict(response.headers.items()), response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers.items()), error.read().decode()

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import HANG_SECONDS, ROOT
 
 WARNING = "(node:1) Warning: a warning Node itself prints"
 
@@ -24,7 +24,7 @@ def _stderr_of_starting_the_cdk(tmp_path, *, installed: bool) -> list[str]:
     # When: aws_cdk is imported (which starts Node), as app.py does, with or without the shim first
     script = ("from stacks import jsii_console; jsii_console.install()\n" if installed else "") + "import aws_cdk\n"
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "JSII_NODE": str(node)},
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stderr
     return done.stderr.splitlines()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from stacks.common.scanners import ACKNOWLEDGED
-from tests.conftest import ROOT
+from tests.conftest import HANG_SECONDS, ROOT
 
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
 CFN_LINT = Path(sys.executable).parent / "cfn-lint"
@@ -31,7 +31,7 @@ def checkov_report(synthesized_app) -> dict:
          *(arg for path in templates for arg in ("-f", path))],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_SECONDS,
     )
     report = json.loads(completed.stdout)
     assert isinstance(report, dict), completed.stderr  # one report for the one framework
@@ -59,7 +59,7 @@ def cfn_lint(paths: list[str]) -> list[dict]:
         [str(CFN_LINT), "-a", "cfn_lint_serverless.rules", "--format", "json", "--", *paths],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_SECONDS,
     )
     assert completed.stdout.strip().startswith("["), completed.stderr
     return json.loads(completed.stdout)
