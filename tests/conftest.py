@@ -187,23 +187,31 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # The tests on the emulator: those on the deployment, and those marked emulator that start emulators
-    # of their own. In `make test` the emulator shards run them, at normal priority: they wait in wall
-    # time on the emulator's threads and Lambda instances, which the other tests' lowest priority could
-    # starve for longer than any wait allows (a 30 s wait for two cold starts failed that way). The
-    # emulator's patches are process-wide, so a process runs them after every other test, and those
-    # with emulators of their own before its deployment starts.
-    own = [item for item in items if item.get_closest_marker("emulator") and "deployment" not in getattr(item, "fixturenames", ())]
-    on_deployment = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
-    for item in on_deployment:
-        item.add_marker(pytest.mark.emulator)
-    rest = [item for item in items if item not in own and item not in on_deployment]
+    kinds = kinds_of(items)
+    for item in kinds[EMULATOR_SHARD]:
+        item.add_marker(pytest.mark.emulator)  # the tests on the deployment too: the shards select the marker
     if any(config.getoption(option) for option in KINDS):
-        check_recorded(_recorded(), {EMULATOR_SHARD: own + on_deployment, OTHER_TESTS: rest})
+        check_recorded(_recorded(), kinds)
+    rest = kinds[OTHER_TESTS]
     if config.getoption(OTHER_TESTS):
         # Longest first: xdist hands each worker the next file as it frees up, so the two end together.
         rest = longest_first(_recorded(), rest, OTHER_TESTS)
-    items[:] = rest + _shard(config, own + on_deployment)
+    items[:] = rest + _shard(config, kinds[EMULATOR_SHARD])
+
+
+def kinds_of(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:
+    """``items`` by the kind of `make test` process that runs them (its option, as DURATIONS keys them).
+
+    The emulator shards run the tests on the emulator, at normal priority: they wait in wall time on
+    the emulator's threads and Lambda instances, which the other tests' lowest priority could starve
+    for longer than any wait allows (a 30 s wait for two cold starts failed that way). The emulator's
+    patches are process-wide, so a process runs them after every other test: first those marked
+    emulator that start emulators of their own, then those on the deployment, before which it starts.
+    """
+    own = [item for item in items if item.get_closest_marker("emulator") and "deployment" not in getattr(item, "fixturenames", ())]
+    on_deployment = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
+    return {EMULATOR_SHARD: own + on_deployment,
+            OTHER_TESTS: [item for item in items if item not in own and item not in on_deployment]}
 
 
 def check_recorded(recorded: dict[str, dict[str, float]], kinds: dict[str, list[pytest.Item]]) -> None:

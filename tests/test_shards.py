@@ -1,7 +1,7 @@
 """`make test`'s parts (tests/conftest.py, tests/parallel.py): each emulator shard imports only the test
 files dealt to it, so the deal must give every file to exactly one shard of each kind that has tests of
 it, and a run must refuse a record that would leave a file to no process; the other tests' workers take
-whole files, longest first."""
+whole files, longest first; whatever waits on an emulator runs in the emulator shards."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import EMULATOR_SHARD as EMULATOR
 from tests.conftest import OTHER_TESTS as OTHER
-from tests.conftest import ROOT, check_recorded, deal, longest_first
+from tests.conftest import ROOT, check_recorded, deal, kinds_of, longest_first
 
 
 def test_files_are_dealt_longest_first_onto_the_lightest_shard_and_new_files_follow_at_the_average():
@@ -71,3 +71,17 @@ def test_the_other_tests_go_whole_files_longest_first_and_an_unrecorded_file_at_
     # Then: x's tests, the new file's, then c's; each file's tests in their collected order
     ordered = longest_first(recorded, items, OTHER)
     assert [id(item) for item in ordered] == [id(items[i]) for i in (3, 4, 2, 0, 1)]
+
+
+def test_the_emulator_shards_run_the_tests_on_the_deployment_and_those_starting_emulators_of_their_own():
+    # Given: a test on the deployment, one marked emulator that starts an emulator of its own, and one
+    # on moto (any of them could wait on an emulator's Lambda instances only in the first two)
+    def item(name: str, marked: bool, fixtures: tuple[str, ...]) -> SimpleNamespace:
+        return SimpleNamespace(name=name, fixturenames=fixtures,
+                               get_closest_marker=lambda marker: object() if marked and marker == "emulator" else None)
+    on_deployment = item("on the deployment", False, ("deployment", "aws"))
+    own = item("its own emulator", True, ("aws",))
+    on_moto = item("on moto", False, ("aws",))
+    # When / Then: the shards take the one with its own emulator first (before the deployment starts),
+    # then the deployment's; the other tests only the one on moto
+    assert kinds_of([on_deployment, on_moto, own]) == {EMULATOR: [own, on_deployment], OTHER: [on_moto]}
