@@ -21,7 +21,9 @@ the user, if any, says which texts, calls and e-mails follow, each armed as its 
 invocation (at once, or a one-time schedule), so none costs the machine a state transition.
 
 A retried attempt (the state machine's Retry, or a Lambda retry after a timeout) finds the first
-attempt's idempotency record and returns its result instead of posting again.
+attempt's idempotency record and returns its result instead of posting again. A first attempt that
+stopped waiting for Slack's answer (its request's timeout, or the function's) recorded nothing, so
+its retry posts again: Slack may have taken the post, but no sender can tell that from a lost one.
 """
 
 from __future__ import annotations
