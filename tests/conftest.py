@@ -210,8 +210,9 @@ def kinds_of(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:
     """
     own = [item for item in items if item.get_closest_marker("emulator") and "deployment" not in getattr(item, "fixturenames", ())]
     on_deployment = [item for item in items if "deployment" in getattr(item, "fixturenames", ())]
-    return {EMULATOR_SHARD: own + on_deployment,
-            OTHER_TESTS: [item for item in items if item not in own and item not in on_deployment]}
+    on_emulator = own + on_deployment
+    taken = {id(item) for item in on_emulator}
+    return {EMULATOR_SHARD: on_emulator, OTHER_TESTS: [item for item in items if id(item) not in taken]}
 
 
 def check_recorded(recorded: dict[str, dict[str, float]], kinds: dict[str, list[pytest.Item]]) -> None:
