@@ -14,10 +14,14 @@ import pytest
 from emulator.server import CLOCK_PATH
 
 
+def _connect(aws) -> socket.socket:
+    address = urlsplit(aws.endpoint_url)
+    return socket.create_connection((address.hostname, address.port), timeout=10)
+
+
 @pytest.fixture
 def connection(aws):
-    address = urlsplit(aws.endpoint_url)
-    with socket.create_connection((address.hostname, address.port), timeout=10) as sock:
+    with _connect(aws) as sock:
         yield sock
 
 
@@ -45,8 +49,7 @@ def test_requests_follow_one_another_on_one_connection_whatever_the_first_body_h
 def test_a_client_that_says_close_and_a_chunked_body_each_end_their_connection(aws, connection):
     closing, _ = _exchange(connection, b"GET " + CLOCK_PATH.encode() + b" HTTP/1.1\r\nHost: emulator\r\nConnection: close\r\n\r\n")
     assert closing.status == 200 and connection.recv(1) == b""
-    address = urlsplit(aws.endpoint_url)
-    with socket.create_connection((address.hostname, address.port), timeout=10) as sock:
+    with _connect(aws) as sock:
         chunked, body = _exchange(sock, b"POST " + CLOCK_PATH.encode() + b"/pause HTTP/1.1\r\nHost: emulator\r\n"
                                   b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
         try:

@@ -75,7 +75,7 @@ def test_the_other_tests_go_whole_files_longest_first_and_an_unrecorded_file_at_
 
 def test_the_emulator_shards_run_the_tests_on_the_deployment_and_those_starting_emulators_of_their_own():
     # Given: a test on the deployment, one marked emulator that starts an emulator of its own, and one
-    # on moto (any of them could wait on an emulator's Lambda instances only in the first two)
+    # on moto (only the first two can wait on an emulator's Lambda instances)
     def item(name: str, marked: bool, fixtures: tuple[str, ...]) -> SimpleNamespace:
         return SimpleNamespace(name=name, fixturenames=fixtures,
                                get_closest_marker=lambda marker: object() if marked and marker == "emulator" else None)
