@@ -1076,7 +1076,7 @@ def test_a_condition_repeated_with_other_values_or_names_is_checked_with_them(aw
     dynamodb.delete_table(TableName=table)
 
 
-def test_a_clients_exception_classes_first_taken_on_racing_threads_can_differ():
+def test_a_clients_exception_classes_first_taken_on_racing_threads_can_differ(monkeypatch):
     # Why the test above takes the refusal's class before its threads (issue 41's failure under load):
     # botocore builds a client's exception classes on first use (BaseClient.exceptions, and the
     # session's ClientExceptionsFactory cache) by check-then-set without a lock, so threads racing
@@ -1085,30 +1085,33 @@ def test_a_clients_exception_classes_first_taken_on_racing_threads_can_differ():
     # lazy-init races (https://github.com/boto/botocore/issues/3728). Should botocore ever lock
     # them, this test fails, and the comment above can go.
     import threading
+    import time
 
+    import botocore.errorfactory
     import botocore.session
 
-    def classes_seen_by_racing_threads() -> set[type]:
-        client = botocore.session.get_session().create_client(
-            "dynamodb", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
-        start = threading.Barrier(8)
-        seen: list[type] = []
+    # The building is made slow, so that every thread that found no classes yet is still building when
+    # the others look: without a lock they each build their own, whatever the machine's load (the race
+    # left to chance went unseen in five tries at the lowest priority of a loaded machine).
+    build = botocore.errorfactory.ClientExceptionsFactory._create_client_exceptions
 
-        def take() -> None:
-            start.wait()
-            seen.append(client.exceptions.ConditionalCheckFailedException)
+    def slow_build(self, service_model):
+        time.sleep(0.2)
+        return build(self, service_model)
 
-        threads = [threading.Thread(target=take) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return set(seen)
+    monkeypatch.setattr(botocore.errorfactory.ClientExceptionsFactory, "_create_client_exceptions", slow_build)
+    client = botocore.session.get_session().create_client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    start = threading.Barrier(8)
+    seen: list[type] = []
 
-    switch_interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # as the test above: thread switches far more often than every 5 ms
-    try:
-        # One race in a few is enough (49 of 50 diverged when this was written)
-        assert any(len(classes_seen_by_racing_threads()) > 1 for _ in range(5))
-    finally:
-        sys.setswitchinterval(switch_interval)
+    def take() -> None:
+        start.wait()
+        seen.append(client.exceptions.ConditionalCheckFailedException)
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(seen)) > 1
