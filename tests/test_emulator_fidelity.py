@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from emulator.events import render_input_transformer
 from emulator.follow import follow, run
@@ -408,8 +409,6 @@ def test_a_slow_host_does_not_make_simulated_time_run_ahead(aws, role_arn, probe
 def test_a_definition_refused_mid_parse_leaves_the_next_definitions_alone(aws, role_arn):
     # Given: a JSONata state with Parameters, a JSONPath field JSONata states do not have
     # (https://docs.aws.amazon.com/step-functions/latest/dg/transforming-data.html), refused at creation
-    from botocore.exceptions import ClientError
-
     with pytest.raises(ClientError):
         _machine(aws, role_arn, {"QueryLanguage": "JSONata", "StartAt": "Echo",
                                  "States": {"Echo": {"Type": "Pass", "Parameters": {"x.$": "$"}, "End": True}}})
@@ -1075,6 +1074,50 @@ def test_a_condition_repeated_with_other_values_or_names_is_checked_with_them(aw
     assert [put_if_below(9, attribute) for attribute in ("high", "low", "high")] == [False, True, False]
     dynamodb.delete_table(TableName=table)
 
+
+
+def test_a_query_answers_its_partitions_items_alone_in_sort_key_order_page_by_page_either_way(aws):
+    # DynamoDB's Query reads the items of the one partition key value it is given, "sorted by the sort
+    # key value" (ascending, descending with ScanIndexForward false), at most Limit a page, the next
+    # page from LastEvaluatedKey; a global secondary index is queried across the table's partitions
+    # (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Query.html). The emulator
+    # reads the named partition alone for a table's Query, and all of the table for an index's.
+    table, dynamodb = unique("query"), aws.client("dynamodb")
+    dynamodb.create_table(
+        TableName=table, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "p", "KeyType": "HASH"}, {"AttributeName": "n", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "p", "AttributeType": "S"}, {"AttributeName": "n", "AttributeType": "N"},
+                              {"AttributeName": "colour", "AttributeType": "S"}],
+        GlobalSecondaryIndexes=[{"IndexName": "by-colour", "Projection": {"ProjectionType": "ALL"},
+                                 "KeySchema": [{"AttributeName": "colour", "KeyType": "HASH"}]}])
+    items = {"a": [10, 3, 7, 1, 5], "b": [2, 4], "c": [6]}
+    for partition, numbers in items.items():
+        for n in numbers:
+            dynamodb.put_item(TableName=table, Item={"p": {"S": partition}, "n": {"N": str(n)}, "colour": {"S": "red" if n % 2 else "blue"}})
+
+    def pages(**query) -> list[list[int]]:
+        found, start = [], {}
+        while True:
+            page = dynamodb.query(TableName=table, Limit=2, **query, **start)
+            found.append([int(item["n"]["N"]) for item in page["Items"]])
+            if "LastEvaluatedKey" not in page:
+                return found
+            start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+
+    of_a = {"KeyConditionExpression": "p = :p", "ExpressionAttributeValues": {":p": {"S": "a"}}}
+    assert pages(**of_a) == [[1, 3], [5, 7], [10]]
+    assert [n for page in pages(**of_a, ScanIndexForward=False) for n in page] == [10, 7, 5, 3, 1]
+    assert [n for page in pages(KeyConditionExpression="p = :p AND n BETWEEN :low AND :high",
+                                ExpressionAttributeValues={":p": {"S": "a"}, ":low": {"N": "3"}, ":high": {"N": "7"}})
+            for n in page] == [3, 5, 7]
+    assert pages(KeyConditionExpression="p = :p", ExpressionAttributeValues={":p": {"S": "none"}}) == [[]]
+    red = dynamodb.query(TableName=table, IndexName="by-colour", KeyConditionExpression="colour = :c",
+                         ExpressionAttributeValues={":c": {"S": "red"}})["Items"]
+    assert sorted((item["p"]["S"], int(item["n"]["N"])) for item in red) == [("a", 1), ("a", 3), ("a", 5), ("a", 7)]
+    blue = dynamodb.query(TableName=table, IndexName="by-colour", KeyConditionExpression="colour = :c",
+                          ExpressionAttributeValues={":c": {"S": "blue"}})["Items"]
+    assert sorted((item["p"]["S"], int(item["n"]["N"])) for item in blue) == [("a", 10), ("b", 2), ("b", 4), ("c", 6)]
+    dynamodb.delete_table(TableName=table)
 
 def test_a_clients_exception_classes_first_taken_on_racing_threads_can_differ(monkeypatch):
     # Why the test above takes the refusal's class before its threads (issue 41's failure under load):

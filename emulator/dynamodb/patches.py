@@ -99,3 +99,44 @@ def install_condition_expressions_parsed_once() -> None:
         module = importlib.import_module(module_name)
         if getattr(module, "get_filter_expression", None) is original:
             module.get_filter_expression = get_filter_expression
+
+
+def install_queries_read_one_partition() -> None:
+    """Speed, not behaviour: a Query of a table (not of an index) reads the one partition it names.
+
+    moto lists and sorts every item of the table at each Query, then keeps those whose partition key
+    matches: a Query of one 40-item partition of a 3,500-item table cost 30 ms of CPU, 7 ms reading
+    the partition alone. The chunk journal's table holds an item per item attempt of every run, and
+    each chunk reads its own back. The partition's items are those the filter kept; moto sorts them
+    by sort key next, as before, so the answer (items, order, pages, counts) is the same.
+    """
+    import threading
+
+    from moto.dynamodb.models.table import Table
+
+    original_query, original_all_items = Table.query, Table.all_items
+    querying = threading.local()  # the (table, partition key) of the Query this thread is serving
+
+    def query(self: Any, hash_key: Any, range_comparison: Any, range_objs: Any, limit: Any, exclusive_start_key: Any,
+              scan_index_forward: Any, projection_expressions: Any, index_name: str | None = None, *args: Any,
+              **kwargs: Any) -> Any:
+        arguments = (self, hash_key, range_comparison, range_objs, limit, exclusive_start_key, scan_index_forward,
+                     projection_expressions, index_name, *args)
+        if index_name is not None or hash_key is None:
+            return original_query(*arguments, **kwargs)
+        querying.partition = (self, hash_key)
+        try:
+            return original_query(*arguments, **kwargs)
+        finally:
+            querying.partition = None
+
+    def all_items(self: Any) -> list:
+        partition = getattr(querying, "partition", None)
+        if partition is None or partition[0] is not self:
+            return original_all_items(self)
+        found = self.items.get(partition[1])
+        if found is None:
+            return []
+        return list(found.values()) if self.range_key_attr else [found]
+
+    Table.query, Table.all_items = query, all_items

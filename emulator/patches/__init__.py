@@ -122,6 +122,7 @@ def install_all(
     stepfunctions.install_parse_once_per_definition()
     stepfunctions.install_jsonpath_parse_once()
     dynamodb.install_condition_expressions_parsed_once()
+    dynamodb.install_queries_read_one_partition()
     dispatch.install_service_found_once_per_host()
     dispatch.install_backend_found_without_the_lock()
     dispatch.install_actions_listed_once_per_class()
