@@ -506,7 +506,11 @@ PARALLEL_ONE_BRANCH_FAILS_ONCE = {
             "Branches": [
                 {"StartAt": "Answer A", "States": {"Answer A": {
                     "Type": "Pass", "Output": "{% 'a' & $states.context.Execution.RedriveCount %}", "End": True}}},
-                {"StartAt": "Redriven Yet?", "States": {
+                # (a minute's Wait first: branch A has answered before branch B fails, however loaded the
+                # machine, as simulated time jumps only once A is done; without it the branches raced, and A,
+                # cancelled unfinished, ran again on redrive)
+                {"StartAt": "Let Branch A Answer First", "States": {
+                    "Let Branch A Answer First": {"Type": "Wait", "Seconds": 60, "Next": "Redriven Yet?"},
                     "Redriven Yet?": {"Type": "Choice", "Choices": [
                         {"Condition": "{% $states.context.Execution.RedriveCount > 0 %}", "Next": "Answer B"}],
                         "Default": "Break Once"},
