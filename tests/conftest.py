@@ -33,18 +33,16 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
 
-import fcntl  # noqa: E402
 import functools  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
 from collections import Counter  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 import pytest  # noqa: E402
 from moto.core.config import default_user_config  # noqa: E402
 
-from tests.parallel import BURSTS_LOCK, DURATIONS, RECORD_DURATIONS, SHARED_ASSEMBLIES  # noqa: E402
+from tests.parallel import DURATIONS, RECORD_DURATIONS, SHARED_ASSEMBLIES  # noqa: E402
 
 # One boto3 default session for the whole test process, as an application has, not a new one per
 # test (moto's mock_aws default, ``core.reset_boto3_session``): each new session read and parsed again
@@ -306,36 +304,14 @@ def deal(recorded: dict[str, dict[str, float]], on_disk: set[str], option: str, 
 
 
 _deployment_setup: dict[str, float] = {}  # the test during whose set-up the deployment was made -> its seconds
-_burst_waits: dict[str, float] = {}  # a burst test -> the seconds it waited for the other shard's burst to end
 _file_seconds: Counter[str] = Counter()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """A test marked ``burst`` runs while no other shard runs one (tests/parallel.py's BURSTS_LOCK).
-
-    Time flows while the emulator works, so a burst's hundreds of Lambda cold starts, slowed by the
-    rest of the run on two cores, can pass a machine's task timeout in simulated time: a clean-clone
-    run once failed 16 of the 200 executions' Validate Job Input (20 s, States.Timeout). Two bursts at
-    once (the alarm storm, the 200 executions, the 10,000 items) are the heaviest load a run makes,
-    and no other account's burst slows an account's on AWS. Run alone, a test takes no lock."""
-    path = os.environ.get(BURSTS_LOCK)
-    if path is None or item.get_closest_marker("burst") is None:
-        yield
-        return
-    with open(path, "a") as lock:  # closed, the lock is the other shard's to take
-        asked = time.monotonic()
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        _burst_waits[item.nodeid] = time.monotonic() - asked
-        yield
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Under xdist the controller hears every worker's reports: it alone records them.
     if os.environ.get(RECORD_DURATIONS) and report.when in ("setup", "call") and not os.environ.get("PYTEST_XDIST_WORKER"):
-        # The file's own seconds: not the session's deployment, nor a wait for the other shard's burst.
-        waited = _deployment_setup.pop(report.nodeid, 0.0) if report.when == "setup" else _burst_waits.pop(report.nodeid, 0.0)
-        _file_seconds[report.nodeid.split("::")[0]] += max(report.duration - waited, 0.0)
+        deployment = _deployment_setup.pop(report.nodeid, 0.0) if report.when == "setup" else 0.0
+        _file_seconds[report.nodeid.split("::")[0]] += max(report.duration - deployment, 0.0)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

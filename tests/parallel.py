@@ -30,9 +30,6 @@ SHARDS = 2
 # The environment variable naming the directory where the shards share the apps' cloud assemblies
 # (tests/conftest.py's deployment).
 SHARED_ASSEMBLIES = "TESTS_SHARED_ASSEMBLIES"
-# The environment variable naming the lock file the shards' bursts take turns on (tests/conftest.py's
-# ``burst`` marker): two of the largest bursts at once on two cores starve each other's cold starts.
-BURSTS_LOCK = "TESTS_BURSTS_LOCK"
 
 
 # The shards' syntheses skip aws-cdk-lib's built-in CloudFormation validation: 6 to 9 s of CPU each
@@ -69,7 +66,6 @@ def main(extra: list[str]) -> int:
             tempfile.TemporaryDirectory(prefix="shard-durations-") as measured:
         # The shards deploy the same apps: the first to get there synthesizes each, the other waits for it.
         os.environ[SHARED_ASSEMBLIES] = assemblies
-        os.environ[BURSTS_LOCK] = str(Path(assemblies) / "bursts.lock")
         if record:
             os.environ[RECORD_DURATIONS] = measured
         status = _run_parts([*extra, f"--durations={SLOWEST}"])

@@ -295,7 +295,6 @@ def test_an_alarm_raises_its_alert_at_once_and_ok_resolves_it(deployment, alerts
 
 
 @pytest.mark.load
-@pytest.mark.burst
 def test_an_alarm_storm_with_redelivered_events_starts_each_escalation_exactly_once(deployment, alerts, slack):
     # Given: 200 alerts, each named by its own alarm
     run = uuid.uuid4().hex[:6]

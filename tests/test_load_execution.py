@@ -228,7 +228,6 @@ def _plan(alerts: Alerts) -> list[Planned]:
     return planned
 
 
-@pytest.mark.burst
 def test_two_hundred_concurrent_executions_all_end_as_expected(deployment, alerts):
     # Given
     planned = _plan(alerts)

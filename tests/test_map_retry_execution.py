@@ -342,7 +342,6 @@ def chunked_passes(deployment: Any, result: Any) -> list[ChunkedPass]:
     return passes
 
 
-@pytest.mark.burst
 def test_ten_thousand_items_from_s3_run_in_one_execution_retrying_only_failures(deployment, runner):
     # Given: 10,000 items in the items bucket; every 100th fails once, one fails every pass
     s3 = deployment.client("s3")

@@ -1,8 +1,7 @@
 """`make test`'s parts (tests/conftest.py, tests/parallel.py): each emulator shard imports only the test
 files dealt to it, so the deal must give every file to exactly one shard of each kind that has tests of
 it, and a run must refuse a record that would leave a file to no process; the other tests' workers take
-whole files, longest first; whatever waits on an emulator runs in the emulator shards, and their largest
-bursts take turns."""
+whole files, longest first; whatever waits on an emulator runs in the emulator shards."""
 
 from __future__ import annotations
 
@@ -86,41 +85,3 @@ def test_the_emulator_shards_run_the_tests_on_the_deployment_and_those_starting_
     # When / Then: the shards take the one with its own emulator first (before the deployment starts),
     # then the deployment's; the other tests only the one on moto
     assert kinds_of([on_deployment, on_moto, own]) == {EMULATOR: [own, on_deployment], OTHER: [on_moto]}
-
-
-def test_a_burst_waits_while_another_shard_runs_one_and_other_tests_never_wait(tmp_path, monkeypatch):
-    import fcntl
-    import threading
-
-    from tests.conftest import HANG_SECONDS, pytest_runtest_call
-    from tests.parallel import BURSTS_LOCK
-
-    # Given: the shards' lock file, held by another shard's burst
-    lock_path = tmp_path / "bursts.lock"
-    monkeypatch.setenv(BURSTS_LOCK, str(lock_path))
-    other_shard = open(lock_path, "a")  # noqa: SIM115 - held across the test's steps
-    fcntl.flock(other_shard, fcntl.LOCK_EX)
-
-    def item(*markers: str) -> SimpleNamespace:
-        return SimpleNamespace(nodeid="t.py::t", get_closest_marker=lambda marker: marker if marker in markers else None)
-
-    def run(test: SimpleNamespace, ran: threading.Event) -> None:
-        call = pytest_runtest_call(test)
-        next(call)  # the test's body runs here
-        ran.set()
-        next(call, None)
-
-    # When: a test not marked burst runs, then one marked burst
-    unmarked, burst = threading.Event(), threading.Event()
-    run(item("emulator"), unmarked)
-    thread = threading.Thread(target=run, args=(item("emulator", "burst"), burst), daemon=True)
-    thread.start()
-    # Then: the first ran at once; the burst waits until the other shard's burst ends, then runs
-    assert unmarked.is_set()
-    assert not burst.wait(0.5)
-    other_shard.close()
-    assert burst.wait(HANG_SECONDS)
-    thread.join(HANG_SECONDS)
-    # and having ended, it leaves the lock free for the next
-    with open(lock_path, "a") as next_burst:
-        fcntl.flock(next_burst, fcntl.LOCK_EX | fcntl.LOCK_NB)
