@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import io
 import json
+import logging
 import os
 import select
 import signal
@@ -97,6 +98,19 @@ def error_payload(error_type: str, message: str, stack: list[str] | None = None)
     return json.dumps({"errorMessage": message, "errorType": error_type, "stackTrace": stack or []}).encode()
 
 
+# A zygote request (a fork, or sharing what a cold start loaded) that took this long in real time is
+# logged: every cold start on the zygote waits behind it (see _Zygote), and a machine's task timeout
+# runs meanwhile.
+SLOW_ZYGOTE_SECONDS = 5.0
+_log = logging.getLogger(__name__)
+
+
+def _report_slow(request: str, asked: float, locked: float) -> None:
+    waited, served = locked - asked, time.monotonic() - locked
+    if waited + served >= SLOW_ZYGOTE_SECONDS:
+        _log.warning("Lambda zygote: %s waited %.1f s for the zygote, then %.1f s for its answer", request, waited, served)
+
+
 class _Zygote:
     """A preloaded interpreter that forks instances; one per set of AWS-managed layers."""
 
@@ -133,14 +147,17 @@ class _Zygote:
     def fork(self, request: dict) -> tuple[socket.socket, int]:
         """A new instance configured by ``request``; returns the socket to talk to it and its pid."""
         parent, child = socket.socketpair()
+        asked = locked = time.monotonic()
         try:
             with self._lock:
+                locked = time.monotonic()
                 socket.send_fds(self.sock, [json.dumps(request).encode()], [child.fileno()])
                 reply = self._reply(timeout=30)
         except OSError:  # the zygote is gone
             reply = None
         finally:
             child.close()
+        _report_slow("a fork", asked, locked)
         if reply is None:
             parent.close()
             raise RuntimeError("Lambda zygote did not fork an instance")
@@ -152,10 +169,13 @@ class _Zygote:
                "botocore_loads": [load for load in loaded["botocore_loads"] if tuple(load) not in self._shared]}
         if not new["modules"] and not new["botocore_loads"]:
             return
+        asked = time.monotonic()
         with self._lock, contextlib.suppress(OSError):  # a zygote that is gone is replaced at the next fork
+            locked = time.monotonic()
             self.sock.send(json.dumps(new).encode())
             self._reply(timeout=30)
             self._shared.update(new["modules"], (tuple(load) for load in new["botocore_loads"]))
+            _report_slow(f"sharing {len(new['modules'])} modules", asked, locked)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
