@@ -662,19 +662,23 @@ def test_task_token_calls_find_their_token_while_another_execution_is_still_star
     assert result.output == {"reported": "at once"}
 
 
-def test_concurrent_cold_starts_of_one_function_unpack_its_code_once_without_error(tmp_path):
+def test_concurrent_cold_starts_of_one_function_unpack_its_code_once_without_error(tmp_path, monkeypatch):
     # AWS: many instances of one function may start at once (a Map state, a burst of invocations).
     from concurrent.futures import ThreadPoolExecutor
 
-    from emulator.awslambda.runtime import _unzip
+    from emulator.awslambda.runtime import _Archives
 
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:
         for n in range(50):
             zf.writestr(f"pkg{n}/module.py", "VALUE = 1\n" * 200)
-    target = tmp_path / "function-code"
+    extractions = []
+    extract_all = zipfile.ZipFile.extractall
+    monkeypatch.setattr(zipfile.ZipFile, "extractall", lambda self, *a, **kw: extractions.append(a) or extract_all(self, *a, **kw))
+    archives, target = _Archives(), tmp_path / "function-code"
     with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(lambda _: _unzip(archive.getvalue(), target), range(8)))
+        list(pool.map(lambda _: archives.extract(archive.getvalue(), target), range(8)))
+    assert len(extractions) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["function-code"]
     assert (target / "pkg49" / "module.py").read_text().startswith("VALUE = 1")
 
