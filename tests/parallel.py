@@ -32,12 +32,15 @@ SHARDS = 2
 SHARED_ASSEMBLIES = "TESTS_SHARED_ASSEMBLIES"
 
 
-# The shards' syntheses skip aws-cdk-lib's built-in CloudFormation validation: 6 to 9 s of CPU each
+# Every part's syntheses skip aws-cdk-lib's built-in CloudFormation validation: 6 to 9 s of CPU each
 # (its WebAssembly rules engine is compiled anew in every synthesizing process; a full synth of the app
-# took 14 s of CPU with it, 5 without), a dozen times a run for the deployments, redeploys and hot-swaps,
-# each repeating what test_app_infrastructure checks once on the context they deploy with. `make demo`
-# and a real `cdk deploy` validate as always.
-SHARD_ENVIRONMENT = {"CDK_VALIDATION": "false"}
+# took 14 s of CPU with it, 5 without), a dozen times a run for the deployments, redeploys and hot-swaps
+# and two dozen for the templates' tests (11 s of CPU off those of test_app_infrastructure and
+# test_alert_notification_infrastructure), each repeating what test_app_infrastructure checks once, in a
+# process of its own, on the context the shards deploy with. `make demo` and a real `cdk deploy`
+# validate as always.
+VALIDATION = "CDK_VALIDATION"
+ENVIRONMENT = {VALIDATION: "false"}
 # The shards are the run's longest chain; the other tests, on the other hand, only have to end before
 # them. Run at the lowest priority, they take what the shards leave idle (a shard waits on simulated
 # time and Lambda workers for much of its run) instead of slowing them; as two workers, they fill
@@ -91,8 +94,8 @@ def _run_parts(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
     parts = {
         **{f"emulator shard {i + 1}/{SHARDS}": Part(["-m", "emulator", f"--emulator-shard={i}/{SHARDS}"],
-                                                   {**os.environ, **SHARD_ENVIRONMENT}, 0) for i in range(SHARDS)},
-        "every other test": Part(["-m", "not emulator", "--other-tests", *OTHER_WORKERS], dict(os.environ), OTHER_NICENESS),
+                                                   {**os.environ, **ENVIRONMENT}, 0) for i in range(SHARDS)},
+        "every other test": Part(["-m", "not emulator", "--other-tests", *OTHER_WORKERS], {**os.environ, **ENVIRONMENT}, OTHER_NICENESS),
     }
 
     def start(part: Part, output: Any) -> subprocess.Popen:

