@@ -1006,6 +1006,25 @@ def test_a_definition_parsed_once_still_gives_every_execution_components_of_its_
             AmazonStateLanguageParser.parse('{"StartAt": }')
 
 
+
+def test_a_kept_parse_tree_gives_each_node_the_text_antlr_joins(aws):
+    # The kept tree answers getText from text joined once; ANTLR's own RuleContext.getText joins a
+    # node's descendants' text at each call. Every node of every definition of the app gives the same.
+    from antlr4.ParserRuleContext import ParserRuleContext
+    from antlr4.RuleContext import RuleContext
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    for path in sorted((ROOT / "statemachines").glob("*.asl.json")):
+        _, tree = AmazonStateLanguageParser.parse(path.read_text())
+        nodes, compared = [tree], 0
+        while nodes:
+            node = nodes.pop()
+            if isinstance(node, ParserRuleContext):
+                assert node.getText() == RuleContext.getText(node), (path.name, type(node).__name__)
+                nodes.extend(node.children or ())
+                compared += 1
+        assert compared > 100, path.name  # the whole tree was walked
+
 def _keyed_by_id_table(aws, prefix: str) -> tuple[str, Any]:
     """A new on-demand table keyed by the string ``id``: its name, and the DynamoDB client."""
     table, dynamodb = unique(prefix), aws.client("dynamodb")
