@@ -92,10 +92,11 @@ class Part(NamedTuple):
 
 def _run_parts(extra: list[str]) -> int:
     command = [sys.executable, "-m", "pytest", *extra]
+    environment = {**os.environ, **ENVIRONMENT}
     parts = {
-        **{f"emulator shard {i + 1}/{SHARDS}": Part(["-m", "emulator", f"--emulator-shard={i}/{SHARDS}"],
-                                                   {**os.environ, **ENVIRONMENT}, 0) for i in range(SHARDS)},
-        "every other test": Part(["-m", "not emulator", "--other-tests", *OTHER_WORKERS], {**os.environ, **ENVIRONMENT}, OTHER_NICENESS),
+        **{f"emulator shard {i + 1}/{SHARDS}": Part(["-m", "emulator", f"--emulator-shard={i}/{SHARDS}"], environment, 0)
+           for i in range(SHARDS)},
+        "every other test": Part(["-m", "not emulator", "--other-tests", *OTHER_WORKERS], environment, OTHER_NICENESS),
     }
 
     def start(part: Part, output: Any) -> subprocess.Popen:

@@ -315,12 +315,13 @@ def test_the_app_as_the_emulator_deploys_it_passes_cdks_builtin_template_validat
     is "false", and cdk.json's ``@aws-cdk/core:validateAgainstDefaultRules`` makes a finding fail the
     synthesis instead of warning (https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.CloudFormationValidatePluginProps.html).
     """
+    from emulator.server import ACCOUNT_ID, REGION
     from emulator.session import APP_CONTEXT
 
     assert CONTEXT["@aws-cdk/core:validateAgainstDefaultRules"] is True
     environment = {name: value for name, value in os.environ.items() if name != VALIDATION}
     environment.update(CDK_CONTEXT_JSON=json.dumps({**CONTEXT, **APP_CONTEXT}), CDK_OUTDIR=str(tmp_path),
-                       CDK_DEFAULT_ACCOUNT="123456789012", CDK_DEFAULT_REGION="us-east-1")
+                       CDK_DEFAULT_ACCOUNT=ACCOUNT_ID, CDK_DEFAULT_REGION=REGION)
     synthesis = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=environment, capture_output=True, text=True,
                                timeout=HANG_SECONDS)
     assert synthesis.returncode == 0, synthesis.stderr  # a finding fails the synthesis

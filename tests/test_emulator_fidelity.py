@@ -1006,7 +1006,6 @@ def test_a_definition_parsed_once_still_gives_every_execution_components_of_its_
             AmazonStateLanguageParser.parse('{"StartAt": }')
 
 
-
 def test_a_kept_parse_tree_gives_each_node_the_text_antlr_joins(aws):
     # The kept tree answers getText from text joined once; ANTLR's own RuleContext.getText joins a
     # node's descendants' text at each call. Every node of every definition of the app gives the same.
@@ -1024,6 +1023,7 @@ def test_a_kept_parse_tree_gives_each_node_the_text_antlr_joins(aws):
                 nodes.extend(node.children or ())
                 compared += 1
         assert compared > 100, path.name  # the whole tree was walked
+
 
 def _keyed_by_id_table(aws, prefix: str) -> tuple[str, Any]:
     """A new on-demand table keyed by the string ``id``: its name, and the DynamoDB client."""
