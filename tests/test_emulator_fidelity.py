@@ -1098,6 +1098,29 @@ def test_a_condition_repeated_with_other_values_or_names_is_checked_with_them(aw
     dynamodb.delete_table(TableName=table)
 
 
+def test_a_condition_parsed_once_still_refuses_a_name_it_does_not_use_every_time(aws):
+    # DynamoDB refuses, with a ValidationException, a request whose ExpressionAttributeNames holds a name
+    # no expression of the request uses ("Value provided in ExpressionAttributeNames unused in
+    # expressions"; https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ExpressionPlaceholders.html).
+    # The emulator keeps a parsed condition per text, names and values: the second request is answered
+    # from what the first left, and must be refused as the first was; the names it does use still work.
+    table, dynamodb = _keyed_by_id_table(aws, "refusals")
+
+    def refusal(names: dict[str, str]) -> str | None:
+        try:
+            dynamodb.put_item(TableName=table, Item={"id": {"S": "x"}}, ConditionExpression="attribute_not_exists(#i)",
+                              ExpressionAttributeNames=names)
+        except ClientError as error:
+            return error.response["Error"]["Code"]
+        return None
+
+    unused = {"#i": "id", "#unused": "status"}
+    assert [refusal(unused), refusal(unused)] == ["ValidationException"] * 2
+    assert [refusal({"#i": "id"}), refusal({"#i": "id"}), refusal(unused)] == [
+        None, "ConditionalCheckFailedException", "ValidationException"]
+    dynamodb.delete_table(TableName=table)
+
+
 
 def test_a_query_answers_its_partitions_items_alone_in_sort_key_order_page_by_page_either_way(aws):
     # DynamoDB's Query reads the items of the one partition key value it is given, "sorted by the sort

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import uuid
 from typing import Any
 
@@ -70,34 +71,44 @@ def install_atomic_writes() -> None:
 def install_condition_expressions_parsed_once() -> None:
     """Speed, not behaviour: a condition expression is parsed once per text, names and values.
 
-    moto parses a write's ``ConditionExpression`` at every request, about a sixth of a conditional
-    PutItem's CPU in the emulator; the Map retry-failed machine's chunk journal writes 10,000 of them
-    with the one text and no values. The parse is a function of those three alone, and its tree is
-    only evaluated afterwards, never changed, so one serves every write that repeats them. An
-    expression that does not parse raises as before, each time, and is not kept.
+    moto parses a write's ``ConditionExpression`` twice at every request: once as the request is
+    read, for the names and values it uses (an unused one is a ValidationException), and again as the
+    item is written, for the condition to evaluate; the two were a sixth of a conditional PutItem's CPU
+    in the emulator, and the Map retry-failed machine's chunk journal writes 10,000 of them with the
+    one text and no values. The parse is a function of those three alone, and its tree is only
+    evaluated afterwards, never changed, so one serves every request that repeats them. An expression
+    that does not parse is parsed again, and raises where it did, at every request; it is not kept.
     """
     import functools
-    import importlib
     import json
+    from types import SimpleNamespace
 
-    from moto.dynamodb import comparisons
+    from moto.dynamodb import comparisons, responses
 
-    original = comparisons.get_filter_expression
+    original_parser, original_filter = comparisons.create_condition_expression_parser, comparisons.get_filter_expression
 
     @functools.lru_cache(maxsize=1024)
-    def parsed(expr: str | None, names: str, values: str) -> Any:
-        return original(expr, json.loads(names), json.loads(values))
+    def parsed(expr: str | None, names: str, values: str) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
+        parser = original_parser(expr, json.loads(names), json.loads(values))
+        return parser.parse(), tuple(parser.expr_attr_names_found), tuple(parser.expr_attr_values_found)
+
+    def parsed_once(expr: str | None, names: dict | None, values: dict | None) -> Any:
+        try:
+            tree, names_found, values_found = parsed(expr, json.dumps(names, sort_keys=True), json.dumps(values, sort_keys=True))
+        except Exception:  # a value JSON cannot hold, or an expression that does not parse: moto's way
+            return original_parser(expr, names, values)
+        # What the request's reading does with a parser: parse() and the names and values it found,
+        # lists of its own for the caller to extend.
+        return SimpleNamespace(parse=lambda: tree, expr_attr_names_found=list(names_found),
+                               expr_attr_values_found=list(values_found))
 
     def get_filter_expression(expr: str | None, names: dict | None, values: dict | None) -> Any:
-        try:
-            key = json.dumps(names, sort_keys=True), json.dumps(values, sort_keys=True)
-        except TypeError:  # a value JSON cannot hold (not one a request parses to): moto's way
-            return original(expr, names, values)
-        return parsed(expr, *key)
+        return parsed_once(expr, names, values).parse()
 
+    responses.create_condition_expression_parser = parsed_once
     for module_name in ("moto.dynamodb.comparisons", "moto.dynamodb.models", "moto.dynamodb.models.table"):
         module = importlib.import_module(module_name)
-        if getattr(module, "get_filter_expression", None) is original:
+        if getattr(module, "get_filter_expression", None) is original_filter:
             module.get_filter_expression = get_filter_expression
 
 
