@@ -155,6 +155,38 @@ def test_a_function_shipping_its_own_boto3_imports_that_one(aws, role_arn, tmp_p
     assert body == "shipped-with-the-function"
 
 
+ALIASES = '''
+import botocore.handlers
+import botocore.hooks
+import botocore.session
+
+# botocore's own rewriting of a name, by an emitter whose aliases are not the SDK's (one more that no
+# name holds): it keeps a table of its own, empty until now.
+own = botocore.hooks.EventAliaser(botocore.hooks.HierarchicalEmitter(),
+                                  {**botocore.hooks.EVENT_ALIASES, "no-such-part": "never-used"})
+
+def lambda_handler(event, context):
+    first, second = botocore.session.Session(), botocore.session.Session()
+    client = first.create_client("dynamodb", region_name="us-east-1")
+    names = [spec[0] for spec in botocore.handlers.BUILTIN_HANDLERS] + event["names"]
+    return {"differ": [name for name in names if first._events._alias_event_name(name) != own._alias_event_name(name)],
+            "one table": first._events._alias_name_cache is second._events._alias_name_cache
+                         is client.meta.events._alias_name_cache}
+'''
+
+
+def test_sessions_rename_events_as_botocore_does_from_one_table_the_instances_share(aws, role_arn):
+    # The sandbox shares one table of botocore's event names under its aliases (EVENT_ALIASES) among
+    # every session and client; what a name becomes must be what botocore itself makes of it.
+    function = create_function(aws, role_arn, "aliases", "handler", ALIASES)
+    aliased = ["before-call.autoscaling.application.RegisterScalableTarget", "after-call.apigateway.GetRestApis",
+               "before-parameter-build.elasticloadbalancing.CreateLoadBalancer"]
+    response = aws.client("lambda").invoke(FunctionName=function["FunctionName"], Payload=json.dumps({"names": aliased}))
+    body = json.loads(response["Payload"].read())
+    assert "FunctionError" not in response, body
+    assert body == {"differ": [], "one table": True}
+
+
 def test_each_instance_has_its_own_module_state_and_environment(aws, role_arn):
     # Given: a handler that counts its invocations in module state and reports its pid and variable
     code = (

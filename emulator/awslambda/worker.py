@@ -271,10 +271,34 @@ def _share_botocore_data() -> None:
     botocore.session.Session._register_data_loader = lambda self: self._components.lazy_register_component(
         "data_loader", lambda: shared
     )
+    _share_event_aliases()
     botocore.session.Session().create_client(
         "sts", region_name="us-east-1", aws_access_key_id="-", aws_secret_access_key="-"
     )
     _botocore_loads.clear()
+
+
+def _share_event_aliases() -> None:
+    """One table of botocore's event names under its aliases for every session and client.
+
+    Every botocore session registers the SDK's hundred-odd built-in handlers, and every event name is
+    rewritten through the SDK's aliases (``EVENT_ALIASES``) on the way; each session and each client
+    keeps its own table of the names rewritten so far, so every instance's first sessions (its own,
+    and one per Powertools utility) worked them all out again: a fifth of a handler's import in a
+    profile of a cold start. The rewriting depends on the name and the aliases alone, so emitters
+    with the SDK's own aliases share one table, filled here and in every instance's cold start.
+    """
+    import botocore.hooks
+
+    aliased: dict[str, str] = {}
+    original_init = botocore.hooks.EventAliaser.__init__
+
+    def __init__(self: botocore.hooks.EventAliaser, event_emitter: object, event_aliases: dict | None = None) -> None:
+        original_init(self, event_emitter, event_aliases)
+        if self._event_aliases == botocore.hooks.EVENT_ALIASES:  # a client's emitter holds a copy of them
+            self._alias_name_cache = aliased
+
+    botocore.hooks.EventAliaser.__init__ = __init__
 
 
 def _drop_shadowed_preloads(own_dirs: list[str]) -> None:
