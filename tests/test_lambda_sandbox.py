@@ -155,7 +155,7 @@ def test_a_function_shipping_its_own_boto3_imports_that_one(aws, role_arn, tmp_p
     assert body == "shipped-with-the-function"
 
 
-ALIASES = '''
+EVENTS = '''
 import botocore.handlers
 import botocore.hooks
 import botocore.session
@@ -165,26 +165,42 @@ import botocore.session
 own = botocore.hooks.EventAliaser(botocore.hooks.HierarchicalEmitter(),
                                   {**botocore.hooks.EVENT_ALIASES, "no-such-part": "never-used"})
 
+def positional_only(request):
+    pass
+
+def with_kwargs(request, **kwargs):
+    pass
+
 def lambda_handler(event, context):
     first, second = botocore.session.Session(), botocore.session.Session()
     client = first.create_client("dynamodb", region_name="us-east-1")
     names = [spec[0] for spec in botocore.handlers.BUILTIN_HANDLERS] + event["names"]
+    refused = []
+    for session in (first, second, first):
+        try:
+            session.register("before-call.dynamodb", positional_only)
+        except ValueError as error:
+            refused.append(str(error).endswith("must accept keyword arguments (**kwargs)"))
+        session.register("before-call.dynamodb", with_kwargs)
     return {"differ": [name for name in names if first._events._alias_event_name(name) != own._alias_event_name(name)],
             "one table": first._events._alias_name_cache is second._events._alias_name_cache
-                         is client.meta.events._alias_name_cache}
+                         is client.meta.events._alias_name_cache,
+            "refused": refused}
 '''
 
 
-def test_sessions_rename_events_as_botocore_does_from_one_table_the_instances_share(aws, role_arn):
-    # The sandbox shares one table of botocore's event names under its aliases (EVENT_ALIASES) among
-    # every session and client; what a name becomes must be what botocore itself makes of it.
-    function = create_function(aws, role_arn, "aliases", "handler", ALIASES)
+def test_sessions_register_and_rename_events_as_botocore_does_with_what_the_instances_share(aws, role_arn):
+    # The sandbox shares among every session and client one table of botocore's event names under its
+    # aliases (EVENT_ALIASES), and its check that a handler takes **kwargs, per function: what a name
+    # becomes must be what botocore itself makes of it, and a handler without **kwargs is refused each
+    # time it is registered, as botocore refuses it.
+    function = create_function(aws, role_arn, "events", "handler", EVENTS)
     aliased = ["before-call.autoscaling.application.RegisterScalableTarget", "after-call.apigateway.GetRestApis",
                "before-parameter-build.elasticloadbalancing.CreateLoadBalancer"]
     response = aws.client("lambda").invoke(FunctionName=function["FunctionName"], Payload=json.dumps({"names": aliased}))
     body = json.loads(response["Payload"].read())
     assert "FunctionError" not in response, body
-    assert body == {"differ": [], "one table": True}
+    assert body == {"differ": [], "one table": True, "refused": [True, True, True]}
 
 
 def test_each_instance_has_its_own_module_state_and_environment(aws, role_arn):

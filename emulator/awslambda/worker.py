@@ -272,6 +272,7 @@ def _share_botocore_data() -> None:
         "data_loader", lambda: shared
     )
     _share_event_aliases()
+    _check_handlers_once()
     botocore.session.Session().create_client(
         "sts", region_name="us-east-1", aws_access_key_id="-", aws_secret_access_key="-"
     )
@@ -299,6 +300,34 @@ def _share_event_aliases() -> None:
             self._alias_name_cache = aliased
 
     botocore.hooks.EventAliaser.__init__ = __init__
+
+
+def _check_handlers_once() -> None:
+    """Each function registered as an event handler is checked for ``**kwargs`` once, not at every
+    registration.
+
+    botocore refuses a handler that takes no keyword arguments, and checks it with
+    ``inspect.getfullargspec`` each time one is registered: a hundred-odd times a session, most of
+    them the SDK's own functions again, the largest part of a session's start after the aliases. A
+    function's parameters never change, so the answer is kept per function (a bound method's is its
+    function's); any other callable is checked as before.
+    """
+    import types
+
+    import botocore.hooks
+
+    original = botocore.hooks.accepts_kwargs
+    answers: dict[types.FunctionType, str | None] = {}  # the name of its ** parameter, if any
+
+    def accepts_kwargs(handler: object) -> str | None:
+        function = getattr(handler, "__func__", handler)
+        if not isinstance(function, types.FunctionType):
+            return original(handler)
+        if function not in answers:
+            answers[function] = original(handler)
+        return answers[function]
+
+    botocore.hooks.accepts_kwargs = accepts_kwargs
 
 
 def _drop_shadowed_preloads(own_dirs: list[str]) -> None:
