@@ -24,7 +24,7 @@ from emulator.awslambda.concurrency import (
 )
 from emulator.awslambda.function_urls import FunctionUrls
 from emulator.awslambda.runtime import LambdaRuntime
-from emulator.clock import TICKET_HEADER, SimClock
+from emulator.clock import CLOCK_PATH, TICKET_HEADER, SimClock
 from emulator.cloudcontrol import TARGET_PREFIX as CLOUDCONTROL_TARGET
 from emulator.cloudcontrol import CloudControl
 from emulator.cloudformation import custom_resources
@@ -42,8 +42,6 @@ from emulator.stepfunctions.mocks import MockConfig
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
-# Where the endpoint answers clock control (`python -m emulator clock`) instead of moto.
-CLOCK_PATH = "/_emulator/clock"
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "emulator",
     "AWS_SECRET_ACCESS_KEY": "emulator",

@@ -23,8 +23,7 @@ import urllib.request
 
 import pytest
 
-from emulator.clock import INSTANT, SimClock, SimEvent
-from emulator.server import CLOCK_PATH
+from emulator.clock import CLOCK_PATH, INSTANT, SimClock, SimEvent
 from tests.conftest import ROOT
 from tests.emulator_helpers import permissive_role, put_target, unique, wait_for, wait_for_event
 from tests.test_alert_notification_execution import (  # noqa: F401 - fixtures, imported not copied

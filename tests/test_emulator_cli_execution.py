@@ -13,7 +13,7 @@ import re
 import pytest
 
 from emulator import samples
-from emulator.__main__ import main, run_deployed, run_input
+from emulator.cli import main, run_deployed, run_input
 from tests.emulator_helpers import unique
 
 

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from emulator.server import CLOCK_PATH
+from emulator.clock import CLOCK_PATH
 
 
 def _connect(aws) -> socket.socket:

@@ -199,7 +199,7 @@ def test_an_unknown_test_case_is_refused_naming_the_defined_ones(deployment, gui
 
 
 def test_serve_lists_the_test_cases_and_warns_of_a_machine_name_nothing_deployed_has(deployment):
-    from emulator.__main__ import mock_config_lines
+    from emulator.cli import mock_config_lines
 
     document = json.loads((ROOT / "samples" / "MockConfigFile.json").read_text())
     document["StateMachines"]["NoSuchMachine"] = {"TestCases": {}}

@@ -21,9 +21,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from emulator.__main__ import clock_lines
+from emulator.clock import CLOCK_PATH
+from emulator.clock.cli import clock_lines
 from emulator.scheduler import UnplayedExpression, next_cron
-from emulator.server import CLOCK_PATH
 from tests.emulator_helpers import create_function, unique, wait_for
 
 TARGET = "def lambda_handler(event, context):\n    return event\n"

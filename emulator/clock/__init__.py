@@ -43,6 +43,8 @@ SETTLE_SECONDS = 0.01
 TICK_SECONDS = 0.005
 # Request header carrying a hand-over ticket (see SimClock.hand_over) to the server.
 TICKET_HEADER = "X-Emulator-Clock-Ticket"
+# Where the endpoint answers clock control (`python -m emulator clock`) instead of moto.
+CLOCK_PATH = "/_emulator/clock"
 INSTANT = "instant"
 
 
