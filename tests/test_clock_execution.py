@@ -166,11 +166,11 @@ def test_the_clock_refuses_bad_values_saying_why(aws, action, body, message):
     assert status == 400 and message in answer["error"]
 
 
-def _cli(aws, *args: str, endpoint: str | None = None) -> subprocess.CompletedProcess:
+def _cli(aws, *args: str, endpoint: str | None = None, python: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     env = {**os.environ, **aws.environment}
     if endpoint is not None:
         env["AWS_ENDPOINT_URL"] = endpoint
-    return subprocess.run([sys.executable, "-m", "emulator", "clock", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, *python, "-m", "emulator", "clock", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -189,6 +189,11 @@ def test_the_clock_command_finds_the_server_through_aws_endpoint_url(aws):
     assert after - before == pytest.approx(90, abs=1e-6)
     assert "paused; on resume: 60x real time" in status.stdout
     assert "60x real time" in resumed.stdout and "paused" not in resumed.stdout
+    # and it only asks the server: nothing of the emulator's AWS side (moto, the deployment) is imported
+    traced = _cli(aws, "status", python=("-X", "importtime"))
+    imported = {line.rpartition("|")[2].strip() for line in traced.stderr.splitlines() if line.startswith("import time:")}
+    assert traced.returncode == 0 and "emulator.clock.cli" in imported
+    assert {name for name in imported if name.partition(".")[0] == "moto" or name in ("emulator.server", "emulator.session")} == set()
 
 
 def test_the_clock_command_says_in_one_line_what_is_wrong(aws):
