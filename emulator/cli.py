@@ -17,7 +17,7 @@ from emulator.awslambda.concurrency import (
     configured_quota,
 )
 from emulator.clock import INSTANT
-from emulator.clock.cli import add_clock_command, clock_command, clock_lines, speed
+from emulator.clock.cli import add_clock_command, clock_command, clock_lines, clock_speed
 from emulator.console import Console
 from emulator.deploy import stop_watch, watch
 from emulator.iam import SWITCH
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve", help="deploy the app, keep the endpoint up for the AWS CLI / boto3, serve the console",
         epilog=f"{MOCK_CONFIG_VARIABLE}=FILE: a Step Functions Local mock configuration; start an execution on "
                "<state machine ARN>#<test case> to run one of its test cases with mocked service integrations.")
-    serve.add_argument("--speed", type=speed, default=INSTANT,
+    serve.add_argument("--speed", type=clock_speed, default=INSTANT,
                        help="simulated-clock speed: instant (default: jump to the next wake-up when idle) or a factor (1 = real time)")
     serve.add_argument("--paused", action="store_true", help="start with the simulated clock paused")
     serve.add_argument("--no-iam", action="store_true",

@@ -29,7 +29,7 @@ def add_clock_command(commands: argparse._SubParsersAction) -> None:
     actions.add_parser("advance", help="move simulated time forward, firing each event it passes at its own time").add_argument(
         "value", metavar="SECONDS", type=_seconds)
     actions.add_parser("speed", help="instant, or a factor: 1 real time, 60 a minute per second").add_argument(
-        "value", metavar="FACTOR", type=speed)
+        "value", metavar="FACTOR", type=clock_speed)
 
 
 def main(argv: list[str]) -> int:
@@ -99,7 +99,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def speed(text: str) -> str | float:
+def clock_speed(text: str) -> str | float:
     """A clock speed given on the command line (`clock speed`, `serve --speed`)."""
     try:
         return parse_speed(text)
