@@ -310,14 +310,16 @@ def _check_handlers_once() -> None:
     ``inspect.getfullargspec`` each time one is registered: a hundred-odd times a session, most of
     them the SDK's own functions again, the largest part of a session's start after the aliases. A
     function's parameters never change, so the answer is kept per function (a bound method's is its
-    function's); any other callable is checked as before.
+    function's); any other callable is checked as before. Weakly: a closure a handler registers is
+    forgotten with it, and keeps nothing it holds alive.
     """
     import types
+    import weakref
 
     import botocore.hooks
 
     original = botocore.hooks.accepts_kwargs
-    answers: dict[types.FunctionType, str | None] = {}  # the name of its ** parameter, if any
+    answers: weakref.WeakKeyDictionary[types.FunctionType, str | None] = weakref.WeakKeyDictionary()  # its ** parameter's name
 
     def accepts_kwargs(handler: object) -> str | None:
         function = getattr(handler, "__func__", handler)
