@@ -92,18 +92,26 @@ def install_condition_expressions_parsed_once() -> None:
         parser = original_parser(expr, json.loads(names), json.loads(values))
         return parser.parse(), tuple(parser.expr_attr_names_found), tuple(parser.expr_attr_values_found)
 
-    def parsed_once(expr: str | None, names: dict | None, values: dict | None) -> Any:
+    def kept(expr: str | None, names: dict | None, values: dict | None) -> tuple[Any, tuple[str, ...], tuple[str, ...]] | None:
+        """The kept parse; None for a value JSON cannot hold or an expression that does not parse (moto's way then)."""
         try:
-            tree, names_found, values_found = parsed(expr, json.dumps(names, sort_keys=True), json.dumps(values, sort_keys=True))
-        except Exception:  # a value JSON cannot hold, or an expression that does not parse: moto's way
+            return parsed(expr, json.dumps(names, sort_keys=True), json.dumps(values, sort_keys=True))
+        except Exception:
+            return None
+
+    def parsed_once(expr: str | None, names: dict | None, values: dict | None) -> Any:
+        found = kept(expr, names, values)
+        if found is None:
             return original_parser(expr, names, values)
+        tree, names_found, values_found = found
         # What the request's reading does with a parser: parse() and the names and values it found,
         # lists of its own for the caller to extend.
         return SimpleNamespace(parse=lambda: tree, expr_attr_names_found=list(names_found),
                                expr_attr_values_found=list(values_found))
 
     def get_filter_expression(expr: str | None, names: dict | None, values: dict | None) -> Any:
-        return parsed_once(expr, names, values).parse()
+        found = kept(expr, names, values)
+        return original_filter(expr, names, values) if found is None else found[0]
 
     responses.create_condition_expression_parser = parsed_once
     for module_name in ("moto.dynamodb.comparisons", "moto.dynamodb.models", "moto.dynamodb.models.table"):
