@@ -179,9 +179,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # every answer) beside a heap of half a million objects (moto, aws-cdk-lib's bindings, the
     # deployment), and the collector at its default thresholds (700, 10, 10) took 5 to 17% of a
     # process's CPU (gc.callbacks: 17.8 s of emulator shard 1's 187 s, 12.8 s of an other-tests
-    # worker's 77 s), mostly in full collections walking that heap again. Collected every 20,000
-    # allocations instead, and without the objects that live as long as the process (see
-    # pytest_collection_finish), what is garbage is still collected, a little later.
+    # worker's 77 s), mostly in full collections walking that heap again. With the youngest
+    # generation collected once 20,000 container objects more are allocated than freed (not 700), and
+    # without the objects that live as long as the process (pytest_collection_finish, the deployment
+    # fixture), what is garbage is still collected, a little later.
     gc.set_threshold(20_000, 20, 20)
 
 
