@@ -1121,6 +1121,55 @@ def test_a_condition_parsed_once_still_refuses_a_name_it_does_not_use_every_time
     dynamodb.delete_table(TableName=table)
 
 
+def test_a_malformed_condition_or_filter_expression_is_refused_as_invalid_naming_the_expression(aws):
+    # DynamoDB refuses an expression that does not parse with a 400 ValidationException naming it,
+    # "Invalid ConditionExpression: Syntax error; ..." (FilterExpression for a Query's or Scan's filter),
+    # as confirmed against DynamoDB in https://github.com/floci-io/floci/issues/1512; a placeholder the
+    # request does not define is refused the same way, "An expression attribute name used in the
+    # document path is not defined; attribute name: #x" (the value's likewise, as moto words both for an
+    # UpdateExpression). moto's parser raised ValueError or KeyError: a 500, retried by the SDK.
+    table, dynamodb = _keyed_by_id_table(aws, "malformed")
+    key = {"id": {"S": "x"}}
+
+    def refusal(call, **request) -> tuple[str, str, int] | None:
+        try:
+            call(TableName=table, **request)
+        except ClientError as error:
+            return (error.response["Error"]["Code"], error.response["Error"]["Message"],
+                    error.response["ResponseMetadata"]["RetryAttempts"])
+        return None
+
+    refused = {
+        "put": refusal(dynamodb.put_item, Item=key, ConditionExpression="attribute_not_exists("),
+        "delete": refusal(dynamodb.delete_item, Key=key, ConditionExpression="a = = b"),
+        "update": refusal(dynamodb.update_item, Key=key, UpdateExpression="SET a = :a", ConditionExpression="a = = b",
+                          ExpressionAttributeValues={":a": {"S": "1"}}),
+        "query": refusal(dynamodb.query, KeyConditionExpression="id = :x", FilterExpression="a = = b",
+                         ExpressionAttributeValues={":x": {"S": "x"}}),
+        "scan": refusal(dynamodb.scan, FilterExpression="attribute_exists(a) AND"),
+    }
+    assert {call: (code, message.partition(": ")[0], message.partition(": ")[2].partition("; ")[0], retries)
+            for call, (code, message, retries) in refused.items()} == {
+        "put": ("ValidationException", "Invalid ConditionExpression", "Syntax error", 0),
+        "delete": ("ValidationException", "Invalid ConditionExpression", "Syntax error", 0),
+        "update": ("ValidationException", "Invalid ConditionExpression", "Syntax error", 0),
+        "query": ("ValidationException", "Invalid FilterExpression", "Syntax error", 0),
+        "scan": ("ValidationException", "Invalid FilterExpression", "Syntax error", 0),
+    }
+    assert refusal(dynamodb.put_item, Item=key, ConditionExpression="#s = :v",
+                   ExpressionAttributeValues={":v": {"S": "1"}}) == (
+        "ValidationException", "Invalid ConditionExpression: An expression attribute name used in the document path "
+        "is not defined; attribute name: #s", 0)
+    assert refusal(dynamodb.put_item, Item=key, ConditionExpression="id = :v") == (
+        "ValidationException", "Invalid ConditionExpression: An expression attribute value used in expression is not "
+        "defined; attribute value: :v", 0)
+    # and a well-formed condition on the same request is still evaluated
+    assert refusal(dynamodb.put_item, Item=key, ConditionExpression="attribute_not_exists(id)") is None
+    assert refusal(dynamodb.put_item, Item=key, ConditionExpression="attribute_not_exists(id)")[0] == (
+        "ConditionalCheckFailedException")
+    dynamodb.delete_table(TableName=table)
+
+
 
 def test_a_query_answers_its_partitions_items_alone_in_sort_key_order_page_by_page_either_way(aws):
     # DynamoDB's Query reads the items of the one partition key value it is given, "sorted by the sort

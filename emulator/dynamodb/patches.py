@@ -1,8 +1,9 @@
-"""DynamoDB: table exports take time and are named as on AWS."""
+"""DynamoDB: table exports take time and are named as on AWS; a malformed expression is refused as AWS refuses it."""
 
 from __future__ import annotations
 
 import importlib
+import threading
 import uuid
 from typing import Any
 
@@ -66,6 +67,57 @@ def install_atomic_writes() -> None:
 
     for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
         setattr(DynamoDBBackend, name, serialised(getattr(DynamoDBBackend, name)))
+
+
+# The expression a request's condition parser reads, by the request's action: what AWS names in its refusal.
+_EXPRESSION_OF_ACTION = {"put_item": "ConditionExpression", "delete_item": "ConditionExpression",
+                         "update_item": "ConditionExpression", "transact_write_items": "ConditionExpression",
+                         "query": "FilterExpression", "scan": "FilterExpression"}
+
+
+def install_malformed_expressions_refused() -> None:
+    """A condition or filter expression that does not parse, or names a placeholder the request does not
+    define, is refused with a ValidationException, as DynamoDB refuses it: "Invalid ConditionExpression:
+    Syntax error; ...", "... An expression attribute name used in the document path is not defined;
+    attribute name: #x" (the same with FilterExpression for a Query or Scan).
+
+    moto's parser raises ValueError or KeyError there, which reached its server as a 500; the SDK
+    retried the request four times, then raised an InternalFailure naming nothing of the expression.
+    """
+    from moto.dynamodb import comparisons
+    from moto.dynamodb.exceptions import MockValidationException
+    from moto.dynamodb.responses import DynamoHandler
+
+    reading = threading.local()  # .expression: the expression the request being handled here reads
+
+    def reads(action: str, expression: str) -> Any:
+        original = getattr(DynamoHandler, action)
+
+        def handle(self: Any) -> Any:
+            reading.expression = expression
+            return original(self)
+
+        return handle
+
+    for action, expression in _EXPRESSION_OF_ACTION.items():
+        setattr(DynamoHandler, action, reads(action, expression))
+    original_parse = comparisons.ConditionExpressionParser.parse
+
+    def parse(self: Any) -> Any:
+        try:
+            return original_parse(self)
+        except (ValueError, KeyError) as error:
+            invalid = f"Invalid {getattr(reading, 'expression', 'ConditionExpression')}:"
+            if isinstance(error, ValueError):
+                raise MockValidationException(f"{invalid} Syntax error; {error}") from None
+            [placeholder] = error.args
+            if str(placeholder).startswith(":"):
+                raise MockValidationException(f"{invalid} An expression attribute value used in expression is not "
+                                              f"defined; attribute value: {placeholder}") from None
+            raise MockValidationException(f"{invalid} An expression attribute name used in the document path is not "
+                                          f"defined; attribute name: {placeholder}") from None
+
+    comparisons.ConditionExpressionParser.parse = parse
 
 
 def install_condition_expressions_parsed_once() -> None:

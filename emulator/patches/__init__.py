@@ -96,6 +96,7 @@ def install_all(
     # DynamoDB.
     dynamodb.install_dynamodb_exports(clock)
     dynamodb.install_atomic_writes()
+    dynamodb.install_malformed_expressions_refused()
     # CloudFormation.
     cloudformation.install_cloudformation_fidelity()
     cloudformation.install_describe_type()
