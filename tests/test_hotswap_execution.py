@@ -157,6 +157,9 @@ def test_cdk_watch_deploys_nothing_as_it_starts_then_hot_swaps_each_saved_change
                      "the definition's hot-swap", timeout=WATCH_DEADLINE_SECONDS)
             after_definition = sfn.start_execution(stateMachineArn=machine_arn)["executionArn"]
             wait_for_event(sfn, after_definition, "WaitStateEntered", timeout=120)
+            # (the CLI reports a hot-swap after the update it made is answered: on a loaded machine, seconds
+            # after the change shows, and a watch stopped before that never printed it)
+            _wait_for_output(log, f"AWS::StepFunctions::StateMachine '{machine_arn}' hotswapped!")
         finally:
             stop_watch(watcher)
     finally:
