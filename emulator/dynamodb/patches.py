@@ -81,8 +81,8 @@ def install_malformed_expressions_refused() -> None:
     Syntax error; ...", "... An expression attribute name used in the document path is not defined;
     attribute name: #x" (the same with FilterExpression for a Query or Scan).
 
-    moto's parser raises ValueError or KeyError there, which reached its server as a 500; the SDK
-    retried the request four times, then raised an InternalFailure naming nothing of the expression.
+    moto's parser raises ValueError or KeyError there, which its server answered with a 500: the SDK
+    retried the request as a server fault, then raised an internal error naming nothing of the expression.
     """
     from moto.dynamodb import comparisons
     from moto.dynamodb.exceptions import MockValidationException
