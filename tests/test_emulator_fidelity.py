@@ -1147,6 +1147,8 @@ def test_a_malformed_condition_or_filter_expression_is_refused_as_invalid_naming
         "query": refusal(dynamodb.query, KeyConditionExpression="id = :x", FilterExpression="a = = b",
                          ExpressionAttributeValues={":x": {"S": "x"}}),
         "scan": refusal(dynamodb.scan, FilterExpression="attribute_exists(a) AND"),
+        "transact": refusal(lambda TableName: dynamodb.transact_write_items(TransactItems=[
+            {"Put": {"TableName": TableName, "Item": key, "ConditionExpression": "a = = b"}}])),
     }
     assert {call: (code, message.partition(": ")[0], message.partition(": ")[2].partition("; ")[0], retries)
             for call, (code, message, retries) in refused.items()} == {
@@ -1155,6 +1157,7 @@ def test_a_malformed_condition_or_filter_expression_is_refused_as_invalid_naming
         "update": ("ValidationException", "Invalid ConditionExpression", "Syntax error", 0),
         "query": ("ValidationException", "Invalid FilterExpression", "Syntax error", 0),
         "scan": ("ValidationException", "Invalid FilterExpression", "Syntax error", 0),
+        "transact": ("ValidationException", "Invalid ConditionExpression", "Syntax error", 0),
     }
     assert refusal(dynamodb.put_item, Item=key, ConditionExpression="#s = :v",
                    ExpressionAttributeValues={":v": {"S": "1"}}) == (
@@ -1163,7 +1166,7 @@ def test_a_malformed_condition_or_filter_expression_is_refused_as_invalid_naming
     assert refusal(dynamodb.put_item, Item=key, ConditionExpression="id = :v") == (
         "ValidationException", "Invalid ConditionExpression: An expression attribute value used in expression is not "
         "defined; attribute value: :v", 0)
-    # and a well-formed condition on the same request is still evaluated
+    # and a well-formed condition on the same action is still evaluated
     assert refusal(dynamodb.put_item, Item=key, ConditionExpression="attribute_not_exists(id)") is None
     assert refusal(dynamodb.put_item, Item=key, ConditionExpression="attribute_not_exists(id)")[0] == (
         "ConditionalCheckFailedException")
