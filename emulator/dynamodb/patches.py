@@ -95,7 +95,10 @@ def install_malformed_expressions_refused() -> None:
 
         def handle(self: Any) -> Any:
             reading.expression = expression
-            return original(self)
+            try:
+                return original(self)
+            finally:
+                del reading.expression  # a parse this thread reaches later, outside a request, names no action's
 
         return handle
 
