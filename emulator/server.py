@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import boto3
 from botocore.config import Config
 
-from emulator import patches
+from emulator import ACCOUNT_ID, REGION, patches
 from emulator.awslambda.concurrency import (
     DEFAULT_ACCOUNT_CONCURRENCY,
     MINIMUM_UNRESERVED,
@@ -40,8 +40,6 @@ from emulator.sms import TARGET_PREFIX as SMS_TARGET
 from emulator.sms import SmsVoice
 from emulator.stepfunctions.mocks import MockConfig
 
-ACCOUNT_ID = "123456789012"
-REGION = "us-east-1"
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "emulator",
     "AWS_SECRET_ACCESS_KEY": "emulator",

@@ -118,13 +118,14 @@ def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     from aws_cdk import App, Environment
 
+    from emulator import ACCOUNT_ID, REGION
     from stacks.composition import add_stacks
     from stacks.config import AppConfig
 
     outdir = tmp_path_factory.mktemp("cdk.out")
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
     app = App(outdir=str(outdir), context=context)
-    stacks = add_stacks(app, AppConfig.from_context(app.node.try_get_context), env=Environment(account="123456789012", region="us-east-1"))
+    stacks = add_stacks(app, AppConfig.from_context(app.node.try_get_context), env=Environment(account=ACCOUNT_ID, region=REGION))
     app.synth()
     templates = {
         name: json.loads((outdir / f"{name}.template.json").read_text())

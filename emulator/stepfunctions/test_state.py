@@ -19,11 +19,11 @@ from typing import Any
 
 from moto.core.exceptions import AWSError
 
+from emulator import ACCOUNT_ID, REGION
 from emulator.clock import SimEvent
 from emulator.patches._moto import error_name
 from emulator.stepfunctions.patches import aws_timestamp
 
-ACCOUNT_ID, REGION = "123456789012", "us-east-1"  # the emulator's one account and region
 DEFAULT_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/TestStateRole"
 
 
