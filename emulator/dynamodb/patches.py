@@ -69,10 +69,9 @@ def install_atomic_writes() -> None:
         setattr(DynamoDBBackend, name, serialised(getattr(DynamoDBBackend, name)))
 
 
-# The expression a request's condition parser reads, by the request's action: what AWS names in its refusal.
-_EXPRESSION_OF_ACTION = {"put_item": "ConditionExpression", "delete_item": "ConditionExpression",
-                         "update_item": "ConditionExpression", "transact_write_items": "ConditionExpression",
-                         "query": "FilterExpression", "scan": "FilterExpression"}
+# The actions whose condition parser reads a FilterExpression; every other reads a ConditionExpression.
+# What AWS names in its refusal.
+_FILTERING_ACTIONS = {"Query", "Scan"}
 
 
 def install_malformed_expressions_refused() -> None:
@@ -89,21 +88,17 @@ def install_malformed_expressions_refused() -> None:
     from moto.dynamodb.responses import DynamoHandler
 
     reading = threading.local()  # .expression: the expression the request being handled here reads
+    original_call_action = DynamoHandler.call_action
 
-    def reads(action: str, expression: str) -> Any:
-        original = getattr(DynamoHandler, action)
+    def call_action(self: Any) -> Any:
+        # Every DynamoDB request is dispatched here, whichever action it names.
+        reading.expression = "FilterExpression" if self._get_action() in _FILTERING_ACTIONS else "ConditionExpression"
+        try:
+            return original_call_action(self)
+        finally:
+            del reading.expression  # a parse this thread reaches later, outside a request, names no action's
 
-        def handle(self: Any) -> Any:
-            reading.expression = expression
-            try:
-                return original(self)
-            finally:
-                del reading.expression  # a parse this thread reaches later, outside a request, names no action's
-
-        return handle
-
-    for action, expression in _EXPRESSION_OF_ACTION.items():
-        setattr(DynamoHandler, action, reads(action, expression))
+    DynamoHandler.call_action = call_action
     original_parse = comparisons.ConditionExpressionParser.parse
 
     def parse(self: Any) -> Any:
