@@ -13,6 +13,7 @@ import json
 import os
 import stat
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -219,6 +220,36 @@ def test_each_instance_has_its_own_module_state_and_environment(aws, role_arn):
     assert (a1["count"], a2["count"], b1["count"]) == (1, 2, 1)
     assert a1["pid"] == a2["pid"] != b1["pid"] != os.getpid()
     assert (a1["colour"], b1["colour"]) == ("red", "blue")
+
+
+# Imports a module of the runtime's SDK that nothing else imports (a botocore client does not), and says
+# whether its instance found it imported already: forked from a zygote that imported it after an earlier
+# cold start did. The wait (real time) keeps each instance busy, so that a burst needs one per invocation.
+FINDS_ITS_IMPORT_SHARED = """
+import os
+import sys
+import threading
+
+SHARED = "botocore.stub" in sys.modules
+import botocore.stub  # noqa: E402,F401
+
+
+def lambda_handler(event, context):
+    threading.Event().wait(1.0)
+    return {"pid": os.getpid(), "shared": SHARED}
+"""
+
+
+def test_a_burst_on_a_new_function_forks_its_later_instances_from_what_the_first_imported(aws, role_arn):
+    # Given: a function never invoked
+    function = create_function(aws, role_arn, "burst", "handler", FINDS_ITS_IMPORT_SHARED)
+    # When: four invocations arrive at once, each needing an instance of its own
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: _invoke(aws, function)[1], range(4)))
+    # Then: four instances; only the first imported the module itself, the other three were forked
+    # once the zygote held it, instead of each importing it anew at the same time
+    assert len({answer["pid"] for answer in answers}) == 4
+    assert sorted(answer["shared"] for answer in answers) == [False, True, True, True]
 
 
 def test_an_instance_idle_past_its_keep_warm_time_is_stopped_and_the_next_invocation_is_cold(aws, role_arn, monkeypatch):
