@@ -224,28 +224,36 @@ def test_each_instance_has_its_own_module_state_and_environment(aws, role_arn):
 
 # Imports a module of the runtime's SDK that nothing else imports (a botocore client does not), and says
 # whether its instance found it imported already: forked from a zygote that imported it after an earlier
-# cold start did. The wait (real time) keeps each instance busy, so that a burst needs one per invocation.
+# cold start did. Each invocation then waits (real time, at most 30 s) until as many instances as the
+# event asks for have arrived: none is free for another invocation, so a burst needs one per invocation.
 FINDS_ITS_IMPORT_SHARED = """
 import os
+import pathlib
 import sys
 import threading
+import time
 
 SHARED = "botocore.stub" in sys.modules
 import botocore.stub  # noqa: E402,F401
 
 
 def lambda_handler(event, context):
-    threading.Event().wait(1.0)
+    arrived = pathlib.Path(event["arrived"])
+    (arrived / str(os.getpid())).touch()
+    deadline = time.monotonic() + 30
+    while len(list(arrived.iterdir())) < event["instances"] and time.monotonic() < deadline:
+        threading.Event().wait(0.05)
     return {"pid": os.getpid(), "shared": SHARED}
 """
 
 
-def test_a_burst_on_a_new_function_forks_its_later_instances_from_what_the_first_imported(aws, role_arn):
+def test_a_burst_on_a_new_function_forks_its_later_instances_from_what_the_first_imported(aws, role_arn, tmp_path):
     # Given: a function never invoked
     function = create_function(aws, role_arn, "burst", "handler", FINDS_ITS_IMPORT_SHARED)
+    event = {"arrived": str(tmp_path), "instances": 4}
     # When: four invocations arrive at once, each needing an instance of its own
     with ThreadPoolExecutor(4) as pool:
-        answers = list(pool.map(lambda _: _invoke(aws, function)[1], range(4)))
+        answers = list(pool.map(lambda _: _invoke_with(aws, function, event), range(4)))
     # Then: four instances; only the first imported the module itself, the other three were forked
     # once the zygote held it, instead of each importing it anew at the same time
     assert len({answer["pid"] for answer in answers}) == 4
