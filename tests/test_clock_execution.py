@@ -23,6 +23,7 @@ import urllib.request
 
 import pytest
 
+import emulator.clock
 from emulator.clock import CLOCK_PATH, INSTANT, SimClock, SimEvent
 from tests.conftest import ROOT
 from tests.emulator_helpers import permissive_role, put_target, unique, wait_for, wait_for_event
@@ -330,3 +331,20 @@ def test_a_waiter_that_left_before_its_setter_reached_it_does_not_hold_the_clock
         assert not sleeper.is_alive(), "the clock never jumped: a busy token was lent to a thread that had left"
     finally:
         clock.stop()
+
+
+def test_a_step_of_the_wall_clock_moves_no_simulated_time(monkeypatch):
+    # Given: a clock at speed 60 (the speed test above failed once when the wall clock moved about
+    # 3 ms apart from the monotonic one, which is 0.17 simulated seconds at this speed)
+    clock = SimClock()
+    try:
+        clock.set_speed(60)
+        before = clock.now()
+        # When: the wall clock steps an hour ahead, as a host's time sync may step it
+        wall = time.time
+        monkeypatch.setattr(emulator.clock, "_real_time", lambda: wall() + 3600)
+        after = clock.now()
+    finally:
+        clock.stop()
+    # Then: simulated time moved only by what real time elapsed between the reads (60 times it), not 60 hours
+    assert 0 <= after - before < 60
