@@ -304,8 +304,9 @@ def test_an_alarm_storm_with_redelivered_events_starts_each_escalation_exactly_o
     warm_alarm = put_alarm(deployment, f"warm-{uuid.uuid4().hex[:6]}")
     warm = alerts.put(alarm_name=warm_alarm, user_accounts=["U0WARM"], status="resolved")
     set_alarm_state(deployment, warm_alarm, "ALARM")
-    wait_for(lambda: execution_arns(deployment, {warm}) and not execution_arns(deployment, {warm}, status="RUNNING"),
-             "the warm-up escalation to end", timeout=60)
+    wait_for(lambda: alarm_changes_handled(deployment, {warm_alarm}, "ALARM") == 1, "the warm-up alarm change", timeout=60)
+    [warm_execution] = execution_arns(deployment, {warm})[warm]
+    follow(deployment.aws, warm_execution)
     # and 200 alerts, each named by its own alarm
     run = uuid.uuid4().hex[:6]
     alarms = {put_alarm(deployment, f"storm-{run}-{n:03d}"): alerts.put(
