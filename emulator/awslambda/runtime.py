@@ -292,7 +292,8 @@ class _FunctionPool:
                     self.busy += 1
                     return worker
                 worker.kill()
-            first, self._first_claimed = not self._first_claimed, True
+            first = not self._first_claimed  # this cold start is the function's first
+            self._first_claimed = True
         if not first:
             self._first_started.wait(WORKER_READY_SECONDS)
         try:
