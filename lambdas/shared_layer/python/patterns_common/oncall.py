@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
 SCHEDULE_PREFIX = "schedule:"
 SCHEDULE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -54,6 +54,8 @@ FOREVER = datetime(9999, 12, 30, tzinfo=timezone.utc)
 # The latest instant asked about: a look a month ahead of it (its shifts, their day boundaries) stays before FOREVER.
 LATEST = datetime(9999, 10, 1, tzinfo=timezone.utc)
 _DAY = timedelta(days=1)
+# How a parser refuses: the schedule's field and what is wrong with it (raises InvalidSchedule).
+_Fail = Callable[[str, str], NoReturn]
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class _TimeForm:
     read: Callable[[str], Any]
     expected: str
 
-    def parse(self, value: Any, field: str, fail: Callable[[str, str], None]) -> Any:
+    def parse(self, value: Any, field: str, fail: _Fail) -> Any:
         parsed = None
         if isinstance(value, str) and self.shape.fullmatch(value):
             try:
@@ -81,11 +83,11 @@ def _local_date_time(text: str) -> datetime | None:
     return local if local.year >= EARLIEST.year else None
 
 
-def _clock_time(text: str) -> timedelta:
+def _clock_time(text: str) -> timedelta | None:
     """A time of day as the time since midnight on the clock; 24:00 is the end of the day."""
     hours, minutes = int(text[:2]), int(text[3:])
     if hours > 24 or minutes > 59 or (hours == 24 and minutes):
-        raise ValueError(text)
+        return None
     return timedelta(hours=hours, minutes=minutes)
 
 
@@ -112,16 +114,19 @@ class InvalidSchedule(Exception):
 
 @dataclass(frozen=True)
 class Restriction:
-    days: frozenset[int]  # 0 is Monday, as date.weekday()
-    start: timedelta  # the clock's time since midnight, 00:00 to 23:59
-    end: timedelta  # up to 24:00; before start: the window runs past midnight into the next day
+    """A window that opens at ``start`` on the clock on each of its ``days`` and stays open ``length``
+    on the clock: past midnight into the next day when its end is before its start."""
+
+    days: frozenset[int]  # the days it opens on; 0 is Monday, as date.weekday()
+    start: timedelta  # the clock's time since midnight, 00:00 to 23:59, whole minutes
+    length: timedelta  # whole minutes, more than none and at most a day
 
     def covers(self, local: datetime) -> bool:
-        day = local.weekday()
-        clock = timedelta(hours=local.hour, minutes=local.minute, seconds=local.second, microseconds=local.microsecond)
-        if self.start < self.end:
-            return day in self.days and self.start <= clock < self.end
-        return (day in self.days and clock >= self.start) or ((day - 1) % 7 in self.days and clock < self.end)
+        """Whether the window is open at the wall-clock time ``local``: it last opened less than ``length``
+        ago on the clock, on one of its days. The clock's minute decides, since the window's times are
+        whole minutes."""
+        since_opening = (timedelta(hours=local.hour, minutes=local.minute) - self.start) % _DAY
+        return (local - since_opening).weekday() in self.days and since_opening < self.length
 
 
 @dataclass(frozen=True)
@@ -161,18 +166,17 @@ class Schedule:
     def instant(self, local: datetime) -> datetime:
         """The instant a local wall-clock time names (its fold, 0 unless set: see the module's
         docstring); FOREVER at or past it."""
-        try:
-            return min(local.replace(tzinfo=self.zone).astimezone(timezone.utc), FOREVER)
-        except OverflowError:  # past the last datetime in UTC: 9999-12-31T23:59 west of Greenwich
-            return FOREVER
+        return _instant(self.zone, local)
 
     def handoff(self, layer: Layer, n: int) -> datetime:
+        """When shift ``n`` of ``layer`` begins; FOREVER past the last datetime. ``n`` is never so negative
+        as to go before the first: shift_index starts at most two shifts before an instant from 1970 on."""
         try:
             if layer.wall_clock:
                 return self.instant(layer.start + n * layer.shift)
             return min(self.instant(layer.start) + n * layer.shift, FOREVER)
-        except OverflowError:  # before the first datetime or after the last: no shift reaches it
-            return FOREVER if n > 0 else datetime.min.replace(tzinfo=timezone.utc)
+        except OverflowError:
+            return FOREVER
 
     def members(self) -> frozenset[str]:
         """Everyone a layer rotates."""
@@ -181,15 +185,13 @@ class Schedule:
     def shift_index(self, layer: Layer, at: datetime) -> int:
         """The shift of ``layer`` running at ``at`` (negative before the layer's start)."""
         at = within(at)
-        if layer.wall_clock:
-            local = at.astimezone(self.zone).replace(tzinfo=None)
-            n = (local - layer.start) // layer.shift  # at most one off, around a daylight-saving change
-        else:
-            n = (at - self.instant(layer.start)) // layer.shift
+        # Elapsed time counts an hour layer's shifts exactly. A day or week layer's shifts follow the
+        # wall clock, which drifts from elapsed time by the zone's change of offset since the layer's
+        # start: at most 26 hours (UTC-12 to UTC+14), under two of its shifts. So start two shifts early,
+        # where a shift has surely begun, and step to the last one that has.
+        n = (at - self.instant(layer.start)) // layer.shift - 2
         while self.handoff(layer, n + 1) <= at:
             n += 1
-        while self.handoff(layer, n) > at:
-            n -= 1
         return n
 
     def layer_member(self, layer: Layer, at: datetime) -> str | None:
@@ -242,7 +244,7 @@ class Schedule:
                     # repeated autumn hour twice: each pass is an edge.
                     for fold in (0, 1):
                         yield self.instant((midnight + restriction.start).replace(fold=fold))
-                        yield self.instant((midnight + restriction.end).replace(fold=fold))
+                        yield self.instant((midnight + restriction.start + restriction.length).replace(fold=fold))
 
 
 def within(at: datetime) -> datetime:
@@ -270,11 +272,11 @@ def parse_schedule(item: Any) -> Schedule:
     layers = item.get("layers")
     if not isinstance(layers, list) or not layers:
         fail("layers", "must be a non-empty list of layers, each {members, start, shift}")
-    schedule = Schedule(raw_id, zone, tuple(_layer(layer, f"layers[{i}]", fail) for i, layer in enumerate(layers)), ())
+    parsed_layers = tuple(_layer(layer, f"layers[{i}]", fail) for i, layer in enumerate(layers))
     overrides = item.get("overrides", [])
     if not isinstance(overrides, list):
         fail("overrides", "must be a list of {member, start, end}")
-    parsed = [_override(schedule, override, f"overrides[{i}]", fail) for i, override in enumerate(overrides)]
+    parsed = [_override(zone, override, f"overrides[{i}]", fail) for i, override in enumerate(overrides)]
     for i, later in enumerate(parsed):
         for j, earlier in enumerate(parsed[:i]):
             if later.start < earlier.end and earlier.start < later.end:
@@ -287,26 +289,26 @@ def parse_schedule(item: Any) -> Schedule:
             or not 1 <= max_cover_days <= MAX_COVER_DAYS_LIMIT:
         fail("max_cover_days", f"must be a whole number of days from 1 to {MAX_COVER_DAYS_LIMIT}, got {max_cover_days!r}")
     return Schedule(
-        raw_id, zone, schedule.layers, tuple(parsed),
+        raw_id, zone, parsed_layers, tuple(parsed),
         tuple(_member(member, f"coverers[{i}]", fail) for i, member in enumerate(coverers)),
         int(max_cover_days),
     )
 
 
-def _failing(schedule_id: str) -> Callable[[str, str], None]:
-    def fail(field: str, problem: str) -> None:
+def _failing(schedule_id: str) -> _Fail:
+    def fail(field: str, problem: str) -> NoReturn:
         raise InvalidSchedule(schedule_id, field, problem)
 
     return fail
 
 
-def _known_fields(value: Mapping[str, Any], known: tuple[str, ...], label: str, fail: Callable[[str, str], None]) -> None:
+def _known_fields(value: Mapping[str, Any], known: tuple[str, ...], label: str, fail: _Fail) -> None:
     unknown = sorted(str(name) for name in set(value) - set(known))
     if unknown:
         fail(f"{label}{'.' if label else ''}{unknown[0]}", f"is not a field here (the fields are {', '.join(known)})")
 
 
-def _zone(name: Any, fail: Callable[[str, str], None]) -> zoneinfo.ZoneInfo:
+def _zone(name: Any, fail: _Fail) -> zoneinfo.ZoneInfo:
     if not isinstance(name, str) or not name:
         fail("time_zone", "is required: an IANA zone such as Europe/Berlin")
     try:
@@ -315,16 +317,15 @@ def _zone(name: Any, fail: Callable[[str, str], None]) -> zoneinfo.ZoneInfo:
         if not zoneinfo.available_timezones():
             fail("time_zone", f"{name!r} cannot be looked up: this machine has no time zone database (tzdata)")
         fail("time_zone", f"{name!r} is not an IANA time zone (such as Europe/Berlin or America/New_York)")
-    raise AssertionError("unreachable")  # fail() always raises
 
 
-def _member(value: Any, field: str, fail: Callable[[str, str], None]) -> str:
+def _member(value: Any, field: str, fail: _Fail) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_MEMBER_LENGTH or value.startswith(SCHEDULE_PREFIX):
         fail(field, f"must be a person's account (a non-empty string of at most {MAX_MEMBER_LENGTH} characters, not a schedule)")
     return value
 
 
-def _layer(value: Any, label: str, fail: Callable[[str, str], None]) -> Layer:
+def _layer(value: Any, label: str, fail: _Fail) -> Layer:
     if not isinstance(value, Mapping):
         fail(label, "must be a layer {members, start, shift}")
     _known_fields(value, LAYER_FIELDS, label, fail)
@@ -353,7 +354,7 @@ def _layer(value: Any, label: str, fail: Callable[[str, str], None]) -> Layer:
     )
 
 
-def _restriction(value: Any, label: str, fail: Callable[[str, str], None]) -> Restriction:
+def _restriction(value: Any, label: str, fail: _Fail) -> Restriction:
     if not isinstance(value, Mapping):
         fail(label, "must be a window {days, start, end}")
     _known_fields(value, RESTRICTION_FIELDS, label, fail)
@@ -366,31 +367,38 @@ def _restriction(value: Any, label: str, fail: Callable[[str, str], None]) -> Re
     end = _CLOCK_TIME.parse(value.get("end"), f"{label}.end", fail)
     if start == end:
         fail(f"{label}.end", "must differ from start (an end before start runs past midnight)")
-    return Restriction(frozenset(DAYS.index(day) for day in days), start, end)
+    # 24:00 is a day after 00:00, so taken modulo a day a window from 00:00 to 24:00 would have no length.
+    return Restriction(frozenset(DAYS.index(day) for day in days), start, (end - start) % _DAY or _DAY)
 
 
-def _override(schedule: Schedule, value: Any, label: str, fail: Callable[[str, str], None]) -> Override:
+def _override(zone: zoneinfo.ZoneInfo, value: Any, label: str, fail: _Fail) -> Override:
     if not isinstance(value, Mapping):
         fail(label, "must be an override {member, start, end}")
     _known_fields(value, OVERRIDE_FIELDS, label, fail)
     member = _member(value.get("member"), f"{label}.member", fail)
-    start = _override_instant(schedule, value.get("start"), f"{label}.start", fail)
-    end = _override_instant(schedule, value.get("end"), f"{label}.end", fail)
+    start = _override_instant(zone, value.get("start"), f"{label}.start", fail)
+    end = _override_instant(zone, value.get("end"), f"{label}.end", fail)
     if end <= start:
         fail(f"{label}.end", "must be after start")
     return Override(member, start, end)
 
 
-def _override_instant(schedule: Schedule, value: Any, field: str, fail: Callable[[str, str], None]) -> datetime:
+def _override_instant(zone: zoneinfo.ZoneInfo, value: Any, field: str, fail: _Fail) -> datetime:
     written = _OVERRIDE_TIME.parse(value, field, fail)
     local = written.replace(tzinfo=None)
     if written.tzinfo is None:
-        return schedule.instant(local)
+        return _instant(zone, local)
     for fold in (0, 1):
-        if local.replace(tzinfo=schedule.zone, fold=fold).utcoffset() == written.utcoffset():
-            return schedule.instant(local.replace(fold=fold))
-    fail(field, f"has the offset {value[16:]}, which {schedule.zone.key} does not have at {value[:16]}")
-    raise AssertionError("unreachable")  # fail() always raises
+        if local.replace(tzinfo=zone, fold=fold).utcoffset() == written.utcoffset():
+            return _instant(zone, local.replace(fold=fold))
+    fail(field, f"has the offset {value[16:]}, which {zone.key} does not have at {value[:16]}")
+
+
+def _instant(zone: zoneinfo.ZoneInfo, local: datetime) -> datetime:
+    try:
+        return min(local.replace(tzinfo=zone).astimezone(timezone.utc), FOREVER)
+    except OverflowError:  # past the last datetime in UTC: 9999-12-31T23:59 west of Greenwich
+        return FOREVER
 
 
 def stored_time(instant: datetime, zone: zoneinfo.ZoneInfo) -> str:
