@@ -10,8 +10,11 @@ the copy of the project it runs the tests in leaves the layer's ``patterns_commo
 import the mutated modules and nothing has to move.
 
 Usage: ``python tools/mutate.py [MODULE ...]`` with module names as in ``LOGIC_MODULES`` (all of them when
-none is given). Prints, per module, how many mutants the tests killed. Inspect a survivor afterwards
-with ``cd .mutmut && ../.venv/bin/mutmut show NAME`` (``mutmut results`` lists them).
+none is given). Prints, per module, how many mutants the tests killed, and every survivor nobody has read
+yet. Inspect a survivor afterwards with ``cd .mutmut && ../.venv/bin/mutmut show NAME``. A survivor read
+and found to change nothing a caller can observe goes in ``tools/survivors_read.txt`` with the reason; one
+that changes behaviour gets a test instead. A mutant's name counts its place in its function, so a change
+to that function names its survivors afresh, and they are read again.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = ROOT / ".mutmut"
 LAYER = Path("lambdas/shared_layer/python")
+READ = ROOT / "tools/survivors_read.txt"
 
 # Import name -> the file in the repository.
 LOGIC_MODULES = {
@@ -119,16 +123,18 @@ def stage(modules: list[str]) -> None:
     )
 
 
-def score(module: str) -> dict[str, int]:
-    """Mutants of one module by outcome, from the results mutmut keeps beside each mutated file."""
+def outcomes(module: str) -> dict[str, str]:
+    """Each mutant of one module and its outcome, from the results mutmut keeps beside each mutated file."""
     from mutmut.stats import status_by_exit_code
 
     meta = json.loads((STAGE / "mutants" / f"{staged_name(module)}.meta").read_text())
-    counts: dict[str, int] = {}
-    for exit_code in meta["exit_code_by_key"].values():
-        status = status_by_exit_code[exit_code]
-        counts[status] = counts.get(status, 0) + 1
-    return counts
+    return {name: status_by_exit_code[exit_code] for name, exit_code in meta["exit_code_by_key"].items()}
+
+
+def read_survivors() -> set[str]:
+    """The survivors read and found to change nothing observable: the first word of each line of READ."""
+    lines = READ.read_text().splitlines() if READ.exists() else []
+    return {line.split()[0] for line in lines if line.strip() and not line.startswith("#")}
 
 
 def main() -> int:
@@ -153,20 +159,25 @@ def main() -> int:
         print(f"mutmut run failed (exit {run.returncode})", file=sys.stderr)
         return run.returncode
 
-    print(f"\n{'module':<28}{'mutants':>8}{'survived':>10}{'no tests':>10}{'killed':>9}")
-    below = []
+    print(f"\n{'module':<28}{'mutants':>8}{'survived':>10}{'unread':>8}{'no tests':>10}{'killed':>9}")
+    below, unread = [], []
+    already_read = read_survivors()
     for module in modules:
-        counts = score(module)
-        total = sum(counts.values())
+        statuses = list(outcomes(module).items())
+        survivors = [name for name, status in statuses if status == "survived"]
+        not_read = [name for name in survivors if name not in already_read]
+        unread += not_read
         # A timeout is a kill: the mutant made the tests hang, and they noticed.
-        killed = counts.get("killed", 0) + counts.get("timeout", 0)
-        percent = 100 * killed / total if total else 100.0
-        print(
-            f"{module:<28}{total:>8}{counts.get('survived', 0):>10}{counts.get('no tests', 0):>10}{percent:>8.1f}%"
-        )
+        killed = sum(status in ("killed", "timeout") for _, status in statuses)
+        percent = 100 * killed / len(statuses) if statuses else 100.0
+        no_tests = sum(status == "no tests" for _, status in statuses)
+        print(f"{module:<28}{len(statuses):>8}{len(survivors):>10}{len(not_read):>8}{no_tests:>10}{percent:>8.1f}%")
         if percent < 90:
             below.append(module)
     print(f"\n{len(modules)} module(s) in {elapsed:.0f} s; below 90% killed: {', '.join(below) or 'none'}")
+    print(f"survivors not yet read ({READ.relative_to(ROOT)}): {len(unread) or 'none'}")
+    for name in unread:
+        print(f"  {name}")
     return 0
 
 
