@@ -396,6 +396,25 @@ def test_a_token_of_the_longest_accepted_length_verifies_and_one_longer_does_not
         links.verify(KEY, longer, now=0)
 
 
+def test_a_token_of_the_longest_accepted_length_verifies_with_a_claim_in_three_byte_characters():
+    # The config accepts alert ids of up to 256 characters and accounts of up to 254, in any script
+    # (alert_config_logic). A claim is JSON without the optional whitespace between its members
+    # (RFC 8259 section 2), its text in UTF-8 (3 bytes a CJK character): this one is 75 + 768 + 660 =
+    # 1,503 bytes, 2,004 base64url characters, and with the dot and the signature's 43 exactly 2,048.
+    alert_id, user = "\u5b57" * 256, "\u5b57" * 203 + "b" * 51
+    tok = links.sign(KEY, links.ActionClaim(alert_id, user, "acknowledge", 2_000_000_000, OCCURRENCE))
+    assert len(tok) == links.MAX_TOKEN_LENGTH
+    assert links.verify(KEY, tok, now=0) == links.ActionClaim(alert_id, user, "acknowledge", 2_000_000_000, OCCURRENCE)
+
+
+@pytest.mark.parametrize("tok", [".", _forged(GOOD).split(".")[0] + "."])
+def test_a_token_with_an_empty_signature_is_refused_as_not_signed_with_the_key_even_with_an_empty_claim(tok):
+    # Only the empty token fails the length check; "." has one dot, so its (empty) signature is
+    # checked before its claim is read, as any other token's, and is not the key's
+    with pytest.raises(links.ForeignActionToken, match="^bad signature$"):
+        links.verify(KEY, tok, now=0)
+
+
 @pytest.mark.parametrize("occurrence", [OCCURRENCE, None])
 def test_links_carry_the_occurrence_they_were_made_for(occurrence):
     # A link of an earlier occurrence must say so, or it could act on the new one
@@ -451,6 +470,15 @@ def test_a_link_made_for_an_earlier_occurrence_is_refused_on_its_page_and_when_i
     shown = outcome_for_page({"status": "active", "raised_at": raised}, "acknowledge", earlier)
     assert (shown.kind, shown.at) == ("earlier_occurrence", raised)
     assert outcome_for_page({"status": "active", "raised_at": earlier}, "acknowledge", earlier) is None
+
+
+def test_the_page_of_a_link_made_for_the_current_occurrence_gives_the_status_s_refusal():
+    # A link acts on the occurrence it was made for (docs/alert-lifecycle.md, Occurrences): on its own
+    # occurrence, an acted alert's page says who acted, not that it was raised again
+    item_ = {"status": "acknowledged", "raised_at": OCCURRENCE, "acknowledged_by": "U9", "acknowledged_at": RAISED_AGAIN}
+    assert outcome_for_page(item_, "acknowledge", OCCURRENCE) == Outcome("already", "acknowledged", "U9", RAISED_AGAIN)
+    assert outcome_for_page({"status": "snoozed", "raised_at": OCCURRENCE}, "resolve", OCCURRENCE) == Outcome(
+        "not_actionable", "snoozed")
 
 
 def test_the_follow_up_mentions_a_slack_member_and_names_anyone_else():
@@ -967,6 +995,53 @@ def test_forged_tokens_fetch_the_keys_at_most_once_a_second(endpoint, rotating):
     assert fetched == 2 and len(calls) == 2 * fetched
 
 
+class Fetches:
+    """A key fetch that counts its calls."""
+
+    def __init__(self, *keys: bytes) -> None:
+        self.keys, self.count = list(keys), 0
+
+    def __call__(self) -> list[bytes]:
+        self.count += 1
+        return self.keys
+
+
+# time.monotonic, the keys' default clock, has an undefined reference point
+# (https://docs.python.org/3/library/time.html#time.monotonic): only differences of two readings count.
+A_MONOTONIC_READING = 86_400.0
+
+
+def test_the_keys_are_fetched_again_once_they_are_max_age_old_whatever_the_clock_reads():
+    clock = Clock()
+    clock.now = A_MONOTONIC_READING
+    fetch = Fetches(KEY)
+    keys = links.ActionLinkKeys(fetch, max_age=300, refetch_interval=1, clock=clock)
+    assert keys.held() == (KEY,) and fetch.count == 1
+    clock.now += 299.5
+    assert keys.held() == (KEY,) and fetch.count == 1
+    clock.now += 0.5
+    assert keys.held() == (KEY,) and fetch.count == 2
+
+
+def test_forged_tokens_fetch_the_keys_again_at_most_once_per_interval_whatever_the_clock_reads():
+    clock = Clock()
+    clock.now = A_MONOTONIC_READING
+    fetch = Fetches(KEY)
+    keys = links.ActionLinkKeys(fetch, max_age=300, refetch_interval=1, clock=clock)
+    keys.held()
+    forged = token(key=b"not the key" * 6)
+    # When: forged tokens within the interval of the fetch
+    for _ in range(5):
+        with pytest.raises(links.ForeignActionToken):
+            keys.verify(forged, now=time.time())
+    # Then: no fetch; once the interval has passed, one
+    assert fetch.count == 1
+    clock.now += 1
+    with pytest.raises(links.ForeignActionToken):
+        keys.verify(forged, now=time.time())
+    assert fetch.count == 2
+
+
 # -- Slack interactivity ---------------------------------------------------------------------------
 
 
@@ -1272,6 +1347,41 @@ def test_the_token_is_taken_from_the_first_action_with_a_link(actions_logic):
     assert actions_logic.slack_click({"payload": json.dumps(payload)}) == actions_logic.SlackClick("abc", "U1")
     assert actions_logic.token_in_link(f"{BASE_URL}?t=a&t=b") is None
     assert actions_logic.token_in_link(f"{BASE_URL}?x=a") is None
+
+
+@pytest.mark.parametrize("response_url, message", [("", "alert db-1 is active"), (5, ["blocks"]), (None, None)])
+def test_a_click_s_response_url_and_message_are_taken_only_in_slack_s_shapes(actions_logic, response_url, message):
+    # Slack sends response_url as a URL string and message as an object
+    # (https://api.slack.com/reference/interaction-payloads/block-actions): anything else is no place to
+    # post the updated message to, and no message to update
+    payload = {"type": "block_actions", "user": {"id": "U1"}, "actions": [{"url": f"{BASE_URL}?t=abc"}],
+               "response_url": response_url, "message": message}
+    assert actions_logic.slack_click({"payload": json.dumps(payload)}) == actions_logic.SlackClick("abc", "U1", None, None)
+    shaped = {**payload, "response_url": "https://hooks.slack.com/actions/T1/1/x", "message": {"text": "t"}}
+    assert actions_logic.slack_click({"payload": json.dumps(shaped)}) == actions_logic.SlackClick(
+        "abc", "U1", "https://hooks.slack.com/actions/T1/1/x", {"text": "t"})
+
+
+NOTE = "Alert db-1 was acknowledged by <@U0123ABCD> at 2026-11-24T10:00:00Z."
+# A context block's text element is mrkdwn or plain_text; only mrkdwn shows <@U...> as a mention
+# (https://api.slack.com/reference/block-kit/blocks#context, https://api.slack.com/reference/surfaces/formatting)
+WHO_ACTED = {"type": "context", "elements": [{"type": "mrkdwn", "text": NOTE}]}
+
+
+def test_the_clicked_message_keeps_its_text_and_blocks_and_its_buttons_become_who_acted(actions_logic):
+    section = {"type": "section", "text": {"type": "mrkdwn", "text": "alert *db-1* is active"}}
+    buttons = {"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Acknowledge"}}]}
+    message = {"text": "alert db-1 is active", "blocks": [section, buttons, "not a block"]}
+    assert actions_logic.acted_message(message, NOTE) == {
+        "replace_original": True,
+        "text": "alert db-1 is active",
+        "blocks": [section, WHO_ACTED],
+    }
+
+
+@pytest.mark.parametrize("message", [{}, {"blocks": None}, {"blocks": "x"}])
+def test_a_clicked_message_without_text_or_blocks_becomes_who_acted(actions_logic, message):
+    assert actions_logic.acted_message(message, NOTE) == {"replace_original": True, "text": NOTE, "blocks": [WHO_ACTED]}
 
 
 @pytest.mark.parametrize(

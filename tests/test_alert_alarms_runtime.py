@@ -356,6 +356,17 @@ def test_only_alarm_from_ok_reopens_whatever_the_item_says(alarms_logic, state, 
     assert (change.previous_state, change.reopens) == (previous, reopens)
 
 
+@pytest.mark.parametrize("value", [7, None, ["OK"], {"value": "OK"}])
+def test_a_previous_state_that_names_no_state_reads_as_unknown_so_the_item_decides(alarms_logic, value):
+    # CloudWatch writes previousState.value as a state's name, a string
+    # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html):
+    # anything else is read as an event without one
+    event = alarm_event("ALARM")
+    event["detail"]["previousState"]["value"] = value
+    change = alarms_logic.read_alarm_change(event)
+    assert (change.previous_state, change.reopens) == (None, False)
+
+
 @pytest.mark.parametrize("state, effect", [("ALARM", "raise"), ("OK", "resolve"), ("INSUFFICIENT_DATA", None)])
 def test_alarm_raises_ok_resolves_and_insufficient_data_does_nothing(alarms_logic, state, effect):
     assert alarms_logic.read_alarm_change(alarm_event(state)).effect == effect

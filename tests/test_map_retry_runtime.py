@@ -1141,6 +1141,19 @@ def test_a_cause_fills_up_to_a_thousand_characters_and_names_how_many_it_left_ou
     assert len(cause) - len(f" and {left_out} more") + part > mr.CAUSE_MAX_CHARS  # one more would not fit
 
 
+def test_an_id_that_still_fits_in_the_thousand_characters_is_listed_and_the_next_is_counted():
+    # Given: 16 failed items: 14 whose parts ("<id> (E)") are 64 characters, one of 32, one of 5
+    ids = [f"a{n:02d}" + "x" * 57 for n in range(14)] + ["b" * 28, "c"]
+    result = {"succeeded": [], "failed": [{"id": i, "error": "E"} for i in ids], "attempts": {i: 1 for i in ids}, "passes": 1}
+    head = "16 of 16 items still failed after 1 pass: "
+    listed = head + ", ".join(f"{i} (E)" for i in ids[:15])
+    # The 15 listed parts end at 42 + 14 x 64 + 32 + 14 x 2 = 998 characters, within the 1,000;
+    # the next one's ", c (E)" would end at 1,005
+    assert len(listed) == 998
+    # When/Then
+    assert mr.retry_failed_cause(result) == listed + " and 1 more"
+
+
 @pytest.mark.parametrize("id_length", range(40, 90, 3))
 @pytest.mark.parametrize("uri", [None, "s3://map-retry-items/runs/exec-with-a-long-name-0123456789/result.json"])
 def test_a_cause_with_its_result_uri_stays_within_a_thousand_characters(id_length, uri):
