@@ -279,6 +279,14 @@ def test_cuts_drop_the_space_at_the_cut_and_a_question_is_a_sentence_already():
     assert subject == "Alert disk-full: " + "z" * 99 + "..."
 
 
+def test_a_message_ending_in_whitespace_is_read_as_one_sentence_with_one_period():
+    # An alarm's message may end in a newline: a sentence ended before it gets no second period, and a
+    # period added goes right after the last word, so text-to-speech pauses once before the instructions
+    assert logic.voice_text("Disk full.\n", "1").startswith("This is an alert. Disk full.")
+    assert ".." not in logic.voice_text("Disk full.\n", "1")
+    assert logic.voice_text("Disk full \n", "1").startswith("This is an alert. Disk full. To acknowledge")
+
+
 def test_a_message_starting_with_spaces_is_still_cut_to_one_part():
     text = logic.sms_text(" " * 10 + "a" * 200, "1")
     assert text == " " * 10 + "a" * 108 + "...\nreply 1a to acknowledge, 1r to resolve" and len(text) == 160

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from dataclasses import dataclass
@@ -775,6 +776,41 @@ def test_the_payload_estimate_numbers_each_level_s_round_from_one(config_logic, 
         + _state_bytes(config.alert_id)
         + _state_bytes(failed) - 1
         + largest_round - 1
+    )
+
+
+def test_the_payload_estimate_adds_a_schedule_round_s_people_their_links_its_message_and_a_note_per_schedule(config_logic):
+    # Given: two schedules, the first beside one person (a gap there pages the next level too: 5 accounts
+    # in round 1), every user with signed links
+    levels = [["schedule:primary", "a@example.com"], ["schedule:backup", "b@example.com", "c@example.com"]]
+    config = config_logic.parse_alert_config(
+        alert_item(user_accounts=None, escalation=levels, notification_count=Decimal(2), interval_seconds=Decimal(0)),
+        links_for=signed_links,
+    )
+    assert config.level_sizes() == [5, 3] and config.schedules == ["primary", "backup"]
+    error = "E" * config_logic.MAX_ERROR_NAME_LENGTH
+    failed = [{"round": r, "user": u, "error": error} for r in (1, 2) for u in levels[r - 1]]
+    largest_round = max(_state_bytes([{"round": r, "user": u, "error": error} for u in level]) for r, level in enumerate(levels, start=1))
+    # $paging, Find Who Is On Call's answer: per person paged (5 at most), an on-call account of up to
+    # MAX_USER_LENGTH characters in "users" (quoted, a comma) and as the key of its links (quoted, a colon),
+    # its links: those of the alert's users with the longer account in each action's token, base64url
+    # without padding (RFC 4648, section 5: 4 characters per 3 bytes, rounded up), then a comma; the
+    # round's message, and a note on each schedule of PAGING_NOTE_BYTES
+    account = "m" * config_logic.MAX_USER_LENGTH
+    in_a_token = len(base64.urlsafe_b64encode(account.encode()).rstrip(b"="))
+    assert in_a_token == 339
+    longest_links = max(_state_bytes(links) for links in config.links.values())
+    person = (len(account) + 3) + (len(account) + 3) + (longest_links + 2 * in_a_token) + 1
+    paging = 5 * person + _state_bytes(config.message) + 2 * config_logic.PAGING_NOTE_BYTES
+    # Then
+    assert config_logic.worst_case_state_bytes(config) == (
+        config_logic.STATE_OVERHEAD_BYTES
+        + config_logic.CAUGHT_CAUSE_BYTES
+        + _state_bytes(config.to_state())
+        + _state_bytes(config.alert_id)
+        + _state_bytes(failed) - 1
+        + largest_round - 1
+        + paging
     )
 
 

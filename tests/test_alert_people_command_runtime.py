@@ -406,6 +406,20 @@ def test_a_command_never_writes_over_an_item_whose_name_the_functions_could_not_
     assert str(refused.value) == "Not added: person U0AAAAAA1: name must be a non-empty string of at most 100 characters."
 
 
+@pytest.mark.parametrize("change", [
+    pytest.param(lambda item: people.rule(item, A, "mobile", 5), id="rule"),
+    pytest.param(lambda item: people.rule(item, A, "mobile", None), id="rule-off"),
+    pytest.param(lambda item: people.verified(item, A, "mobile"), id="verify"),
+])
+def test_a_rule_or_a_verification_is_never_written_over_an_item_whose_name_the_functions_could_not_read(change):
+    # Every change is checked as `tools.people put` checks the whole person, the administrator's name too
+    # (module docstring): answering "Added" would hide that paging cannot read the item
+    item, _ = added()
+    item = {**item_after(people.rule(item, A, "mobile", 1)), "name": "A" * 101}
+    with pytest.raises(people.PeopleRefused, match=r"person U0AAAAAA1: name must be a non-empty string of at most 100 characters\.$"):
+        change(item)
+
+
 def test_removing_from_someone_with_no_item_says_they_have_no_such_method():
     with pytest.raises(people.PeopleRefused) as refused:
         people.remove(None, A, "mobile")
