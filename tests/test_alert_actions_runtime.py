@@ -451,7 +451,7 @@ def test_a_page_shows_the_button_only_while_the_action_can_be_taken():
     shown = outcome_for_page({"status": "acknowledged", "acknowledged_by": "U1", "acknowledged_at": acted_at}, "acknowledge", None)
     assert (shown.kind, shown.by, shown.at) == ("already", "U1", acted_at)
     assert outcome_for_page(None, "resolve", None).kind == "not_found"
-    assert outcome_of_refusal({"status": "snoozed"}, "acknowledge", None).kind == "not_actionable"
+    assert outcome_of_refusal({"status": "snoozed"}, None).kind == "not_actionable"
 
 
 def test_a_link_made_for_an_earlier_occurrence_is_refused_on_its_page_and_when_it_acts():
@@ -460,7 +460,7 @@ def test_a_link_made_for_an_earlier_occurrence_is_refused_on_its_page_and_when_i
     assert raised_again({"raised_at": raised}, None) == raised  # made before the alarm first raised it
     assert raised_again({"raised_at": earlier}, earlier) is None and raised_again({}, earlier) is None
     assert raised_again(None, earlier) is None  # no item (deleted): nothing was raised again
-    refused = outcome_of_refusal({"status": "active", "raised_at": raised}, "acknowledge", earlier)
+    refused = outcome_of_refusal({"status": "active", "raised_at": raised}, earlier)
     assert (refused.kind, refused.at) == ("earlier_occurrence", raised)
     condition = act_update("a", "acknowledge", by="U1", at=raised, occurrence=earlier)
     assert condition["ConditionExpression"].endswith("AND (attribute_not_exists(raised_at) OR raised_at = :occurrence)")
@@ -541,25 +541,25 @@ def test_an_action_on_a_deleted_alert_writes_nothing(aws, occurrence):
 
 
 @pytest.mark.parametrize(
-    "item_, action, occurrence, outcome",
+    "item_, occurrence, outcome",
     [
-        (None, "acknowledge", None, Outcome("not_found")),
-        ({"status": "acknowledged", "acknowledged_by": "U9", "acknowledged_at": OCCURRENCE}, "acknowledge", None,
+        (None, None, Outcome("not_found")),
+        ({"status": "acknowledged", "acknowledged_by": "U9", "acknowledged_at": OCCURRENCE}, None,
          Outcome("already", "acknowledged", "U9", OCCURRENCE)),
-        ({"status": "resolved", "resolved_by": "CloudWatch alarm db", "resolved_at": OCCURRENCE}, "resolve", None,
+        ({"status": "resolved", "resolved_by": "CloudWatch alarm db", "resolved_at": OCCURRENCE}, None,
          Outcome("already", "resolved", "CloudWatch alarm db", OCCURRENCE)),
-        ({"status": "resolved", "resolved_by": 7, "resolved_at": 5}, "resolve", None, Outcome("already", "resolved")),
-        ({"status": "snoozed"}, "resolve", None, Outcome("not_actionable", "snoozed")),
-        ({"raised_at": RAISED_AGAIN}, "acknowledge", OCCURRENCE, Outcome("earlier_occurrence", "active", at=RAISED_AGAIN)),
+        ({"status": "resolved", "resolved_by": 7, "resolved_at": 5}, None, Outcome("already", "resolved")),
+        ({"status": "snoozed"}, None, Outcome("not_actionable", "snoozed")),
+        ({"raised_at": RAISED_AGAIN}, OCCURRENCE, Outcome("earlier_occurrence", "active", at=RAISED_AGAIN)),
         # The link's own occurrence: the refusal is the status's
-        ({"status": "resolved", "raised_at": OCCURRENCE}, "acknowledge", OCCURRENCE, Outcome("already", "resolved")),
+        ({"status": "resolved", "raised_at": OCCURRENCE}, OCCURRENCE, Outcome("already", "resolved")),
         # Raised again since: the refusal is the occurrence's, whatever the status (the 409 page)
-        ({"status": "resolved", "raised_at": RAISED_AGAIN}, "acknowledge", None,
+        ({"status": "resolved", "raised_at": RAISED_AGAIN}, None,
          Outcome("earlier_occurrence", "resolved", at=RAISED_AGAIN)),
     ],
 )
-def test_a_refusal_is_explained_from_the_item_as_it_was(item_, action, occurrence, outcome):
-    assert outcome_of_refusal(item_, action, occurrence) == outcome
+def test_a_refusal_is_explained_from_the_item_as_it_was(item_, occurrence, outcome):
+    assert outcome_of_refusal(item_, occurrence) == outcome
 
 
 def test_the_items_time_format_is_iso_8601_utc_to_the_second(monkeypatch):
@@ -1243,8 +1243,10 @@ def test_a_body_of_exactly_64_kib_is_read_and_one_byte_more_is_refused(actions_l
     with pytest.raises(actions_logic.Refused) as refused:
         actions_logic.read_request(event(64 * 1024 + 1))
     assert (refused.value.status, refused.value.title) == (413, "Request too large")
-    with pytest.raises(actions_logic.Refused) as refused:  # refused on its length, before it is decoded
-        actions_logic.read_request({**event(8), "body": "!" * (64 * 1024 * 4 // 3 + 5)})
+    # Base64 writes 4 characters for every 3 bytes begun (RFC 4648, section 4): 64 KiB is 87,384 of them.
+    # One character more is refused on its length, before it is decoded (413, not 400 for bad base64)
+    with pytest.raises(actions_logic.Refused) as refused:
+        actions_logic.read_request({**event(8), "body": "!" * 87_385})
     assert refused.value.status == 413
 
 

@@ -166,7 +166,7 @@ def act(
     except table.meta.client.exceptions.ConditionalCheckFailedException as refused:
         old = refused.response.get("Item")
         item = _plain(old) if old is not None else read_item(claim.alert_id)
-        outcome = outcome_of_refusal(item, claim.action, claim.occurrence)
+        outcome = outcome_of_refusal(item, claim.occurrence)
         logger.info("Not acted", extra={"alert_id": claim.alert_id, "action": claim.action, "outcome": outcome.kind})
         return outcome
     outcome = Outcome("acted", update["ExpressionAttributeValues"][":new"], by, at)

@@ -79,7 +79,7 @@ def act(decision: Decision) -> Outcome:
     except alerts.meta.client.exceptions.ConditionalCheckFailedException as refused:
         old = refused.response.get("Item")  # none: there is no such alert
         item = {name: _deserializer.deserialize(value) for name, value in old.items()} if old is not None else None
-        return outcome_of_refusal(item, decision.action, decision.occurrence)
+        return outcome_of_refusal(item, decision.occurrence)
     status = update["ExpressionAttributeValues"][":new"]
     hand_off(followup_text(decision.alert_id, status, by=decision.member, at=at))
     return Outcome("acted", status, decision.member, at)

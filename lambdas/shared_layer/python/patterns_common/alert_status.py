@@ -85,7 +85,7 @@ def raised_again(item: Mapping[str, Any] | None, occurrence: str | None) -> str 
     return raised_at if isinstance(raised_at, str) and raised_at != occurrence else None
 
 
-def outcome_of_refusal(item: Mapping[str, Any] | None, action: str, occurrence: str | None) -> Outcome:
+def outcome_of_refusal(item: Mapping[str, Any] | None, occurrence: str | None) -> Outcome:
     """What a refused act_update means, read from the item as it was (None: there is no item)."""
     if item is None:
         return Outcome("not_found")
@@ -102,7 +102,7 @@ def outcome_for_page(item: Mapping[str, Any] | None, action: str, occurrence: st
     """What GET shows instead of the button: None while the link's action can still be taken."""
     if item is not None and status_of(item) in _ACTS_ON[action] and raised_again(item, occurrence) is None:
         return None
-    return outcome_of_refusal(item, action, occurrence)
+    return outcome_of_refusal(item, occurrence)
 
 
 def raise_update(
