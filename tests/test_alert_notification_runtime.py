@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from dataclasses import dataclass
@@ -649,7 +648,7 @@ def test_an_alert_naming_a_schedule_fits_the_rounds_whose_history_with_find_who_
     with pytest.raises(config_logic.InvalidAlertConfig) as raised:
         config_logic.parse_alert_config(item)
     # Then
-    assert str(raised.value) == f"notification_count: at most {most} rounds of 9 users fit within 25,000 history events, got {most + 1}"
+    assert str(raised.value) == f"notification_count: at most {most} rounds of 9 users and 1 schedule fit within 25,000 history events, got {most + 1}"
     assert config_logic.parse_alert_config({**item, "notification_count": Decimal(most)}).rounds == most
 
 
@@ -780,8 +779,8 @@ def test_the_payload_estimate_numbers_each_level_s_round_from_one(config_logic, 
 
 
 def test_the_payload_estimate_adds_a_schedule_round_s_people_their_links_its_message_and_a_note_per_schedule(config_logic):
-    # Given: two schedules, the first beside one person (a gap there pages the next level too: 5 accounts
-    # in round 1), every user with signed links
+    # Given: two schedules, the first beside one person (a gap there pages the next level too: round 1
+    # pages both schedules' members and a, b, c), every user with signed links
     levels = [["schedule:primary", "a@example.com"], ["schedule:backup", "b@example.com", "c@example.com"]]
     config = config_logic.parse_alert_config(
         alert_item(user_accounts=None, escalation=levels, notification_count=Decimal(2), interval_seconds=Decimal(0)),
@@ -791,17 +790,20 @@ def test_the_payload_estimate_adds_a_schedule_round_s_people_their_links_its_mes
     error = "E" * config_logic.MAX_ERROR_NAME_LENGTH
     failed = [{"round": r, "user": u, "error": error} for r in (1, 2) for u in levels[r - 1]]
     largest_round = max(_state_bytes([{"round": r, "user": u, "error": error} for u in level]) for r, level in enumerate(levels, start=1))
-    # $paging, Find Who Is On Call's answer: per person paged (5 at most), an on-call account of up to
-    # MAX_USER_LENGTH characters in "users" (quoted, a comma) and as the key of its links (quoted, a colon),
-    # its links: those of the alert's users with the longer account in each action's token, base64url
-    # without padding (RFC 4648, section 5: 4 characters per 3 bytes, rounded up), then a comma; the
-    # round's message, and a note on each schedule of PAGING_NOTE_BYTES
-    account = "m" * config_logic.MAX_USER_LENGTH
-    in_a_token = len(base64.urlsafe_b64encode(account.encode()).rstrip(b"="))
-    assert in_a_token == 339
-    longest_links = max(_state_bytes(links) for links in config.links.values())
-    person = (len(account) + 3) + (len(account) + 3) + (longest_links + 2 * in_a_token) + 1
-    paging = 5 * person + _state_bytes(config.message) + 2 * config_logic.PAGING_NOTE_BYTES
+    # $paging, Find Who Is On Call's answer: each person paged in "users" (quoted, a comma) and as the key
+    # of their links (quoted, a colon), their links, a comma. An on-call member is unknown at fetch: counted
+    # as 254 control characters, each written \u0000 in JSON (RFC 8259, section 7), 6 bytes, more than any
+    # character takes in UTF-8, links signed for that account included. Then the round's message, and a
+    # note on each schedule of PAGING_NOTE_BYTES
+    largest = "\x00" * 254
+    assert _state_bytes(largest) == 6 * 254 + 2
+
+    def person(account, links):
+        return (_state_bytes(account) + 1) + (_state_bytes(account) + 1) + _state_bytes(links) + 1
+
+    on_call = person(largest, signed_links(largest, 300))
+    round_1 = 2 * on_call + sum(person(u, config.links[u]) for u in ("a@example.com", "b@example.com", "c@example.com"))
+    paging = round_1 + _state_bytes(config.message) + 2 * config_logic.PAGING_NOTE_BYTES
     # Then
     assert config_logic.worst_case_state_bytes(config) == (
         config_logic.STATE_OVERHEAD_BYTES
@@ -812,6 +814,48 @@ def test_the_payload_estimate_adds_a_schedule_round_s_people_their_links_its_mes
         + largest_round - 1
         + paging
     )
+
+
+def test_an_alert_whose_levels_name_only_schedules_is_accepted_only_as_far_as_its_round_fits_the_payload_limit(config_logic):
+    # Given: alerts of schedules alone in one level, the longest id, message and occurrence, links signed
+    # for the occurrence (Find Who Is On Call signs the on-call members' links for it too)
+    from patterns_common.alert_action_links import links_for
+
+    alert_id = "a" * config_logic.MAX_ALERT_ID_LENGTH
+
+    def occurrence_links(user: str, notifying_for: int) -> dict[str, str]:
+        return links_for(LINK_KEY, ACTIONS_URL, alert_id=alert_id, user=user,
+                         expires_at=2_000_000_000 + notifying_for, occurrence="2026-03-04T18:55:00.000Z")
+
+    def accepted(schedules: int):
+        item = alert_item(alert_id=alert_id, user_accounts=None, notification_count=Decimal(1),
+                          escalation=[[f"schedule:{i:02d}" + "s" * 62 for i in range(schedules)]],
+                          message="m" * config_logic.MAX_MESSAGE_LENGTH)
+        try:
+            return config_logic.parse_alert_config(item, links_for=occurrence_links)
+        except config_logic.InvalidAlertConfig as refused:
+            assert str(refused) == f"escalation: {schedules} schedules cannot be notified within the 256 KiB payload limit even in one round"
+            return None
+
+    # When: as many schedules as one level may name (99, as a person can list them) and the most accepted
+    assert accepted(99) is None
+    most = max(n for n in range(1, 99) if accepted(n) is not None)
+    config = accepted(most)
+    # Then: the round pages one member per schedule, each of the longest account in JSON (254 control
+    # characters, \u0000 each: RFC 8259, section 7) with their links, and a note on every schedule; the state
+    # it reaches is within the estimate, and the estimate within the limit
+    members = [f"{i:02d}" + "\x00" * 252 for i in range(most)]
+    note = "Schedule {} could not be read (the on-call table has no such schedule). The next escalation level is paged in its place."
+    paging = {
+        "users": members,
+        "links": {member: occurrence_links(member, 0) for member in members},
+        "message": config.message + "".join("\n" + note.format(s) for s in config.schedules),
+        "failed": [],
+    }
+    state = {"variables": {"config": config.to_state(), "status": "active", "paging": paging, "failed": []},
+             "errorOutput": {"Error": "E" * 64, "Cause": "c" * 32_000}}
+    actual = len(json.dumps(state, ensure_ascii=False).encode())
+    assert actual <= config_logic.worst_case_state_bytes(config) <= config_logic.MAX_PAYLOAD_BYTES
 
 
 # --------------------------------------------------------------------------------------------------

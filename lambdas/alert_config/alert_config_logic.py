@@ -29,6 +29,10 @@ MAX_TOTAL_WAIT_SECONDS = 86_400  # the machine's TimeoutSeconds (2 days) keeps a
 MAX_START_DELAY_SECONDS = 900
 MAX_ALERT_ID_LENGTH = 256
 MAX_USER_LENGTH = 254  # longest e-mail address
+# The account of MAX_USER_LENGTH characters that takes the most bytes in JSON: a control character is
+# written \u0000, 6 bytes, more than any character takes in UTF-8. Find Who Is On Call pages accounts
+# that schedules name, unknown at fetch: the limits count each as this one, links included.
+LARGEST_ACCOUNT = "\x00" * MAX_USER_LENGTH
 MAX_MESSAGE_LENGTH = 4_000  # Slack's recommended upper bound for a message's text
 STATUSES = ("active", "acknowledged", "resolved")
 INPUT_FIELDS = ("alert_id", "start_delay_seconds")
@@ -116,6 +120,9 @@ class AlertConfig:
     schedules: list[str] = field(default_factory=list)
     # The occurrence the links are for (the item's raised_at): Find Who Is On Call signs its links for it too.
     occurrence: str | None = None
+    # The JSON bytes of LARGEST_ACCOUNT's links, for an alert naming schedules: what the limits count for
+    # the links of each person Find Who Is On Call pages. Not part of the state.
+    paged_links_bytes: int = 0
 
     @property
     def users(self) -> list[str]:
@@ -132,7 +139,9 @@ class AlertConfig:
         return len(level) + (self._level_size(index + 1) if falls_through else 0)
 
     def to_state(self) -> dict[str, Any]:
-        return asdict(self)
+        state = asdict(self)
+        del state["paged_links_bytes"]
+        return state
 
 
 def read_input(event: Any) -> ExecutionInput:
@@ -176,7 +185,11 @@ def parse_alert_config(
     config = AlertConfig(alert_id, message, levels, rounds, interval, start_delay_seconds, schedules=schedules)
     if links_for is not None:
         notifying_for = start_delay_seconds + (rounds - 1) * interval
-        config = replace(config, links={user: links_for(user, notifying_for) for user in config.users})
+        config = replace(
+            config,
+            links={user: links_for(user, notifying_for) for user in config.users},
+            paged_links_bytes=_json_bytes(links_for(LARGEST_ACCOUNT, notifying_for)) if schedules else 0,
+        )
     _check_limits(config, field_name)
     if (rounds - 1) * interval > MAX_TOTAL_WAIT_SECONDS:
         raise InvalidAlertConfig(
@@ -390,15 +403,29 @@ def worst_case_state_bytes(config: AlertConfig) -> int:
 
 
 def _paging_bytes(config: AlertConfig) -> int:
-    """$paging, for an alert naming schedules: a round's people (on-call members of up to
-    MAX_USER_LENGTH characters) with their links, and its message with a note per schedule."""
+    """$paging, for an alert naming schedules: the people of the round that can page the most bytes of
+    them, and its message with a note per schedule."""
     if not config.schedules:
         return 0
-    # A link carries its user's account (base64url: 4 bytes per 3) once per action.
-    link_bytes = max((_json_bytes(links) for links in config.links.values()), default=0) + 2 * (MAX_USER_LENGTH * 4 // 3 + 1)
-    people = max(config.level_sizes()) * (2 * (MAX_USER_LENGTH + 3) + link_bytes + 1)
+    levels_reached = range(min(config.rounds, len(config.levels)))
+    people = max(_paged_bytes(config, index) for index in levels_reached)
     notes = len(config.schedules) * PAGING_NOTE_BYTES
     return _json_bytes(config.message) + notes + people
+
+
+def _paged_bytes(config: AlertConfig, index: int) -> int:
+    """The people a round of level ``index`` pages, as level_sizes counts them: a schedule's on-call
+    member as LARGEST_ACCOUNT, and a gap in a schedule pages the next level too."""
+    level = config.levels[index]
+    falls_through = index + 1 < len(config.levels) and any(schedule_id_of(user) for user in level)
+    return sum(_person_bytes(config, user) for user in level) + (_paged_bytes(config, index + 1) if falls_through else 0)
+
+
+def _person_bytes(config: AlertConfig, user: str) -> int:
+    """One person in "users" (the account, a comma) and in "links" (the account, a colon, its links, a comma)."""
+    if schedule_id_of(user) is not None:
+        return 2 * (_json_bytes(LARGEST_ACCOUNT) + 1) + config.paged_links_bytes + 1
+    return 2 * (_json_bytes(user) + 1) + _json_bytes(config.links.get(user, {})) + 1
 
 
 def _level(config: AlertConfig, round_: int) -> list[str]:
@@ -428,14 +455,20 @@ def _check_limits(config: AlertConfig, field_name: str) -> None:
         if not fits(replace(config, rounds=min(config.rounds, len(config.levels)))):
             once = "in one round" if len(config.levels) == 1 else "once through the levels"
             raise InvalidAlertConfig(
-                field_name, f"{len(config.users)} users cannot be notified within {limit} even {once}"
+                field_name, f"{_who(config)} cannot be notified within {limit} even {once}"
             )
         if not fits(config):
             raise InvalidAlertConfig(
                 "notification_count",
-                f"at most {_most_rounds(config, fits)} rounds of {len(config.users)} users fit within {limit}, "
+                f"at most {_most_rounds(config, fits)} rounds of {_who(config)} fit within {limit}, "
                 f"got {config.rounds}",
             )
+
+
+def _who(config: AlertConfig) -> str:
+    """Whom the alert notifies, as a refusal names them: "9 users", "3 users and 1 schedule", "99 schedules"."""
+    counts = ((len(config.users), "user"), (len(config.schedules), "schedule"))
+    return " and ".join(f"{count} {noun}{'s' if count != 1 else ''}" for count, noun in counts if count)
 
 
 def _most_rounds(config: AlertConfig, fits: Callable[[AlertConfig], bool]) -> int:
