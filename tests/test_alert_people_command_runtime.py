@@ -122,6 +122,18 @@ def test_codes_are_random():
     assert any(int(code) >= 1000 for code in codes)
 
 
+def test_codes_are_drawn_from_the_six_digit_codes_and_no_more(monkeypatch):
+    # The sent text says "a 6-digit code" (the answer of add): the draw's largest value is 999999
+    bounds = []
+
+    def largest_below(bound):
+        bounds.append(bound)
+        return bound - 1
+
+    monkeypatch.setattr(people.secrets, "randbelow", largest_below)
+    assert added()[1].code == "999999" and bounds == [10**6]
+
+
 def test_each_code_is_hashed_under_a_salt_of_its_own_of_16_random_bytes():
     # 128 bits, the least NIST SP 800-132 (5.1) asks of a salt
     salts = {added()[0]["verifications"]["mobile"]["salt"] for _ in range(3)}

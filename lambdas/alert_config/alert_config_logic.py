@@ -120,8 +120,8 @@ class AlertConfig:
     schedules: list[str] = field(default_factory=list)
     # The occurrence the links are for (the item's raised_at): Find Who Is On Call signs its links for it too.
     occurrence: str | None = None
-    # The JSON bytes of LARGEST_ACCOUNT's links, for an alert naming schedules: what the limits count for
-    # the links of each person Find Who Is On Call pages. Not part of the state.
+    # The JSON bytes of LARGEST_ACCOUNT's links: what the limits count for the links of each on-call member
+    # Find Who Is On Call pages. Not part of the state.
     paged_links_bytes: int = 0
 
     @property
@@ -188,7 +188,7 @@ def parse_alert_config(
         config = replace(
             config,
             links={user: links_for(user, notifying_for) for user in config.users},
-            paged_links_bytes=_json_bytes(links_for(LARGEST_ACCOUNT, notifying_for)) if schedules else 0,
+            paged_links_bytes=_json_bytes(links_for(LARGEST_ACCOUNT, notifying_for)),
         )
     _check_limits(config, field_name)
     if (rounds - 1) * interval > MAX_TOTAL_WAIT_SECONDS:
