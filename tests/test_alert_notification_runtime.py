@@ -682,6 +682,20 @@ def _state_bytes(value) -> int:
     return len(json.dumps(value, separators=(",", ":")))
 
 
+def _allowances_config_and_failures(config_logic, config, failed, largest_round: int) -> int:
+    """The estimate without $paging: the fixed allowances, the config and the alert id, the failure list
+    and the largest round's results (``largest_round``, each list counted without its brackets, with a
+    comma after every entry)."""
+    return (
+        config_logic.STATE_OVERHEAD_BYTES
+        + config_logic.CAUGHT_CAUSE_BYTES
+        + _state_bytes(config.to_state())
+        + _state_bytes(config.alert_id)
+        + _state_bytes(failed) - 1
+        + largest_round - 1
+    )
+
+
 @pytest.mark.parametrize("rounds", [1, 2, 5])
 def test_the_payload_estimate_holds_every_failure_of_every_round(config_logic, rounds):
     # Given: two levels, so rounds after the second repeat the last level
@@ -698,14 +712,7 @@ def test_the_payload_estimate_holds_every_failure_of_every_round(config_logic, r
     )
     # Then: the fixed allowances, the config and the alert id, the failure list and the largest round's
     # results (each list counted without its brackets, with a comma after every entry)
-    assert config_logic.worst_case_state_bytes(config) == (
-        config_logic.STATE_OVERHEAD_BYTES
-        + config_logic.CAUGHT_CAUSE_BYTES
-        + _state_bytes(config.to_state())
-        + _state_bytes(config.alert_id)
-        + _state_bytes(failed) - 1
-        + largest_round - 1
-    )
+    assert config_logic.worst_case_state_bytes(config) == _allowances_config_and_failures(config_logic, config, failed, largest_round)
     assert config_logic.STATE_OVERHEAD_BYTES == 4096 and config_logic.CAUGHT_CAUSE_BYTES == 32 * 1024
 
 
@@ -768,14 +775,7 @@ def test_the_payload_estimate_numbers_each_level_s_round_from_one(config_logic, 
     error = "E" * config_logic.MAX_ERROR_NAME_LENGTH
     failed = [{"round": r, "user": u, "error": error} for r in range(1, 11) for u in levels[r - 1]]
     largest_round = _state_bytes([{"round": largest, "user": u, "error": error} for u in levels[largest - 1]])
-    assert config_logic.worst_case_state_bytes(config) == (
-        config_logic.STATE_OVERHEAD_BYTES
-        + config_logic.CAUGHT_CAUSE_BYTES
-        + _state_bytes(config.to_state())
-        + _state_bytes(config.alert_id)
-        + _state_bytes(failed) - 1
-        + largest_round - 1
-    )
+    assert config_logic.worst_case_state_bytes(config) == _allowances_config_and_failures(config_logic, config, failed, largest_round)
 
 
 def test_the_payload_estimate_adds_a_schedule_round_s_people_their_links_its_message_and_a_note_per_schedule(config_logic):
@@ -805,15 +805,7 @@ def test_the_payload_estimate_adds_a_schedule_round_s_people_their_links_its_mes
     round_1 = 2 * on_call + sum(person(u, config.links[u]) for u in ("a@example.com", "b@example.com", "c@example.com"))
     paging = round_1 + _state_bytes(config.message) + 2 * config_logic.PAGING_NOTE_BYTES
     # Then
-    assert config_logic.worst_case_state_bytes(config) == (
-        config_logic.STATE_OVERHEAD_BYTES
-        + config_logic.CAUGHT_CAUSE_BYTES
-        + _state_bytes(config.to_state())
-        + _state_bytes(config.alert_id)
-        + _state_bytes(failed) - 1
-        + largest_round - 1
-        + paging
-    )
+    assert config_logic.worst_case_state_bytes(config) == _allowances_config_and_failures(config_logic, config, failed, largest_round) + paging
 
 
 def test_an_alert_whose_levels_name_only_schedules_is_accepted_only_as_far_as_its_round_fits_the_payload_limit(config_logic):
