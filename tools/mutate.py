@@ -10,8 +10,8 @@ the copy of the project it runs the tests in leaves the layer's ``patterns_commo
 import the mutated modules and nothing has to move.
 
 Usage: ``python tools/mutate.py [MODULE ...]`` with module names as in ``LOGIC_MODULES`` (all of them when
-none is given). Prints, per module, how many mutants the tests killed, and every survivor nobody has read
-yet. Inspect a survivor afterwards with ``cd .mutmut && ../.venv/bin/mutmut show NAME``. A survivor read
+none is given). Prints, per module, how many mutants the tests killed, every survivor nobody has read
+yet, and the lines of the read list that name no survivor any more. Inspect a survivor afterwards with ``cd .mutmut && ../.venv/bin/mutmut show NAME``. A survivor read
 and found to change nothing a caller can observe goes in ``tools/survivors_read.txt`` with the reason; one
 that changes behaviour gets a test instead. A mutant's name counts its place in its function, so a change
 to that function names its survivors afresh, and they are read again.
@@ -160,12 +160,13 @@ def main() -> int:
         return run.returncode
 
     print(f"\n{'module':<28}{'mutants':>8}{'survived':>10}{'unread':>8}{'no tests':>10}{'killed':>9}")
-    below, unread = [], []
+    below, unread, surviving = [], [], set()
     already_read = read_survivors()
     for module in modules:
         statuses = list(outcomes(module).items())
         survivors = [name for name, status in statuses if status == "survived"]
         not_read = [name for name in survivors if name not in already_read]
+        surviving.update(survivors)
         unread += not_read
         # A timeout is a kill: the mutant made the tests hang, and they noticed.
         killed = sum(status in ("killed", "timeout") for _, status in statuses)
@@ -177,6 +178,12 @@ def main() -> int:
     print(f"\n{len(modules)} module(s) in {elapsed:.0f} s; below 90% killed: {', '.join(below) or 'none'}")
     print(f"survivors not yet read ({READ.relative_to(ROOT)}): {len(unread) or 'none'}")
     for name in unread:
+        print(f"  {name}")
+    # Lines of modules not run this time are not judged; those of a module run must still name a survivor.
+    run_prefixes = tuple(f"{str(staged_name(m).with_suffix('')).replace('/', '.')}.x" for m in modules)
+    stale = sorted(name for name in already_read - surviving if name.startswith(run_prefixes))
+    print(f"lines of {READ.relative_to(ROOT)} naming no survivor any more: {len(stale) or 'none'}")
+    for name in stale:
         print(f"  {name}")
     return 0
 
