@@ -1141,6 +1141,17 @@ def test_a_cause_fills_up_to_a_thousand_characters_and_names_how_many_it_left_ou
     assert len(cause) - len(f" and {left_out} more") + part > mr.CAUSE_MAX_CHARS  # one more would not fit
 
 
+def test_the_listed_ids_may_end_at_the_thousandth_character():
+    # Given: 15 failed items whose parts ("<id> (E)") take the cause to exactly 1,000 characters: the head's
+    # 42, 14 parts of 64 and one of 34, with ", " between them
+    ids = [f"a{n:02d}" + "x" * 57 for n in range(14)] + ["b" * 30]
+    result = {"succeeded": [], "failed": [{"id": i, "error": "E"} for i in ids], "attempts": {i: 1 for i in ids}, "passes": 1}
+    listed = "15 of 15 items still failed after 1 pass: " + ", ".join(f"{i} (E)" for i in ids)
+    assert len(listed) == 42 + 14 * 64 + 34 + 14 * 2 == mr.CAUSE_MAX_CHARS
+    # When/Then: every id is listed, none counted as left out
+    assert mr.retry_failed_cause(result) == listed
+
+
 def test_an_id_that_still_fits_in_the_thousand_characters_is_listed_and_the_next_is_counted():
     # Given: 16 failed items: 14 whose parts ("<id> (E)") are 64 characters, one of 32, one of 5
     ids = [f"a{n:02d}" + "x" * 57 for n in range(14)] + ["b" * 28, "c"]

@@ -304,10 +304,11 @@ def retry_failed_cause(result: Result, full_result_uri: str | None = None) -> st
     length = len(head) + len(tail)
     for failure in failed[:CAUSE_MAX_IDS]:
         part = f"{_display(failure['id'])} ({failure['error']})"
-        if shown and length + len(part) + 2 > CAUSE_MAX_CHARS:
+        added = len(part) + (2 if shown else 0)  # and the ", " before it, unless it is the first
+        if shown and length + added > CAUSE_MAX_CHARS:
             break
         shown.append(part)
-        length += len(part) + 2
+        length += added
     more = f" and {len(failed) - len(shown)} more" if len(failed) > len(shown) else ""
     return head + ", ".join(shown) + more + tail
 
