@@ -131,12 +131,14 @@ class AlertConfig:
 
     def level_sizes(self) -> list[int]:
         """Most accounts each round can notify: a schedule with nobody on call adds the next level's."""
-        return [self._level_size(min(r, len(self.levels) - 1)) for r in range(self.rounds)]
+        return [len(self.targets_reached(min(r, len(self.levels) - 1))) for r in range(self.rounds)]
 
-    def _level_size(self, index: int) -> int:
+    def targets_reached(self, index: int) -> list[str]:
+        """The targets a round of level ``index`` can page: its own, and the next level's when it names a
+        schedule (a gap there pages the next level too), and so on."""
         level = self.levels[index]
         falls_through = index + 1 < len(self.levels) and any(schedule_id_of(user) for user in level)
-        return len(level) + (self._level_size(index + 1) if falls_through else 0)
+        return level + (self.targets_reached(index + 1) if falls_through else [])
 
     def to_state(self) -> dict[str, Any]:
         state = asdict(self)
@@ -408,21 +410,14 @@ def _paging_bytes(config: AlertConfig) -> int:
     if not config.schedules:
         return 0
     levels_reached = range(min(config.rounds, len(config.levels)))
-    people = max(_paged_bytes(config, index) for index in levels_reached)
+    people = max(sum(_person_bytes(config, target) for target in config.targets_reached(index)) for index in levels_reached)
     notes = len(config.schedules) * PAGING_NOTE_BYTES
     return _json_bytes(config.message) + notes + people
 
 
-def _paged_bytes(config: AlertConfig, index: int) -> int:
-    """The people a round of level ``index`` pages, as level_sizes counts them: a schedule's on-call
-    member as LARGEST_ACCOUNT, and a gap in a schedule pages the next level too."""
-    level = config.levels[index]
-    falls_through = index + 1 < len(config.levels) and any(schedule_id_of(user) for user in level)
-    return sum(_person_bytes(config, user) for user in level) + (_paged_bytes(config, index + 1) if falls_through else 0)
-
-
 def _person_bytes(config: AlertConfig, user: str) -> int:
-    """One person in "users" (the account, a comma) and in "links" (the account, a colon, its links, a comma)."""
+    """One person in "users" (the account, a comma) and in "links" (the account, a colon, its links, a
+    comma); a schedule's on-call member as LARGEST_ACCOUNT."""
     if schedule_id_of(user) is not None:
         return 2 * (_json_bytes(LARGEST_ACCOUNT) + 1) + config.paged_links_bytes + 1
     return 2 * (_json_bytes(user) + 1) + _json_bytes(config.links.get(user, {})) + 1
