@@ -11,10 +11,11 @@ import the mutated modules and nothing has to move.
 
 Usage: ``python tools/mutate.py [MODULE ...]`` with module names as in ``LOGIC_MODULES`` (all of them when
 none is given). Prints, per module, how many mutants the tests killed, every survivor nobody has read
-yet, and the lines of the read list that name no survivor any more. Inspect a survivor afterwards with ``cd .mutmut && ../.venv/bin/mutmut show NAME``. A survivor read
-and found to change nothing a caller can observe goes in ``tools/survivors_read.txt`` with the reason; one
-that changes behaviour gets a test instead. A mutant's name counts its place in its function, so a change
-to that function names its survivors afresh, and they are read again.
+yet, and the lines of the read list that name no survivor any more. Inspect a survivor afterwards with
+``cd .mutmut && ../.venv/bin/mutmut show NAME``. A survivor read and found to change nothing a caller can
+observe goes in ``tools/survivors_read.txt`` with the reason; one that changes behaviour gets a test
+instead. A mutant's name counts its place in its function, so a change to that function names its
+survivors afresh, and they are read again.
 """
 
 from __future__ import annotations
